@@ -1,0 +1,295 @@
+"""Plain message classes mirroring geometry_msgs, and ``make_transform``.
+
+A ``Transform`` stored for (parent P, child C) maps coordinates expressed in C into P.
+Quaternions are ``(x, y, z, w)``; a default one is the identity (``w=1``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .time import Time, to_nanoseconds
+
+__all__ = [
+    "Vector3",
+    "Point",
+    "Quaternion",
+    "Transform",
+    "Pose",
+    "Header",
+    "TransformStamped",
+    "PointStamped",
+    "Vector3Stamped",
+    "PoseStamped",
+    "make_transform",
+    "quaternion_from_rpy",
+    "rpy_from_quaternion",
+]
+
+
+class _Message:
+    """Equality, repr and copying from ``__slots__``; no per-instance dict."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None
+
+    def __repr__(self):
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class _XYZ(_Message):
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: float = 0.0, y: float = 0.0, z: float = 0.0):
+        self.x = x
+        self.y = y
+        self.z = z
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+    def __copy__(self):
+        return type(self)(self.x, self.y, self.z)
+
+
+class Vector3(_XYZ):
+    """A vector (x, y, z)."""
+
+    __slots__ = ()
+
+
+class Point(_XYZ):
+    """A point (x, y, z)."""
+
+    __slots__ = ()
+
+
+class Quaternion(_Message):
+    """A rotation as a quaternion (x, y, z, w); the default is the identity."""
+
+    __slots__ = ("x", "y", "z", "w")
+
+    def __init__(self, x: float = 0.0, y: float = 0.0, z: float = 0.0, w: float = 1.0):
+        self.x = x
+        self.y = y
+        self.z = z
+        self.w = w
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z, self.w))
+
+    def __copy__(self):
+        return Quaternion(self.x, self.y, self.z, self.w)
+
+
+def _matrix_from_quaternion(x, y, z, w) -> np.ndarray:
+    n = x * x + y * y + z * z + w * w
+    s = 2.0 / n if n > 0.0 else 0.0
+    xx, yy, zz = x * x * s, y * y * s, z * z * s
+    xy, xz, yz = x * y * s, x * z * s, y * z * s
+    wx, wy, wz = w * x * s, w * y * s, w * z * s
+    return np.array(
+        [
+            [1.0 - (yy + zz), xy - wz, xz + wy],
+            [xy + wz, 1.0 - (xx + zz), yz - wx],
+            [xz - wy, yz + wx, 1.0 - (xx + yy)],
+        ]
+    )
+
+
+def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:
+    """Shepperd's method: the largest of w, x, y, z is computed first for stability."""
+    m = np.asarray(m, dtype=float)
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0.0:
+        s = math.sqrt(trace + 1.0) * 2.0
+        w = 0.25 * s
+        x = (m[2, 1] - m[1, 2]) / s
+        y = (m[0, 2] - m[2, 0]) / s
+        z = (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2.0
+        w = (m[2, 1] - m[1, 2]) / s
+        x = 0.25 * s
+        y = (m[0, 1] + m[1, 0]) / s
+        z = (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2.0
+        w = (m[0, 2] - m[2, 0]) / s
+        x = (m[0, 1] + m[1, 0]) / s
+        y = 0.25 * s
+        z = (m[1, 2] + m[2, 1]) / s
+    else:
+        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2.0
+        w = (m[1, 0] - m[0, 1]) / s
+        x = (m[0, 2] + m[2, 0]) / s
+        y = (m[1, 2] + m[2, 1]) / s
+        z = 0.25 * s
+    return float(x), float(y), float(z), float(w)
+
+
+class Transform(_Message):
+    """A rigid transform: rotate by ``rotation``, then translate by ``translation``."""
+
+    __slots__ = ("translation", "rotation")
+
+    def __init__(self, translation: Vector3 | None = None, rotation: Quaternion | None = None):
+        self.translation = Vector3() if translation is None else translation
+        self.rotation = Quaternion() if rotation is None else rotation
+
+    def as_matrix(self) -> np.ndarray:
+        """The 4x4 homogeneous matrix of this transform."""
+        q = self.rotation
+        t = self.translation
+        m = np.eye(4)
+        m[:3, :3] = _matrix_from_quaternion(q.x, q.y, q.z, q.w)
+        m[0, 3] = t.x
+        m[1, 3] = t.y
+        m[2, 3] = t.z
+        return m
+
+    @classmethod
+    def from_matrix(cls, m) -> "Transform":
+        """A Transform from a 4x4 homogeneous matrix (its rotation block must be orthonormal)."""
+        m = np.asarray(m, dtype=float)
+        if m.shape != (4, 4):
+            raise ValueError(f"Transform.from_matrix needs a 4x4 matrix, got shape {m.shape}")
+        x, y, z, w = _quaternion_from_matrix(m[:3, :3])
+        return cls(
+            Vector3(float(m[0, 3]), float(m[1, 3]), float(m[2, 3])), Quaternion(x, y, z, w)
+        )
+
+    def __copy__(self):
+        return Transform(self.translation.__copy__(), self.rotation.__copy__())
+
+
+class Pose(_Message):
+    """A position and an orientation."""
+
+    __slots__ = ("position", "orientation")
+
+    def __init__(self, position: Point | None = None, orientation: Quaternion | None = None):
+        self.position = Point() if position is None else position
+        self.orientation = Quaternion() if orientation is None else orientation
+
+
+class Header(_Message):
+    """A stamp and the frame the data is expressed in. ``stamp`` also takes seconds."""
+
+    __slots__ = ("stamp", "frame_id")
+
+    def __init__(self, stamp: Time | float | None = None, frame_id: str = ""):
+        if stamp is None:
+            stamp = Time()
+        elif stamp.__class__ is not Time:
+            stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
+        self.stamp = stamp
+        self.frame_id = frame_id
+
+
+class TransformStamped(_Message):
+    """The transform that maps data in ``child_frame_id`` into ``header.frame_id``."""
+
+    __slots__ = ("header", "child_frame_id", "transform")
+
+    def __init__(
+        self,
+        header: Header | None = None,
+        child_frame_id: str = "",
+        transform: Transform | None = None,
+    ):
+        self.header = Header() if header is None else header
+        self.child_frame_id = child_frame_id
+        self.transform = Transform() if transform is None else transform
+
+
+class PointStamped(_Message):
+    __slots__ = ("header", "point")
+
+    def __init__(self, header: Header | None = None, point: Point | None = None):
+        self.header = Header() if header is None else header
+        self.point = Point() if point is None else point
+
+
+class Vector3Stamped(_Message):
+    __slots__ = ("header", "vector")
+
+    def __init__(self, header: Header | None = None, vector: Vector3 | None = None):
+        self.header = Header() if header is None else header
+        self.vector = Vector3() if vector is None else vector
+
+
+class PoseStamped(_Message):
+    __slots__ = ("header", "pose")
+
+    def __init__(self, header: Header | None = None, pose: Pose | None = None):
+        self.header = Header() if header is None else header
+        self.pose = Pose() if pose is None else pose
+
+
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
+    """(x, y, z, w) of the rotation by roll about x, then pitch about y, then yaw about z
+    (fixed axes; tf2's setRPY). Angles in radians."""
+    cr, sr = math.cos(roll * 0.5), math.sin(roll * 0.5)
+    cp, sp = math.cos(pitch * 0.5), math.sin(pitch * 0.5)
+    cy, sy = math.cos(yaw * 0.5), math.sin(yaw * 0.5)
+    return (
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+        cr * cp * cy + sr * sp * sy,
+    )
+
+
+def rpy_from_quaternion(x: float, y: float, z: float, w: float) -> tuple[float, float, float]:
+    """(roll, pitch, yaw) in radians of a quaternion, the inverse of ``quaternion_from_rpy``."""
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if n == 0.0:
+        raise ValueError("zero quaternion has no rotation")
+    x, y, z, w = x / n, y / n, z / n, w / n
+    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    sinp = 2.0 * (w * y - z * x)
+    pitch = math.copysign(math.pi / 2.0, sinp) if abs(sinp) >= 1.0 else math.asin(sinp)
+    yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return roll, pitch, yaw
+
+
+def make_transform(
+    parent: str,
+    child: str,
+    translation=(0.0, 0.0, 0.0),
+    rotation=(0.0, 0.0, 0.0, 1.0),
+    stamp=0,
+    rpy=None,
+) -> TransformStamped:
+    """A TransformStamped that maps data in ``child`` into ``parent``.
+
+    ``rotation`` is an (x, y, z, w) quaternion; ``rpy=(roll, pitch, yaw)`` in radians may be
+    given instead. ``stamp`` is a Time or seconds.
+    """
+    if rpy is not None:
+        if tuple(rotation) != (0.0, 0.0, 0.0, 1.0):
+            raise ValueError("make_transform takes rotation or rpy, not both")
+        if len(rpy) != 3:
+            raise ValueError(f"rpy must be (roll, pitch, yaw), got {rpy!r}")
+        rotation = quaternion_from_rpy(*(float(a) for a in rpy))
+    if len(translation) != 3:
+        raise ValueError(f"translation must be (x, y, z), got {translation!r}")
+    if len(rotation) != 4:
+        raise ValueError(f"rotation must be an (x, y, z, w) quaternion, got {rotation!r}")
+    tx, ty, tz = (float(v) for v in translation)
+    qx, qy, qz, qw = (float(v) for v in rotation)
+    return TransformStamped(
+        Header(stamp, parent),
+        child,
+        Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
+    )

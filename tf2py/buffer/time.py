@@ -1,0 +1,262 @@
+"""Time points and durations as integer nanoseconds, as tf2 keeps them.
+
+Every public argument that takes a time also takes a plain ``int`` or ``float`` number of
+seconds; every argument that takes a duration also takes seconds. ``to_nanoseconds`` and
+``duration_to_nanoseconds`` are the one place where that conversion happens.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from functools import total_ordering
+
+__all__ = [
+    "Time",
+    "Duration",
+    "to_nanoseconds",
+    "duration_to_nanoseconds",
+    "seconds_to_nanoseconds",
+    "format_seconds",
+]
+
+_NS_PER_S = 1_000_000_000
+
+
+def seconds_to_nanoseconds(seconds: float) -> int:
+    """Round a number of seconds to the nearest nanosecond (tf2's durationFromSec)."""
+    if isinstance(seconds, int):
+        return seconds * _NS_PER_S
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise ValueError(f"time must be a finite number of seconds, got {seconds!r}")
+    return round(seconds * _NS_PER_S)
+
+
+def _split(ns: int) -> tuple[int, int]:
+    sec, nanosec = divmod(ns, _NS_PER_S)
+    return sec, nanosec
+
+
+@total_ordering
+class Time:
+    """A time point, stored as integer nanoseconds since the epoch of its clock.
+
+    ``Time()`` (zero) passed as a lookup time means "the latest time at which the whole chain
+    is known", exactly as in tf2.
+    """
+
+    __slots__ = ("_ns",)
+
+    def __init__(self, sec: int = 0, nanosec: int = 0):
+        if not isinstance(sec, int) or not isinstance(nanosec, int):
+            raise TypeError(
+                "Time(sec, nanosec) takes integers; use Time.from_seconds(x) for a float"
+            )
+        object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
+
+    @classmethod
+    def from_nanoseconds(cls, nanoseconds: int) -> "Time":
+        """A Time from an integer number of nanoseconds."""
+        t = object.__new__(cls)
+        object.__setattr__(t, "_ns", int(nanoseconds))
+        return t
+
+    @classmethod
+    def from_seconds(cls, seconds: float) -> "Time":
+        """A Time from seconds, rounded to the nearest nanosecond."""
+        return cls.from_nanoseconds(seconds_to_nanoseconds(seconds))
+
+    @classmethod
+    def now(cls) -> "Time":
+        """The wall-clock time now."""
+        return cls.from_nanoseconds(_time.time_ns())
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Time is immutable")
+
+    def __reduce__(self):
+        return (Time.from_nanoseconds, (self._ns,))
+
+    @property
+    def nanoseconds(self) -> int:
+        return self._ns
+
+    @property
+    def sec(self) -> int:
+        return _split(self._ns)[0]
+
+    @property
+    def nanosec(self) -> int:
+        return _split(self._ns)[1]
+
+    def to_seconds(self) -> float:
+        return self._ns / _NS_PER_S
+
+    def __eq__(self, other):
+        if isinstance(other, Time):
+            return self._ns == other._ns
+        return NotImplemented
+
+    def __lt__(self, other):
+        if isinstance(other, Time):
+            return self._ns < other._ns
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(("Time", self._ns))
+
+    def __bool__(self):
+        return self._ns != 0
+
+    def __add__(self, other):
+        if isinstance(other, Duration):
+            return Time.from_nanoseconds(self._ns + other._ns)
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return Time.from_nanoseconds(self._ns + seconds_to_nanoseconds(other))
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if isinstance(other, Time):
+            return Duration.from_nanoseconds(self._ns - other._ns)
+        if isinstance(other, Duration):
+            return Time.from_nanoseconds(self._ns - other._ns)
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return Time.from_nanoseconds(self._ns - seconds_to_nanoseconds(other))
+        return NotImplemented
+
+    def __repr__(self):
+        return f"Time(sec={self.sec}, nanosec={self.nanosec})"
+
+    def __str__(self):
+        return format_seconds(self._ns)
+
+
+@total_ordering
+class Duration:
+    """A span of time, stored as integer nanoseconds (may be negative)."""
+
+    __slots__ = ("_ns",)
+
+    def __init__(self, sec: int = 0, nanosec: int = 0):
+        if not isinstance(sec, int) or not isinstance(nanosec, int):
+            raise TypeError(
+                "Duration(sec, nanosec) takes integers; use Duration.from_seconds(x) for a float"
+            )
+        object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
+
+    @classmethod
+    def from_nanoseconds(cls, nanoseconds: int) -> "Duration":
+        d = object.__new__(cls)
+        object.__setattr__(d, "_ns", int(nanoseconds))
+        return d
+
+    @classmethod
+    def from_seconds(cls, seconds: float) -> "Duration":
+        return cls.from_nanoseconds(seconds_to_nanoseconds(seconds))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Duration is immutable")
+
+    def __reduce__(self):
+        return (Duration.from_nanoseconds, (self._ns,))
+
+    @property
+    def nanoseconds(self) -> int:
+        return self._ns
+
+    @property
+    def sec(self) -> int:
+        return _split(self._ns)[0]
+
+    @property
+    def nanosec(self) -> int:
+        return _split(self._ns)[1]
+
+    def to_seconds(self) -> float:
+        return self._ns / _NS_PER_S
+
+    def __eq__(self, other):
+        if isinstance(other, Duration):
+            return self._ns == other._ns
+        return NotImplemented
+
+    def __lt__(self, other):
+        if isinstance(other, Duration):
+            return self._ns < other._ns
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(("Duration", self._ns))
+
+    def __bool__(self):
+        return self._ns != 0
+
+    def __add__(self, other):
+        if isinstance(other, Duration):
+            return Duration.from_nanoseconds(self._ns + other._ns)
+        if isinstance(other, Time):
+            return Time.from_nanoseconds(self._ns + other._ns)
+        return NotImplemented
+
+    def __sub__(self, other):
+        if isinstance(other, Duration):
+            return Duration.from_nanoseconds(self._ns - other._ns)
+        return NotImplemented
+
+    def __neg__(self):
+        return Duration.from_nanoseconds(-self._ns)
+
+    def __repr__(self):
+        return f"Duration(sec={self.sec}, nanosec={self.nanosec})"
+
+    def __str__(self):
+        return format_seconds(self._ns)
+
+
+def to_nanoseconds(value, name: str = "time") -> int:
+    """Integer nanoseconds from a ``Time``, or a plain number of seconds.
+
+    Also accepts anything with ``nanoseconds`` (rclpy's Time) or ``sec``/``nanosec``
+    (builtin_interfaces' Time), as tf2_py does.
+    """
+    cls = value.__class__
+    if cls is Time:
+        return value._ns
+    if cls is float or cls is int:
+        return seconds_to_nanoseconds(value)
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a Time or a number of seconds, got a bool")
+    if isinstance(value, (Time, Duration)):
+        return value._ns
+    if isinstance(value, (int, float)):
+        return seconds_to_nanoseconds(value)
+    try:
+        import numbers
+
+        if isinstance(value, numbers.Real):
+            return seconds_to_nanoseconds(float(value)) if not isinstance(
+                value, numbers.Integral
+            ) else int(value) * _NS_PER_S
+    except (TypeError, ValueError):
+        pass
+    ns = getattr(value, "nanoseconds", None)
+    if isinstance(ns, int):
+        return ns
+    sec = getattr(value, "sec", None)
+    nanosec = getattr(value, "nanosec", None)
+    if isinstance(sec, int) and isinstance(nanosec, int):
+        return sec * _NS_PER_S + nanosec
+    raise TypeError(f"{name} must be a Time or a number of seconds, got {value!r}")
+
+
+def duration_to_nanoseconds(value, name: str = "duration") -> int:
+    """Integer nanoseconds from a ``Duration``, or a plain number of seconds."""
+    if value.__class__ is Duration:
+        return value._ns
+    return to_nanoseconds(value, name)
+
+
+def format_seconds(ns: int) -> str:
+    """Seconds with six decimals, as tf2 prints times in its messages (``%.6f``)."""
+    return "%.6f" % (ns / _NS_PER_S)

@@ -1,0 +1,1 @@
+"""The tf2py command: argument parsing and printing only."""
