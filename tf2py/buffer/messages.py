@@ -33,16 +33,22 @@ class _Message:
     """Equality, repr and copying from ``__slots__``; no per-instance dict."""
 
     __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__slots__:
+            cls._fields = tuple(cls.__slots__)
 
     def __eq__(self, other):
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
     __hash__ = None
 
     def __repr__(self):
-        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({fields})"
 
 
