@@ -1,0 +1,37 @@
+"""What every subcommand shares: clean stops on SIGINT/SIGTERM and one-line errors."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr, with a non-zero exit code."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def install_signal_handlers() -> None:
+    """Make SIGTERM stop a command the way Ctrl-C does (a KeyboardInterrupt in the main
+    thread), so every command has one clean shutdown path."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+def parse_core_argument(parser) -> None:
+    """Add ``--core ADDRESS`` (else TF2PY_CORE, else the loopback default)."""
+    parser.add_argument(
+        "--core",
+        metavar="ADDRESS",
+        default=None,
+        help="where the bus is, e.g. tcp://127.0.0.1:7400 (default: $TF2PY_CORE, "
+        "else tcp://127.0.0.1:7400)",
+    )

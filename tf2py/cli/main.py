@@ -1,0 +1,76 @@
+"""The ``tf2py`` command: one subcommand per module of this package.
+
+Each subcommand module defines ``NAME``, ``HELP``, ``configure(parser)`` and
+``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .common import CommandError, install_signal_handlers
+
+# (module under tf2py.cli, subcommand name); the order is the order of ``tf2py --help``.
+COMMANDS = [
+    ("core", "core"),
+    ("server", "server"),
+    ("echo", "echo"),
+    ("static_transform_publisher", "static-transform-publisher"),
+    ("frames", "frames"),
+    ("view_frames", "view-frames"),
+    ("monitor", "monitor"),
+    ("launch", "launch"),
+    ("play", "play"),
+    ("record", "record"),
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line on stderr and exit 2, as argparse does, but without the usage dump so the
+        # error is the line a user sees.
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    parser = _Parser(
+        prog="tf2py",
+        description="tf2py: ROS tf2's transforms, broadcasts and tools without ROS.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+    modules = {}
+    for module_name, name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tf2py.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"tf2py.cli.{module_name}":
+                continue  # not built yet
+            raise
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        modules[name] = module
+    return parser, modules
+
+
+def main(argv=None) -> int:
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    install_signal_handlers()
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except KeyboardInterrupt:
+        return 0
+    except CommandError as exc:
+        print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
