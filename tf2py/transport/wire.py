@@ -1,0 +1,305 @@
+"""The one wire format of tf2py: msgpack, versioned, bounded. Used by the bus and the server.
+
+A /tf or /tf_static message body (see docs/protocol-bus.md) is a msgpack array::
+
+    [version: int, authority: str, parents: [str, ...], children: [str, ...],
+     stamps: bin (N int64 little-endian, nanoseconds),
+     values: bin (N x 7 float64 little-endian: tx, ty, tz, qx, qy, qz, qw)]
+
+It is columnar so that a listener decodes it with one ``msgpack.unpackb`` and two
+``numpy.frombuffer`` calls into exactly what ``Buffer.set_transforms`` takes: no object per
+transform on the listener path.
+
+Generic helpers for other protocols (the buffer server): ``pack``, ``unpack``,
+``transform_to_wire``, ``transform_from_wire``; every decoding error is a ``WireError``.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from typing import NamedTuple
+
+import msgpack
+import numpy as np
+
+from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
+from ..buffer.time import Time, to_nanoseconds
+
+__all__ = [
+    "WIRE_VERSION",
+    "WireError",
+    "UnknownVersionError",
+    "MAX_MESSAGE_BYTES",
+    "MAX_TRANSFORMS",
+    "TOPIC_TF",
+    "TOPIC_TF_STATIC",
+    "TransformArrays",
+    "pack",
+    "unpack",
+    "transform_to_wire",
+    "transform_from_wire",
+    "encode_transforms",
+    "encode_arrays",
+    "decode_transforms",
+    "arrays_to_transforms",
+    "default_authority",
+]
+
+#: Version of every envelope this module writes; a reader drops messages of a newer version.
+WIRE_VERSION = 1
+
+#: Topic frames (the first ZeroMQ frame of a bus message).
+TOPIC_TF = b"/tf"
+TOPIC_TF_STATIC = b"/tf_static"
+
+#: Upper bounds: a message larger than this, or holding more transforms, is refused.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_TRANSFORMS = 1_000_000
+MAX_STRING = 64 * 1024
+
+_LITTLE = sys.byteorder == "little"
+_F8 = np.dtype("<f8")
+_I8 = np.dtype("<i8")
+
+
+class WireError(ValueError):
+    """Bytes that are not a valid tf2py message (garbage, wrong shape, too large)."""
+
+    cause = "malformed"
+
+
+class UnknownVersionError(WireError):
+    """A message written by a newer wire version than this reader knows."""
+
+    cause = "version"
+
+    def __init__(self, version):
+        super().__init__(
+            f"message has wire version {version!r}, this tf2py reads up to version "
+            f"{WIRE_VERSION}; upgrade tf2py on this host"
+        )
+        self.version = version
+
+
+_UNPACK_LIMITS = dict(
+    raw=False,
+    strict_map_key=True,
+    use_list=True,
+    max_str_len=MAX_STRING,
+    max_bin_len=MAX_MESSAGE_BYTES,
+    max_array_len=MAX_TRANSFORMS * 10 + 16,
+    max_map_len=1_000_000,
+    max_ext_len=0,
+)
+
+
+def pack(obj) -> bytes:
+    """msgpack bytes of ``obj`` (str as str, bytes as bin)."""
+    try:
+        return msgpack.packb(obj, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise WireError(f"cannot encode {type(obj).__name__}: {exc}") from exc
+
+
+def unpack(data) -> object:
+    """The object in msgpack ``data``; raises ``WireError`` on garbage or on sizes over the
+    bounds (``MAX_MESSAGE_BYTES``, ``MAX_STRING`` per string)."""
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes")
+    try:
+        return msgpack.unpackb(data, **_UNPACK_LIMITS)
+    except Exception as exc:  # msgpack raises many types for garbage (ValueError, TypeError, ...)
+        raise WireError(f"undecodable msgpack ({type(exc).__name__}: {exc})") from None
+
+
+def _stamp_ns(stamp) -> int:
+    return stamp._ns if stamp.__class__ is Time else to_nanoseconds(stamp, "stamp")
+
+
+def transform_to_wire(ts: TransformStamped) -> list:
+    """``[parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw]`` for a TransformStamped."""
+    h = ts.header
+    t = ts.transform.translation
+    r = ts.transform.rotation
+    return [
+        h.frame_id,
+        ts.child_frame_id,
+        _stamp_ns(h.stamp),
+        float(t.x), float(t.y), float(t.z),
+        float(r.x), float(r.y), float(r.z), float(r.w),
+    ]
+
+
+def transform_from_wire(obj) -> TransformStamped:
+    """The TransformStamped of a ``transform_to_wire`` list; raises ``WireError`` on a wrong
+    shape or type (values are not validated: NaN travels, the buffer refuses it)."""
+    if obj.__class__ is not list or len(obj) != 10:
+        raise WireError(f"a transform is a list of 10 items, got {_describe(obj)}")
+    parent, child, stamp = obj[0], obj[1], obj[2]
+    if parent.__class__ is not str or child.__class__ is not str:
+        raise WireError("transform frame ids must be strings")
+    if stamp.__class__ is not int:
+        raise WireError("transform stamp must be integer nanoseconds")
+    try:
+        v = [float(x) for x in obj[3:]]
+    except (TypeError, ValueError):
+        raise WireError("transform values must be numbers") from None
+    for x in obj[3:]:
+        if x.__class__ is bool:
+            raise WireError("transform values must be numbers")
+    return TransformStamped(
+        Header(Time.from_nanoseconds(stamp), parent),
+        child,
+        Transform(Vector3(v[0], v[1], v[2]), Quaternion(v[3], v[4], v[5], v[6])),
+    )
+
+
+def _describe(obj) -> str:
+    if obj.__class__ is list:
+        return f"a list of {len(obj)} items"
+    return type(obj).__name__
+
+
+class TransformArrays(NamedTuple):
+    """A decoded /tf or /tf_static message, columnar: what ``Buffer.set_transforms`` takes."""
+
+    authority: str
+    parents: list  # list[str], N
+    children: list  # list[str], N
+    stamps_ns: np.ndarray  # int64 (N,)
+    values: np.ndarray  # float64 (N, 7): tx, ty, tz, qx, qy, qz, qw
+
+
+def encode_transforms(transforms, authority: str) -> bytes:
+    """One message body holding ``transforms`` (a TransformStamped or an iterable of them)."""
+    if isinstance(transforms, TransformStamped):
+        transforms = (transforms,)
+    parents = []
+    children = []
+    stamps = []
+    flat = []
+    try:
+        for ts in transforms:
+            h = ts.header
+            t = ts.transform.translation
+            r = ts.transform.rotation
+            parents.append(h.frame_id)
+            children.append(ts.child_frame_id)
+            stamps.append(_stamp_ns(h.stamp))
+            flat += (t.x, t.y, t.z, r.x, r.y, r.z, r.w)
+    except AttributeError as exc:
+        raise TypeError(f"send_transform takes TransformStamped objects: {exc}") from None
+    n = len(parents)
+    for name in parents:
+        if name.__class__ is not str:
+            raise TypeError(f"frame ids must be strings, got {name!r}")
+    for name in children:
+        if name.__class__ is not str:
+            raise TypeError(f"frame ids must be strings, got {name!r}")
+    try:
+        stamps_bin = struct.pack(f"<{n}q", *stamps)
+        values_bin = struct.pack(f"<{7 * n}d", *flat)
+    except struct.error as exc:
+        raise TypeError(f"transform values must be numbers and stamps int64 ns: {exc}") from None
+    return msgpack.packb(
+        [WIRE_VERSION, authority, parents, children, stamps_bin, values_bin], use_bin_type=True
+    )
+
+
+def encode_arrays(parents, children, stamps_ns, values, authority: str) -> bytes:
+    """One message body from columns (``values`` (N, 7) float64 rows tx..qw)."""
+    parents = list(parents)
+    children = list(children)
+    n = len(parents)
+    stamps = np.ascontiguousarray(stamps_ns, dtype=_I8).reshape(-1)
+    vals = np.ascontiguousarray(values, dtype=_F8).reshape(-1, 7)
+    if len(children) != n or stamps.shape[0] != n or vals.shape[0] != n:
+        raise ValueError("parents, children, stamps_ns and values must have the same length")
+    return msgpack.packb(
+        [WIRE_VERSION, authority, parents, children, stamps.tobytes(), vals.tobytes()],
+        use_bin_type=True,
+    )
+
+
+def decode_transforms(data) -> TransformArrays:
+    """The columns of a /tf or /tf_static message body.
+
+    Raises ``UnknownVersionError`` for a newer version (checked before anything else, so a
+    future layout is never misread) and ``WireError`` for anything else that is not a valid
+    message. Values are not validated here (NaN, empty ids): the buffer refuses those rows.
+    """
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes")
+    try:
+        obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
+    except Exception as exc:
+        raise WireError(f"undecodable msgpack ({type(exc).__name__}: {exc})") from None
+    if obj.__class__ is not list or not obj:
+        raise WireError(f"a transforms message is a msgpack array, got {_describe(obj)}")
+    version = obj[0]
+    if version.__class__ is not int:
+        raise WireError(f"wire version must be an integer, got {type(version).__name__}")
+    if version != WIRE_VERSION:
+        if version > WIRE_VERSION:
+            raise UnknownVersionError(version)
+        raise WireError(f"wire version {version} is not supported")
+    if len(obj) != 6:
+        raise WireError(f"a version-1 transforms message has 6 fields, got {len(obj)}")
+    _, authority, parents, children, stamps_bin, values_bin = obj
+    if authority.__class__ is not str:
+        raise WireError("authority must be a string")
+    if parents.__class__ is not list or children.__class__ is not list:
+        raise WireError("parents and children must be arrays of strings")
+    n = len(parents)
+    if len(children) != n:
+        raise WireError(f"{n} parents but {len(children)} children")
+    if n > MAX_TRANSFORMS:
+        raise WireError(f"{n} transforms exceed the limit of {MAX_TRANSFORMS}")
+    if stamps_bin.__class__ is not bytes or values_bin.__class__ is not bytes:
+        raise WireError("stamps and values must be binary blocks")
+    if len(stamps_bin) != 8 * n or len(values_bin) != 56 * n:
+        raise WireError(
+            f"{n} transforms need 8*N={8 * n} stamp bytes and 56*N={56 * n} value bytes, "
+            f"got {len(stamps_bin)} and {len(values_bin)}"
+        )
+    for name in parents:
+        if name.__class__ is not str:
+            raise WireError("frame ids must be strings")
+    for name in children:
+        if name.__class__ is not str:
+            raise WireError("frame ids must be strings")
+    return TransformArrays(
+        authority,
+        parents,
+        children,
+        np.frombuffer(stamps_bin, dtype=_I8),
+        np.frombuffer(values_bin, dtype=_F8).reshape(n, 7),
+    )
+
+
+def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
+    """TransformStamped objects of decoded columns (for tools, not the listener's hot path)."""
+    out = []
+    stamps = arrays.stamps_ns.tolist()
+    rows = arrays.values.tolist()
+    for parent, child, stamp, v in zip(arrays.parents, arrays.children, stamps, rows):
+        out.append(
+            TransformStamped(
+                Header(Time.from_nanoseconds(stamp), parent),
+                child,
+                Transform(Vector3(v[0], v[1], v[2]), Quaternion(v[3], v[4], v[5], v[6])),
+            )
+        )
+    return out
+
+
+def default_authority() -> str:
+    """``<program>@<host>:<pid>``: who sent a message, as tf2's yaml ``broadcaster`` shows."""
+    import os
+    import socket
+
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    if program in ("", "-c", "-m"):
+        program = "python"
+    return f"{program}@{socket.gethostname()}:{os.getpid()}"
