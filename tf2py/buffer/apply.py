@@ -1,0 +1,229 @@
+"""Applying a looked-up transform to geometry: points, vectors, poses, transforms, arrays.
+
+Every function takes ``transform``, a ``TransformStamped`` that maps data in its
+``child_frame_id`` into its ``header.frame_id`` (what ``lookup_transform(target_frame,
+source_frame, time)`` returns), and data expressed in the child frame; the result is
+expressed in ``transform.header.frame_id`` and carries ``transform.header`` (frame id and
+stamp), as tf2_geometry_msgs does. Inputs are never modified. Lengths are in the units of
+the transform (metres in ROS), angles in radians.
+
+Single objects use plain float arithmetic (numpy costs more than it saves on one 3-vector);
+``transform_point_array`` is vectorised over N points.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .messages import (
+    Header,
+    Point,
+    PointStamped,
+    Pose,
+    PoseStamped,
+    Quaternion,
+    Transform,
+    TransformStamped,
+    Vector3,
+    Vector3Stamped,
+)
+
+__all__ = [
+    "SUPPORTED_TYPES",
+    "do_transform",
+    "do_transform_point",
+    "do_transform_vector3",
+    "do_transform_pose",
+    "do_transform_transform",
+    "transform_function",
+    "transform_point_array",
+    "as_point_array",
+    "rotation_matrix",
+    "copy_transform_stamped",
+]
+
+
+def _unit_quaternion(q) -> tuple[float, float, float, float]:
+    """(x, y, z, w) of ``q`` scaled to unit length (lookups return unit quaternions; this
+    keeps a hand-made, slightly off one from scaling the data)."""
+    x, y, z, w = float(q.x), float(q.y), float(q.z), float(q.w)
+    n = x * x + y * y + z * z + w * w
+    if n == 0.0 or n != n:
+        raise ValueError(f"transform rotation ({x}, {y}, {z}, {w}) is not a rotation")
+    if abs(n - 1.0) > 1e-12:
+        s = 1.0 / math.sqrt(n)
+        x, y, z, w = x * s, y * s, z * s, w * s
+    return x, y, z, w
+
+
+def _rotate(q, vx: float, vy: float, vz: float) -> tuple[float, float, float]:
+    """Rotate (vx, vy, vz) by the unit quaternion q = (x, y, z, w): v + 2w(u×v) + 2u×(u×v)."""
+    x, y, z, w = q
+    # c = 2 (u × v)
+    cx = 2.0 * (y * vz - z * vy)
+    cy = 2.0 * (z * vx - x * vz)
+    cz = 2.0 * (x * vy - y * vx)
+    return (
+        vx + w * cx + (y * cz - z * cy),
+        vy + w * cy + (z * cx - x * cz),
+        vz + w * cz + (x * cy - y * cx),
+    )
+
+
+def _multiply(a, b) -> tuple[float, float, float, float]:
+    """The Hamilton product a ⊗ b of (x, y, z, w) quaternions: rotate by b, then by a."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def rotation_matrix(transform: TransformStamped) -> np.ndarray:
+    """The 3x3 rotation matrix of ``transform`` (its quaternion normalised)."""
+    x, y, z, w = _unit_quaternion(transform.transform.rotation)
+    return np.array(
+        [
+            [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
+            [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
+            [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
+        ]
+    )
+
+
+def _header(transform: TransformStamped) -> Header:
+    h = transform.header
+    return Header(h.stamp, h.frame_id)
+
+
+def do_transform_point(point: PointStamped, transform: TransformStamped) -> PointStamped:
+    """``point`` (in the transform's child frame) expressed in ``transform.header.frame_id``."""
+    q = _unit_quaternion(transform.transform.rotation)
+    t = transform.transform.translation
+    p = point.point
+    x, y, z = _rotate(q, float(p.x), float(p.y), float(p.z))
+    return PointStamped(_header(transform), Point(x + t.x, y + t.y, z + t.z))
+
+
+def do_transform_vector3(vector: Vector3Stamped, transform: TransformStamped) -> Vector3Stamped:
+    """``vector`` rotated into ``transform.header.frame_id``; the translation is ignored, as
+    tf2_geometry_msgs does (a direction or a velocity does not move with the origin)."""
+    q = _unit_quaternion(transform.transform.rotation)
+    v = vector.vector
+    x, y, z = _rotate(q, float(v.x), float(v.y), float(v.z))
+    return Vector3Stamped(_header(transform), Vector3(x, y, z))
+
+
+def do_transform_pose(pose: PoseStamped, transform: TransformStamped) -> PoseStamped:
+    """``pose`` (in the transform's child frame) expressed in ``transform.header.frame_id``:
+    position rotated and translated, orientation = transform rotation ⊗ pose orientation."""
+    q = _unit_quaternion(transform.transform.rotation)
+    t = transform.transform.translation
+    p = pose.pose.position
+    o = pose.pose.orientation
+    x, y, z = _rotate(q, float(p.x), float(p.y), float(p.z))
+    ox, oy, oz, ow = _multiply(q, (float(o.x), float(o.y), float(o.z), float(o.w)))
+    return PoseStamped(
+        _header(transform),
+        Pose(Point(x + t.x, y + t.y, z + t.z), Quaternion(ox, oy, oz, ow)),
+    )
+
+
+def do_transform_transform(
+    transform_in: TransformStamped, transform: TransformStamped
+) -> TransformStamped:
+    """``transform ∘ transform_in``: ``transform_in`` maps its child frame into the
+    transform's child frame; the result maps the same child frame
+    (``transform_in.child_frame_id``) into ``transform.header.frame_id``."""
+    q = _unit_quaternion(transform.transform.rotation)
+    t = transform.transform.translation
+    ti = transform_in.transform.translation
+    qi = transform_in.transform.rotation
+    x, y, z = _rotate(q, float(ti.x), float(ti.y), float(ti.z))
+    rx, ry, rz, rw = _multiply(q, (float(qi.x), float(qi.y), float(qi.z), float(qi.w)))
+    return TransformStamped(
+        _header(transform),
+        transform_in.child_frame_id,
+        Transform(Vector3(x + t.x, y + t.y, z + t.z), Quaternion(rx, ry, rz, rw)),
+    )
+
+
+# type -> function; the frame the data is in is always obj.header.frame_id.
+_DISPATCH = {
+    PointStamped: do_transform_point,
+    Vector3Stamped: do_transform_vector3,
+    PoseStamped: do_transform_pose,
+    TransformStamped: do_transform_transform,
+}
+
+SUPPORTED_TYPES: tuple[type, ...] = tuple(_DISPATCH)
+
+
+def _unsupported(obj) -> TypeError:
+    names = ", ".join(cls.__name__ for cls in SUPPORTED_TYPES)
+    return TypeError(
+        f"cannot transform an object of type {type(obj).__module__}.{type(obj).__qualname__}; "
+        f"supported types are {names}"
+    )
+
+
+def transform_function(obj):
+    """The ``do_transform_*`` function for ``obj``'s type; ``TypeError`` naming the supported
+    types when there is none."""
+    function = _DISPATCH.get(obj.__class__)
+    if function is None:
+        for cls, candidate in _DISPATCH.items():
+            if isinstance(obj, cls):
+                return candidate
+        raise _unsupported(obj)
+    return function
+
+
+def do_transform(obj, transform: TransformStamped):
+    """Apply ``transform`` to a PointStamped, Vector3Stamped, PoseStamped or
+    TransformStamped; a new object of the same type comes back."""
+    return transform_function(obj)(obj, transform)
+
+
+def as_point_array(points) -> np.ndarray:
+    """``points`` as a float64 ``(N, 3)`` array; ``ValueError`` for any other shape."""
+    try:
+        array = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"points must be an (N, 3) array of numbers (x, y, z per row): {exc}"
+        ) from None
+    if array.ndim != 2 or array.shape[1] != 3:
+        hint = " (for one point use points.reshape(1, 3))" if array.shape == (3,) else ""
+        raise ValueError(
+            f"points must be an (N, 3) array (x, y, z per row), got shape {array.shape}{hint}"
+        )
+    return array
+
+
+def transform_point_array(points, transform: TransformStamped) -> np.ndarray:
+    """Points ``(N, 3)`` in the transform's child frame, expressed in
+    ``transform.header.frame_id``: a new ``(N, 3)`` float64 array (vectorised)."""
+    array = as_point_array(points)
+    t = transform.transform.translation
+    out = array @ rotation_matrix(transform).T
+    out += (float(t.x), float(t.y), float(t.z))
+    return out
+
+
+def copy_transform_stamped(transform: TransformStamped) -> TransformStamped:
+    """An independent copy (so two callers never share one mutable message)."""
+    t = transform.transform
+    return TransformStamped(
+        Header(transform.header.stamp, transform.header.frame_id),
+        transform.child_frame_id,
+        Transform(
+            Vector3(t.translation.x, t.translation.y, t.translation.z),
+            Quaternion(t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w),
+        ),
+    )
