@@ -1,0 +1,70 @@
+"""ROS bags for tf2py: load a recording's ``/tf`` and ``/tf_static`` into a ``Buffer``, read
+them as arrays, and write transforms as a ROS 2 MCAP file.
+
+Reads MCAP files, ROS 2 bag folders (sqlite3 or MCAP storage) and ROS 1 ``.bag`` files, with
+``tf2_msgs/TFMessage`` (ROS 1 and 2) and ROS 1's legacy ``tf/tfMessage``. Needs the optional
+extra: ``pip install 'tf2py[bag]'`` (rosbags to read, mcap to write); without it every
+function raises ``BagDependencyError`` saying so.
+
+    buffer = tf2py.bag.load("robot.mcap")
+    buffer.lookup_transform("odom", "base_link", stamp)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import INSTALL_HINT, BagDependencyError, BagError, BagWarning
+from .reader import TRANSFORM_TYPES, BagTransforms, read_transforms
+from .writer import BagWriter
+
+__all__ = [
+    "load",
+    "read_transforms",
+    "BagTransforms",
+    "BagWriter",
+    "BagError",
+    "BagDependencyError",
+    "BagWarning",
+    "TRANSFORM_TYPES",
+    "INSTALL_HINT",
+]
+
+# Extra room on top of the recording's span, so nothing at its edges counts as old data.
+_CACHE_MARGIN_S = 1.0
+_MIN_CACHE_S = 10.0
+
+
+def load(
+    path,
+    buffer=None,
+    cache_time=None,
+    tf_topic: str = "/tf",
+    tf_static_topic: str = "/tf_static",
+    *,
+    strict: bool = True,
+):
+    """Load every transform of a bag's ``tf_topic`` and ``tf_static_topic`` into a Buffer.
+
+    ``path``: an MCAP file, a ROS 2 bag folder (sqlite3 or MCAP storage) or a ROS 1 ``.bag``.
+    Without ``buffer`` a new ``Buffer`` is made whose cache holds the whole recording (its
+    span of stamps plus a second, at least 10 s), or ``cache_time`` seconds if given. With
+    ``buffer`` (a ``Buffer`` or ``BufferCore``) the transforms are added to it and
+    ``cache_time`` must be ``None``. Authority: ``bag:<file name>``. Returns the buffer.
+
+    Raises ``BagError`` (one line) for a file that cannot be read in full (see
+    ``read_transforms``; ``strict=False`` loads the readable part with a ``BagWarning``);
+    nothing is inserted then. Invalid transforms, or transforms older than the cache
+    window of a given ``buffer``, are skipped with a ``BagWarning`` giving the counts.
+    """
+    if buffer is not None and cache_time is not None:
+        raise ValueError("give either buffer or cache_time, not both (the buffer has its own)")
+    data = read_transforms(path, tf_topic, tf_static_topic, strict=strict)
+    if buffer is None:
+        from ..buffer.buffer import Buffer
+
+        if cache_time is None:
+            cache_time = max(_MIN_CACHE_S, data.recording_span_s() + _CACHE_MARGIN_S)
+        buffer = Buffer(cache_time=cache_time)
+    data.insert_into(buffer, authority=f"bag:{Path(path).name}")
+    return buffer

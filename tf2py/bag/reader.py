@@ -1,0 +1,305 @@
+"""Reading the transforms of a ROS bag: MCAP file, ROS 2 bag folder (sqlite3 or MCAP
+storage) or ROS 1 ``.bag``, with ``rosbags`` (the ``tf2py[bag]`` extra) finding the
+messages and tf2py's own codec decoding them.
+
+Everything is decoded before anything is handed on, so a file that turns out to be corrupt
+half-way raises ``BagError`` and leaves no half-filled buffer behind.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
+from ..buffer.time import Time
+from .codec import ROS1_TFMESSAGE_MD5, Columns, decode_ros1, decode_ros2
+from .errors import BagError, BagWarning, require
+
+__all__ = ["BagTransforms", "read_transforms", "TRANSFORM_TYPES"]
+
+# Message types that hold transforms: tf2's, in ROS 2 and ROS 1 spelling, and ROS 1's legacy tf.
+TRANSFORM_TYPES = frozenset(
+    {
+        "tf2_msgs/msg/TFMessage",
+        "tf2_msgs/TFMessage",
+        "tf/msg/tfMessage",
+        "tf/tfMessage",
+    }
+)
+
+_MCAP_MAGIC = b"\x89MCAP0\r\n"
+_ROS1_MAGIC = b"#ROSBAG V2.0\n"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class BagTransforms:
+    """The transforms of a bag's ``/tf`` and ``/tf_static``, as columns in recording order.
+
+    Rows (one per transform): ``parents``, ``children`` (lists of frame ids), ``stamps_ns``
+    (int64, the header stamps), ``values`` (float64 ``(N, 7)``: tx, ty, tz, qx, qy, qz, qw;
+    the transform maps data in the child frame into the parent frame), ``is_static`` (bool).
+    Messages (one per ``TFMessage``): ``message_log_ns`` (int64, when the recorder received
+    it), ``message_offsets`` (``M + 1`` row offsets), ``message_static`` (bool).
+    """
+
+    def __init__(self, path, columns: Columns, log_ns, offsets, static, skipped, topics):
+        self.path = str(path)
+        self.name = Path(path).name
+        self.parents = columns.parents
+        self.children = columns.children
+        self.stamps_ns = np.asarray(columns.stamps, dtype=np.int64)
+        self.values = np.asarray(columns.values, dtype=np.float64).reshape(-1, 7)
+        self.message_log_ns = np.asarray(log_ns, dtype=np.int64)
+        self.message_offsets = np.asarray(offsets, dtype=np.int64)
+        self.message_static = np.asarray(static, dtype=bool)
+        self.is_static = np.repeat(self.message_static, np.diff(self.message_offsets))
+        #: messages that could not be decoded and were left out
+        self.skipped_messages = skipped
+        #: topic -> message type, for every transform topic that was read
+        self.topics = topics
+
+    def __len__(self) -> int:
+        return len(self.stamps_ns)
+
+    @property
+    def message_count(self) -> int:
+        return len(self.message_log_ns)
+
+    @property
+    def start_ns(self) -> int:
+        """Log time of the first transform message (ns)."""
+        return int(self.message_log_ns[0]) if self.message_count else 0
+
+    @property
+    def duration_ns(self) -> int:
+        """Log time from the first to the last transform message (ns)."""
+        if not self.message_count:
+            return 0
+        return int(self.message_log_ns[-1] - self.message_log_ns[0])
+
+    def recording_span_s(self) -> float:
+        """Seconds between the oldest and newest stamp of the dynamic transforms."""
+        dynamic = self.stamps_ns[~self.is_static]
+        if not len(dynamic):
+            return 0.0
+        return (int(dynamic.max()) - int(dynamic.min())) / 1e9
+
+    def transform(self, row: int) -> TransformStamped:
+        """Row ``row`` as a ``TransformStamped``."""
+        tx, ty, tz, qx, qy, qz, qw = self.values[row].tolist()
+        return TransformStamped(
+            Header(Time.from_nanoseconds(int(self.stamps_ns[row])), self.parents[row]),
+            self.children[row],
+            Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
+        )
+
+    def message_transforms(self, index: int) -> list[TransformStamped]:
+        """The transforms of message ``index`` as ``TransformStamped`` objects."""
+        start, stop = int(self.message_offsets[index]), int(self.message_offsets[index + 1])
+        return [self.transform(row) for row in range(start, stop)]
+
+    def insert_into(self, buffer, authority: str) -> None:
+        """Store every transform in ``buffer`` (a ``BufferCore`` or ``Buffer``) with the batch
+        insert: statics first, then the dynamic ones. Warns (``BagWarning``) with counts if
+        some were invalid or older than the buffer's cache window."""
+        invalid = []
+        old = 0
+        for static in (True, False):
+            rows = np.flatnonzero(self.is_static == static)
+            if not len(rows):
+                continue
+            if len(rows) == len(self):
+                parents, children = self.parents, self.children
+                stamps, values = self.stamps_ns, self.values
+            else:
+                parents = [self.parents[i] for i in rows.tolist()]
+                children = [self.children[i] for i in rows.tolist()]
+                stamps, values = self.stamps_ns[rows], self.values[rows]
+            result = buffer.set_transforms(
+                parents, children, stamps, values, authority, is_static=static
+            )
+            old += result.old
+            invalid.extend((int(rows[i]), exc) for i, exc in result.invalid)
+        if invalid or old:
+            parts = []
+            if invalid:
+                row, exc = invalid[0]
+                parts.append(
+                    f"{len(invalid)} invalid transforms skipped (first: row {row}, "
+                    f"{_one_line(exc)})"
+                )
+            if old:
+                parts.append(f"{old} transforms older than the cache window skipped")
+            warnings.warn(
+                f"{self.name}: loaded {len(self) - len(invalid) - old} of {len(self)} "
+                f"transforms; " + "; ".join(parts),
+                BagWarning,
+                stacklevel=3,
+            )
+
+
+def _open(path: Path):
+    """An unopened rosbags reader for ``path`` and whether it is a ROS 1 bag."""
+    if not path.exists():
+        raise BagError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if not (path / "metadata.yaml").is_file():
+            raise BagError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
+        return require("rosbags.rosbag2").Reader(path), False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise BagError(f"{path}: cannot open ({_one_line(exc)})") from None
+    if not head:
+        raise BagError(f"{path}: empty file, not a bag")
+    if head.startswith(_ROS1_MAGIC):
+        return require("rosbags.rosbag1").Reader(path), True
+    if head.startswith(_MCAP_MAGIC) or head.startswith(_SQLITE_MAGIC):
+        return require("rosbags.rosbag2").Reader(path), False
+    raise BagError(
+        f"{path}: not a ROS bag (neither MCAP, ROS 2 sqlite3 nor ROS 1 bag format 2.0)"
+    )
+
+
+def _check_connection(path: Path, connection, is_ros1: bool) -> None:
+    """Raise ``BagError`` unless ``connection`` carries tf2_msgs/TFMessage (or tf/tfMessage)."""
+    msgtype = connection.msgtype
+    if msgtype not in TRANSFORM_TYPES:
+        raise BagError(
+            f"{path.name}: topic {connection.topic} has type {msgtype}, "
+            "not a transform message (tf2_msgs/msg/TFMessage)"
+        )
+    if is_ros1:
+        digest = getattr(connection, "digest", None)
+        if digest and digest != ROS1_TFMESSAGE_MD5:
+            raise BagError(
+                f"{path.name}: topic {connection.topic} has type {msgtype} with md5 {digest}, "
+                f"not the known layout ({ROS1_TFMESSAGE_MD5})"
+            )
+    else:
+        fmt = getattr(getattr(connection, "ext", None), "serialization_format", "cdr")
+        if fmt != "cdr":
+            raise BagError(
+                f"{path.name}: topic {connection.topic} is serialised as {fmt!r}, not 'cdr'"
+            )
+
+
+def read_transforms(
+    path,
+    tf_topic: str = "/tf",
+    tf_static_topic: str = "/tf_static",
+    strict: bool = True,
+) -> BagTransforms:
+    """Read every transform on ``tf_topic`` and ``tf_static_topic`` of a bag.
+
+    ``path``: an MCAP file, a ROS 2 bag folder (sqlite3 or MCAP storage) or a ROS 1 ``.bag``.
+    Raises ``BagError`` (one line) for a missing, empty, corrupt or truncated file, a bag
+    with neither topic or with no transforms on them, and a topic whose type is not a
+    transform message. Messages that do not decode are skipped; with ``strict`` (the
+    default) any skipped message or read error raises ``BagError``, without it they are
+    reported in a ``BagWarning`` with counts and the readable rest is returned.
+    """
+    path = Path(path)
+    reader, is_ros1 = _open(path)
+    decode = decode_ros1 if is_ros1 else decode_ros2
+    columns = Columns()
+    log_ns: list[int] = []
+    offsets = [0]
+    static_flags: list[bool] = []
+    skipped = 0
+    first_skip = None
+    read_error = None
+    try:
+        reader.open()
+    except Exception as exc:  # rosbags raises several types for a damaged file
+        raise BagError(
+            f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
+        ) from None
+    try:
+        wanted = {tf_topic: False, tf_static_topic: True}
+        connections = [c for c in reader.connections if c.topic in wanted]
+        if not connections:
+            topics = sorted({c.topic for c in reader.connections})
+            raise BagError(
+                f"{path.name}: no {tf_topic} or {tf_static_topic} topic in the bag "
+                f"(topics: {', '.join(topics) or 'none'})"
+            )
+        for connection in connections:
+            _check_connection(path, connection, is_ros1)
+        topics = {c.topic: c.msgtype for c in connections}
+        static_of = {c.id: wanted[c.topic] for c in connections}
+        try:
+            for connection, timestamp, raw in reader.messages(connections=connections):
+                try:
+                    decode(raw, columns)
+                except ValueError as exc:
+                    skipped += 1
+                    if first_skip is None:
+                        first_skip = f"{connection.topic} at log time {timestamp} ns: {exc}"
+                    continue
+                log_ns.append(timestamp)
+                offsets.append(len(columns))
+                static_flags.append(static_of[connection.id])
+        except BagError:
+            raise
+        except Exception as exc:
+            read_error = exc
+    finally:
+        try:
+            reader.close()
+        except Exception:
+            pass
+    problems = []
+    if read_error is not None:
+        problems.append(
+            f"reading stopped after {len(log_ns)} messages, corrupt or truncated "
+            f"({_one_line(read_error)})"
+        )
+    if skipped:
+        problems.append(f"{skipped} messages could not be decoded (first: {first_skip})")
+    if problems and strict:
+        raise BagError(f"{path.name}: " + "; ".join(problems))
+    if not len(columns):
+        raise BagError(
+            f"{path.name}: no transforms on {tf_topic} or {tf_static_topic}"
+            + (f" ({'; '.join(problems)})" if problems else "")
+        )
+    if problems:
+        warnings.warn(
+            f"{path.name}: read {len(columns)} transforms in {len(log_ns)} messages; "
+            + "; ".join(problems),
+            BagWarning,
+            stacklevel=2,
+        )
+    data = BagTransforms(path, columns, log_ns, offsets, static_flags, skipped, topics)
+    _sort_by_log_time(data)
+    return data
+
+
+def _sort_by_log_time(data: BagTransforms) -> None:
+    """Put the messages in log-time order (stable) if the reader did not."""
+    log_ns = data.message_log_ns
+    if len(log_ns) < 2 or bool(np.all(log_ns[1:] >= log_ns[:-1])):
+        return
+    order = np.argsort(log_ns, kind="stable")
+    counts = np.diff(data.message_offsets)
+    rows = np.concatenate(
+        [np.arange(data.message_offsets[k], data.message_offsets[k + 1]) for k in order]
+    ).astype(np.int64)
+    data.parents = [data.parents[i] for i in rows.tolist()]
+    data.children = [data.children[i] for i in rows.tolist()]
+    data.stamps_ns = data.stamps_ns[rows]
+    data.values = data.values[rows]
+    data.message_log_ns = log_ns[order]
+    data.message_static = data.message_static[order]
+    data.message_offsets = np.concatenate([[0], np.cumsum(counts[order])]).astype(np.int64)
+    data.is_static = np.repeat(data.message_static, counts[order])

@@ -1,0 +1,151 @@
+"""``tf2py play BAG``: publish a bag's ``/tf`` and ``/tf_static`` on the bus, as
+``ros2 bag play`` does for those topics.
+
+The static transforms are latched at once (latest per child frame) with a
+StaticTransformBroadcaster; the dynamic messages follow with their original spacing in the
+recording (log time) divided by ``--rate``. Every transform keeps its recorded stamp. On a
+terminal a progress line (bag time played / total) is redrawn in place.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from .common import CommandError, parse_core_argument
+
+NAME = "play"
+HELP = "publish a bag's /tf and /tf_static on the bus with their original timing"
+
+# Longest single sleep while waiting for the next message, so the progress line stays live.
+_TICK_S = 0.1
+
+
+def configure(parser) -> None:
+    parser.add_argument("bag", metavar="BAG",
+                        help="an MCAP file, a ROS 2 bag folder or a ROS 1 .bag file")
+    parser.add_argument("--rate", metavar="R", default="1.0",
+                        help="playback speed factor (default 1.0; 10 plays ten times faster)")
+    parser.add_argument("--loop", action="store_true",
+                        help="start again from the beginning (or --start) at the end")
+    parser.add_argument("--start", metavar="S", default="0",
+                        help="skip the first S seconds of the bag (default 0)")
+    parser.add_argument("--tf-topic", default="/tf", help="the bag's dynamic topic (/tf)")
+    parser.add_argument("--tf-static-topic", default="/tf_static",
+                        help="the bag's static topic (/tf_static)")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parse_core_argument(parser)
+
+
+def _number(text: str, what: str, positive: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommandError(f"{what} must be a number, got {text!r}", 2) from None
+    if not math.isfinite(value) or value < 0.0 or (positive and value == 0.0):
+        kind = "positive" if positive else "non-negative"
+        raise CommandError(f"{what} must be a {kind} number, got {text!r}", 2)
+    return value
+
+
+class _Progress:
+    """The ``elapsed / total`` line, redrawn in place on a terminal, at most 10 times/s."""
+
+    def __init__(self, total_s: float, enabled: bool):
+        self.total_s = total_s
+        self.enabled = enabled
+        self._last = 0.0
+        self._drawn = False
+
+    def draw(self, bag_s: float, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        frac = 0.0 if self.total_s <= 0 else min(1.0, max(0.0, bag_s / self.total_s))
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        sys.stdout.write(f"\r[{bar}] {bag_s:8.2f} / {self.total_s:.2f} s ")
+        sys.stdout.flush()
+        self._drawn = True
+
+    def end(self) -> None:
+        if self._drawn:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._drawn = False
+
+
+def _latest_statics(data) -> list:
+    """The bag's static transforms, the latest per child frame (as a latched topic holds)."""
+    latest = {}
+    for row in range(len(data)):
+        if data.is_static[row]:
+            latest[data.children[row]] = row
+    return [data.transform(row) for row in sorted(latest.values())]
+
+
+def run(args) -> int:
+    rate = _number(args.rate, "--rate", positive=True)
+    start_s = _number(args.start, "--start", positive=False)
+
+    from ..bag import BagError, read_transforms
+
+    try:
+        data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic)
+    except BagError as exc:
+        raise CommandError(str(exc)) from None
+
+    import numpy as np
+
+    from ..transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+
+    total_s = data.duration_ns / 1e9
+    if start_s > total_s:
+        raise CommandError(f"--start {start_s:g} is past the end of the bag ({total_s:.3f} s)", 2)
+    begin_ns = data.start_ns + int(round(start_s * 1e9))
+    dynamic = np.flatnonzero(~data.message_static & (data.message_log_ns >= begin_ns)).tolist()
+    log_ns = data.message_log_ns
+    statics = _latest_statics(data)
+    progress = _Progress(total_s, enabled=sys.stdout.isatty() and not args.quiet)
+
+    sent_messages = 0
+    sent_transforms = 0
+    with StaticTransformBroadcaster(core=args.core) as static_broadcaster, \
+            TransformBroadcaster(core=args.core) as broadcaster:
+        if statics:
+            static_broadcaster.send_transform(statics)
+        print(
+            f"tf2py play: playing {data.name}: {len(data)} transforms "
+            f"({len(statics)} static) over {total_s:.3f} s at rate {rate:g}",
+            flush=True,
+        )
+        try:
+            while True:
+                t0 = time.monotonic()
+                for k in dynamic:
+                    due = t0 + (int(log_ns[k]) - begin_ns) / 1e9 / rate
+                    while True:
+                        now = time.monotonic()
+                        progress.draw(start_s + (now - t0) * rate)
+                        if now >= due:
+                            break
+                        time.sleep(min(_TICK_S, due - now))
+                    transforms = data.message_transforms(k)
+                    broadcaster.send_transform(transforms)
+                    sent_messages += 1
+                    sent_transforms += len(transforms)
+                progress.draw(total_s, force=True)
+                if not args.loop or not dynamic:
+                    break
+        finally:
+            progress.end()
+    print(
+        f"tf2py play: done, sent {sent_transforms} transforms in {sent_messages} messages "
+        f"and {len(statics)} static",
+        flush=True,
+    )
+    return 0

@@ -1,0 +1,107 @@
+"""``tf2py record OUT.mcap``: write what is on the bus into a ROS 2 MCAP file.
+
+Every message on ``/tf`` and ``/tf_static`` becomes one ``tf2_msgs/msg/TFMessage`` (CDR) on
+the topic of the same name, logged at the time it was received, so ``ros2 bag``, the
+``mcap`` tools, Foxglove and ``tf2py play`` / ``tf2py.bag.load`` read it back. Ctrl-C,
+SIGTERM or the end of ``--duration`` close the file properly (summary and footer written).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import threading
+import time
+
+from .common import CommandError, parse_core_argument
+
+NAME = "record"
+HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
+
+
+def configure(parser) -> None:
+    parser.add_argument("output", metavar="OUT.mcap", help="the MCAP file to write")
+    parser.add_argument("--duration", metavar="S", default=None,
+                        help="stop after S seconds (default: until Ctrl-C or SIGTERM)")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite OUT.mcap if it exists")
+    parse_core_argument(parser)
+
+
+class _Recorder:
+    """Writes each received batch into the bag; a failing batch is counted, never fatal."""
+
+    def __init__(self, writer):
+        self.writer = writer
+        self.failed = 0
+        self._failure_causes: set[str] = set()
+        self._lock = threading.Lock()
+
+    def on_batch(self, batch) -> None:
+        try:
+            self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
+        except Exception as exc:  # a closed writer or an unencodable stamp
+            with self._lock:
+                self.failed += 1
+                cause = type(exc).__name__
+                if cause not in self._failure_causes:
+                    self._failure_causes.add(cause)
+                    print(f"tf2py record: dropped a message: {exc}", file=sys.stderr, flush=True)
+
+
+def run(args) -> int:
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = float(args.duration)
+        except ValueError:
+            raise CommandError(f"--duration must be a number of seconds, got {args.duration!r}",
+                               2) from None
+        if not math.isfinite(duration) or duration <= 0:
+            raise CommandError(f"--duration must be positive, got {args.duration!r}", 2)
+    if os.path.isdir(args.output):
+        raise CommandError(f"{args.output} is a folder; give the path of an .mcap file")
+    if os.path.exists(args.output) and not args.force:
+        raise CommandError(f"{args.output} exists; use --force to overwrite it")
+
+    from ..bag import BagError, BagWriter
+    from ..transport.address import core_address
+    from ..transport.listener import TransformSubscriber
+
+    try:
+        writer = BagWriter(args.output)
+    except BagError as exc:
+        raise CommandError(str(exc)) from None
+    recorder = _Recorder(writer)
+    subscriber = None
+    try:
+        subscriber = TransformSubscriber(core=args.core, on_batch=recorder.on_batch)
+        print(f"tf2py record: recording to {args.output} from {core_address(args.core)}",
+              flush=True)
+        deadline = None if duration is None else time.monotonic() + duration
+        while deadline is None or time.monotonic() < deadline:
+            time.sleep(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # A second Ctrl-C must not cut the file short: finish it with the signals held off.
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, signal.SIG_IGN)
+        try:
+            if subscriber is not None:
+                subscriber.close()
+            writer.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    print(
+        f"tf2py record: wrote {writer.transform_count} transforms in {writer.message_count} "
+        f"messages to {args.output}"
+        + (f" ({recorder.failed} messages dropped)" if recorder.failed else ""),
+        flush=True,
+    )
+    return 0
