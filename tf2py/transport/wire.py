@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TRANSFORMS",
     "TOPIC_TF",
     "TOPIC_TF_STATIC",
+    "TOPIC_STATIC_LATCH",
     "TransformArrays",
     "pack",
     "unpack",
@@ -49,9 +50,12 @@ __all__ = [
 #: Version of every envelope this module writes; a reader drops messages of a newer version.
 WIRE_VERSION = 1
 
-#: Topic frames (the first ZeroMQ frame of a bus message).
+#: Topic frames (the first ZeroMQ frame of a bus message). Subscribers receive /tf and
+#: /tf_static; static broadcasters send to the core on TOPIC_STATIC_LATCH, which the core
+#: latches and re-publishes as /tf_static (never forwarded as is).
 TOPIC_TF = b"/tf"
 TOPIC_TF_STATIC = b"/tf_static"
+TOPIC_STATIC_LATCH = b"latch/tf_static"
 
 #: Upper bounds: a message larger than this, or holding more transforms, is refused.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -64,20 +68,25 @@ _I8 = np.dtype("<i8")
 
 
 class WireError(ValueError):
-    """Bytes that are not a valid tf2py message (garbage, wrong shape, too large)."""
+    """Bytes that are not a valid tf2py message.
 
-    cause = "malformed"
+    ``cause`` names the kind, for counters: ``"garbage"`` (not msgpack), ``"shape"`` (msgpack
+    of the wrong shape or types), ``"too_large"`` (over the bounds), ``"version"``.
+    """
+
+    def __init__(self, message: str, cause: str = "shape"):
+        super().__init__(message)
+        self.cause = cause
 
 
 class UnknownVersionError(WireError):
     """A message written by a newer wire version than this reader knows."""
 
-    cause = "version"
-
     def __init__(self, version):
         super().__init__(
             f"message has wire version {version!r}, this tf2py reads up to version "
-            f"{WIRE_VERSION}; upgrade tf2py on this host"
+            f"{WIRE_VERSION}; upgrade tf2py on this host",
+            cause="version",
         )
         self.version = version
 
@@ -94,6 +103,11 @@ _UNPACK_LIMITS = dict(
 )
 
 
+def _undecodable(exc: Exception) -> str:
+    detail = str(exc)
+    return f"not a msgpack message ({type(exc).__name__}{': ' + detail if detail else ''})"
+
+
 def pack(obj) -> bytes:
     """msgpack bytes of ``obj`` (str as str, bytes as bin)."""
     try:
@@ -106,11 +120,13 @@ def unpack(data) -> object:
     """The object in msgpack ``data``; raises ``WireError`` on garbage or on sizes over the
     bounds (``MAX_MESSAGE_BYTES``, ``MAX_STRING`` per string)."""
     if len(data) > MAX_MESSAGE_BYTES:
-        raise WireError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes")
+        raise WireError(
+            f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes", "too_large"
+        )
     try:
         return msgpack.unpackb(data, **_UNPACK_LIMITS)
     except Exception as exc:  # msgpack raises many types for garbage (ValueError, TypeError, ...)
-        raise WireError(f"undecodable msgpack ({type(exc).__name__}: {exc})") from None
+        raise WireError(_undecodable(exc), "garbage") from None
 
 
 def _stamp_ns(stamp) -> int:
@@ -230,11 +246,13 @@ def decode_transforms(data) -> TransformArrays:
     message. Values are not validated here (NaN, empty ids): the buffer refuses those rows.
     """
     if len(data) > MAX_MESSAGE_BYTES:
-        raise WireError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes")
+        raise WireError(
+            f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes", "too_large"
+        )
     try:
         obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
     except Exception as exc:
-        raise WireError(f"undecodable msgpack ({type(exc).__name__}: {exc})") from None
+        raise WireError(_undecodable(exc), "garbage") from None
     if obj.__class__ is not list or not obj:
         raise WireError(f"a transforms message is a msgpack array, got {_describe(obj)}")
     version = obj[0]

@@ -1,0 +1,39 @@
+"""``tf2py core``: run the bus that broadcasters and listeners meet on."""
+
+from __future__ import annotations
+
+NAME = "core"
+HELP = "run the bus (broadcasters and listeners meet here)"
+
+
+def configure(parser) -> None:
+    parser.add_argument(
+        "--address",
+        metavar="ADDRESS",
+        default=None,
+        help="tcp://HOST:PORT to serve; subscribers use PORT+1 (default: $TF2PY_CORE, else "
+        "tcp://127.0.0.1:7400; port 0 picks free ports; a routable HOST or 0.0.0.0 serves "
+        "other hosts)",
+    )
+
+
+def run(args) -> int:
+    import signal
+    import threading
+
+    from tf2py.cli.common import CommandError
+    from tf2py.transport.core import Core
+
+    try:
+        core = Core(args.address)
+    except (OSError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        print(f"tf2py core: ready at {core.address}", flush=True)
+        if threading.current_thread() is threading.main_thread():
+            while True:
+                signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt (cli.common)
+        threading.Event().wait()
+    finally:
+        core.close()
+    return 0

@@ -1,0 +1,194 @@
+"""Broadcasters: publish transforms on the bus (``/tf``) and latched (``/tf_static``)."""
+
+from __future__ import annotations
+
+import threading
+
+import zmq
+
+from . import wire
+from ._sockets import SEND_HWM, client_options, inproc_name, logger, make_socket
+from .address import bus_endpoints
+
+__all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
+
+
+class TransformBroadcaster:
+    """Publishes transforms on ``/tf``, as tf2_ros's TransformBroadcaster.
+
+    ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400). Started
+    before the core, it connects when the core comes up; what is sent while no core or no
+    listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
+    core costs the sender nothing beyond the bounded queue.
+    """
+
+    def __init__(self, core: str | None = None, authority: str | None = None):
+        self._publish_endpoint, _ = bus_endpoints(core)
+        self.authority = authority or wire.default_authority()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.sent_messages = 0
+        self.sent_transforms = 0
+        self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
+        try:
+            self._socket.connect(self._publish_endpoint)
+        except BaseException:
+            self._socket.close(0)
+            raise
+
+    def send_transform(self, transform) -> None:
+        """Publish a TransformStamped, or a list of them as ONE message.
+
+        Stamps travel as integer nanoseconds; values are not validated here (as in tf2),
+        listeners drop invalid rows.
+        """
+        if isinstance(transform, (list, tuple)):
+            n = len(transform)
+        elif hasattr(transform, "child_frame_id"):
+            n = 1
+        else:
+            transform = list(transform)
+            n = len(transform)
+        body = wire.encode_transforms(transform, self.authority)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed TransformBroadcaster")
+            try:
+                self._socket.send_multipart((wire.TOPIC_TF, body), zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                return  # queue full (HWM): /tf drops rather than blocking the sender
+            self.sent_messages += 1
+            self.sent_transforms += n
+
+    def close(self) -> None:
+        """Close the socket (queued messages get a short linger to go out)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._socket.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class StaticTransformBroadcaster:
+    """Publishes latched transforms on ``/tf_static``, as tf2_ros's StaticTransformBroadcaster.
+
+    Keeps one accumulated set with the latest transform per child frame (as tf2's C++
+    broadcaster) and publishes the whole set on every ``send_transform``. It publishes it
+    again whenever a core subscribes to it, i.e. when it (re)connects to a core that was
+    started or restarted, so the core's latched set is always complete. The socket lives in
+    a named daemon thread; ``close()`` ends it.
+    """
+
+    def __init__(self, core: str | None = None, authority: str | None = None):
+        self._publish_endpoint, _ = bus_endpoints(core)
+        self.authority = authority or wire.default_authority()
+        self._lock = threading.Lock()
+        self._latched: dict[str, object] = {}  # child_frame_id -> TransformStamped
+        self._closed = False
+        self.published = 0
+        self._thread = None
+        self._sockets: list[zmq.Socket] = []
+        try:
+            # XPUB (not PUB): it reports the core's subscription, which tells us the core
+            # (re)connected and is ready to receive.
+            self._socket = self._add(make_socket(
+                zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
+            self._socket.connect(self._publish_endpoint)
+            wake_name = inproc_name("static-broadcaster")
+            self._wake_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
+            self._wake_in.bind(wake_name)
+            self._wake = self._add(make_socket(zmq.PAIR, linger_ms=0))
+            self._wake.connect(wake_name)
+            self._thread = threading.Thread(
+                target=self._run, name="tf2py-static-broadcaster", daemon=True
+            )
+            self._thread.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _add(self, sock):
+        self._sockets.append(sock)
+        return sock
+
+    def send_transform(self, transform) -> None:
+        """Latch a TransformStamped or a list of them (latest per child frame wins) and
+        publish the whole latched set as one message."""
+        items = [transform] if not isinstance(transform, (list, tuple)) else list(transform)
+        wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
+            for ts in items:
+                self._latched[ts.child_frame_id] = ts
+            self._wake.send(b"publish")
+
+    def _body(self) -> bytes | None:
+        with self._lock:
+            items = list(self._latched.values())
+        return wire.encode_transforms(items, self.authority) if items else None
+
+    def _publish(self) -> None:
+        body = self._body()
+        if body is None:
+            return
+        try:
+            self._socket.send_multipart((wire.TOPIC_STATIC_LATCH, body), zmq.NOBLOCK)
+            self.published += 1
+        except zmq.Again:
+            logger.warning("tf2py static broadcaster: queue full, will re-publish on reconnect")
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._wake_in, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if self._wake_in in events:
+                    command = self._wake_in.recv()
+                    if command == b"stop":
+                        return
+                    while self._wake_in.poll(0):  # coalesce bursts of sends
+                        if self._wake_in.recv() == b"stop":
+                            return
+                    self._publish()
+                if self._socket in events:
+                    subscribed = False
+                    while self._socket.poll(0):
+                        message = self._socket.recv()
+                        if message[:1] == b"\x01" and wire.TOPIC_STATIC_LATCH.startswith(
+                            message[1:]
+                        ):
+                            subscribed = True
+                    if subscribed:
+                        self._publish()
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.ETERM:
+                logger.error("tf2py static broadcaster stopped: %s", exc)
+
+    def close(self) -> None:
+        """Stop the thread and close the sockets (the last set gets a short linger)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._thread is not None and self._thread.is_alive():
+                self._wake.send(b"stop")
+        if self._thread is not None:
+            self._thread.join(5)
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
