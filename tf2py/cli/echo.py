@@ -1,0 +1,244 @@
+"""``tf2py echo TARGET SOURCE``: print a transform repeatedly, as ROS 2 ``tf2_echo`` does.
+
+As in tf2_echo, the first argument is the lookup's target frame: the block printed is the pose
+of SOURCE expressed in TARGET (``lookup_transform(TARGET, SOURCE, 0)``, time 0 meaning the
+latest time at which the whole chain is known).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from .common import CommandError, parse_core_argument
+
+NAME = "echo"
+HELP = "print a transform repeatedly, as ROS 2 tf2_echo does"
+
+
+def configure(parser) -> None:
+    parser.add_argument("target_frame", metavar="TARGET",
+                        help="the frame the transform maps into (tf2_echo's first argument)")
+    parser.add_argument("source_frame", metavar="SOURCE",
+                        help="the frame whose pose is printed, expressed in TARGET")
+    parser.add_argument("--rate", metavar="HZ", default="1.0",
+                        help="blocks printed per second (default 1.0)")
+    parser.add_argument("--once", action="store_true",
+                        help="print one block as soon as the transform is available, then exit")
+    parser.add_argument("--timeout", metavar="S", default=None,
+                        help="give up with an error if the transform is not available within "
+                        "S seconds (default: wait until stopped)")
+    where = parser.add_mutually_exclusive_group()
+    parse_core_argument(where)
+    where.add_argument("--server", metavar="ADDRESS", default=None,
+                       help="ask the buffer server at ADDRESS (see `tf2py server`) instead of "
+                       "listening to the bus")
+
+
+def _positive_seconds(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommandError(f"{what} must be a number of seconds, got {text!r}", 2) from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise CommandError(f"{what} must be a positive number of seconds, got {text!r}", 2)
+    return value
+
+
+def parse_rate(text: str) -> float:
+    """The echo rate in Hz; tf2_echo's message for text that is not a number."""
+    try:
+        rate = float(text)
+    except ValueError:
+        raise CommandError(
+            f"Failed to convert rate argument '{text}' to a floating-point number", 2
+        ) from None
+    if not math.isfinite(rate) or rate <= 0.0:
+        raise CommandError(f"rate must be a positive number of Hz, got '{text}'", 2)
+    return rate
+
+
+def _cell(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def euler_ypr(matrix) -> tuple[float, float, float]:
+    """(roll, pitch, yaw) in radians of a 3x3 rotation matrix, as tf2's Matrix3x3::getEulerYPR
+    (first solution), so that the RPY lines match tf2_echo digit for digit."""
+    m20 = float(matrix[2][0])
+    if abs(m20) >= 1.0:
+        delta = math.atan2(float(matrix[2][1]), float(matrix[2][2]))
+        pitch = math.pi / 2.0 if m20 < 0 else -math.pi / 2.0
+        return delta, pitch, 0.0
+    pitch = -math.asin(m20)
+    cp = math.cos(pitch)
+    roll = math.atan2(float(matrix[2][1]) / cp, float(matrix[2][2]) / cp)
+    yaw = math.atan2(float(matrix[1][0]) / cp, float(matrix[0][0]) / cp)
+    return roll, pitch, yaw
+
+
+def format_block(transform) -> str:
+    """tf2_echo's block for a TransformStamped: At time, Translation, Quaternion, RPY in
+    radians and degrees, and the 4x4 matrix (3 decimals; matrix cells 6 wide).
+
+    The stamp is printed as seconds with 9 zero-padded decimals (tf2_echo prints the
+    nanoseconds without padding, so 5.05 s would read 5.50000000; we print 5.050000000)."""
+    stamp = transform.header.stamp
+    t = transform.transform.translation
+    q = transform.transform.rotation
+    matrix = transform.transform.as_matrix()
+    roll, pitch, yaw = euler_ypr(matrix)
+    lines = [
+        f"At time {stamp.sec}.{stamp.nanosec:09d}",
+        f"- Translation: [{_cell(t.x)}, {_cell(t.y)}, {_cell(t.z)}]",
+        f"- Rotation: in Quaternion [{_cell(q.x)}, {_cell(q.y)}, {_cell(q.z)}, {_cell(q.w)}]",
+        f"- Rotation: in RPY (radian) [{_cell(roll)}, {_cell(pitch)}, {_cell(yaw)}]",
+        "- Rotation: in RPY (degree) "
+        f"[{_cell(math.degrees(roll))}, {_cell(math.degrees(pitch))}, {_cell(math.degrees(yaw))}]",
+        "- Matrix:",
+    ]
+    for row in matrix:
+        lines.append("".join(f" {float(v):6.3f}" for v in row))
+    return "\n".join(lines)
+
+
+class _LocalSource:
+    """Lookups on a Buffer filled by a TransformListener on the bus."""
+
+    def __init__(self, core):
+        from ..buffer.buffer import Buffer
+        from ..transport.address import core_address
+        from ..transport.listener import TransformListener
+
+        self.where = f"the core at {core_address(core)}"
+        self.buffer = Buffer()
+        try:
+            self.listener = TransformListener(self.buffer, core=core)
+        except ValueError as exc:  # a malformed address
+            raise CommandError(str(exc), 2) from None
+
+    def wait(self, target_frame, source_frame, timeout):
+        """None once the transform is available, else tf2's reason why not (after waiting up
+        to ``timeout`` seconds for it)."""
+        if self.buffer.can_transform(target_frame, source_frame, 0, timeout=timeout):
+            return None
+        try:
+            self.buffer.lookup_transform(target_frame, source_frame, 0)
+        except Exception as exc:  # noqa: BLE001 - the reason is what we print
+            return str(exc)
+        return None
+
+    def lookup(self, target_frame, source_frame):
+        return self.buffer.lookup_transform(target_frame, source_frame, 0)
+
+    def failure_details(self) -> str:
+        return "The current list of frames is:\n" + self.buffer.all_frames_as_string()
+
+    def hint(self) -> str:
+        if not self.buffer.get_frames():
+            return " (no transforms received at all: is `tf2py core` running there, and is " \
+                   "anything broadcasting?)"
+        return ""
+
+    def close(self):
+        self.listener.close()
+
+
+class _ServerSource:
+    """Lookups through a BufferClient on a buffer server."""
+
+    def __init__(self, address):
+        from ..server.client import BufferClient
+        from ..transport.address import server_address
+
+        self.address = server_address(address)
+        self.where = f"the buffer server at {self.address}"
+        self.answered = False
+        try:
+            self.client = BufferClient(self.address, timeout_padding=2.0)
+        except ValueError as exc:
+            raise CommandError(str(exc), 2) from None
+
+    def wait(self, target_frame, source_frame, timeout):
+        from ..buffer.exceptions import TimeoutException, TransformException
+
+        try:
+            self.client.lookup_transform(target_frame, source_frame, 0, timeout=timeout)
+            self.answered = True
+            return None
+        except TimeoutException as exc:
+            # Either the server waited out our timeout (it answered) or it never answered.
+            text = str(exc)
+            return text or f"no answer from the buffer server at {self.address}"
+        except TransformException as exc:
+            self.answered = True
+            return str(exc)
+
+    def lookup(self, target_frame, source_frame):
+        return self.client.lookup_transform(target_frame, source_frame, 0, timeout=0.0)
+
+    def failure_details(self) -> str:
+        return ""
+
+    def hint(self) -> str:
+        if not self.answered:
+            return " (is `tf2py server` running there?)"
+        return ""
+
+    def close(self):
+        self.client.close()
+
+
+def run(args) -> int:
+    rate = parse_rate(args.rate)
+    deadline = None
+    if args.timeout is not None:
+        deadline = time.monotonic() + _positive_seconds(args.timeout, "--timeout")
+    target_frame, source_frame = args.target_frame, args.source_frame
+
+    source = _ServerSource(args.server) if args.server is not None else _LocalSource(args.core)
+    try:
+        # tf2_echo: one line a second while the transform cannot be looked up, with tf2's reason.
+        while True:
+            wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+            reason = source.wait(target_frame, source_frame, wait)
+            if reason is None:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise CommandError(
+                    f"no transform {target_frame} -> {source_frame} from {source.where} within "
+                    f"{args.timeout} s: {reason}{source.hint()}"
+                )
+            print(f"Waiting for transform {target_frame} ->  {source_frame}: {reason}",
+                  file=sys.stderr, flush=True)
+
+        period_ns = int(1e9 / rate)
+        next_ns = time.monotonic_ns()
+        while True:
+            try:
+                transform = source.lookup(target_frame, source_frame)
+            except Exception as exc:  # noqa: BLE001 - tf2_echo reports and carries on
+                from ..buffer.exceptions import TransformException
+
+                if not isinstance(exc, TransformException):
+                    raise
+                print(f"Failure at {time.time():.9f}", flush=True)
+                print(f"Exception thrown:{exc}", flush=True)
+                details = source.failure_details()
+                if details:
+                    print(details, end="" if details.endswith("\n") else "\n", flush=True)
+                if args.once:
+                    raise CommandError(f"lookup {target_frame} -> {source_frame} failed: {exc}")
+            else:
+                print(format_block(transform), flush=True)
+                if args.once:
+                    return 0
+            next_ns += period_ns
+            delay = next_ns - time.monotonic_ns()
+            if delay > 0:
+                time.sleep(delay / 1e9)
+            else:
+                next_ns = time.monotonic_ns()
+    finally:
+        source.close()

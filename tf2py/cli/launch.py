@@ -1,0 +1,268 @@
+"""``tf2py launch FILE``: start every process a launch file lists, prefix their output with
+their names, and stop them all together (see ``launch_file`` for the format).
+
+Stopping: on Ctrl-C, SIGTERM, or the exit of a ``required`` process, every child's process
+group gets SIGINT, then SIGTERM after the grace period, then SIGKILL after another. A second
+Ctrl-C skips to the next step. Only our own children (by PID and process group) are signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .common import CommandError
+
+NAME = "launch"
+HELP = "start the processes a launch file lists, and stop them all together"
+
+
+def configure(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="the launch file (YAML), e.g. "
+                        "launch/demo.yaml")
+    parser.add_argument("arguments", nargs="*", metavar="NAME:=VALUE",
+                        help="values for the file's 'arg' declarations")
+    parser.add_argument("--grace", metavar="S", default="5.0",
+                        help="seconds a process gets to stop after SIGINT, and again after "
+                        "SIGTERM, before the next signal (default 5)")
+    parser.add_argument("--check", action="store_true",
+                        help="check the file and print what would run, without starting anything")
+
+
+class _Output:
+    """Writes whole lines to our stdout from many reader threads, each with its prefix."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.stream = sys.stdout.buffer
+
+    def line(self, prefix: str, text: bytes) -> None:
+        with self.lock:
+            try:
+                self.stream.write(b"[" + prefix.encode() + b"] " + text.rstrip(b"\r\n") + b"\n")
+                self.stream.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+    def say(self, text: str) -> None:
+        self.line("launch", text.encode())
+
+
+class _Child:
+    """One process of the launch file, across its respawns."""
+
+    def __init__(self, spec, output: _Output):
+        self.spec = spec
+        self.output = output
+        self.popen: subprocess.Popen | None = None
+        self.reader: threading.Thread | None = None
+        self.respawn_at: float | None = None
+        self.killed = False
+        self.reported = False
+        self.pids: list[int] = []
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.returncode is None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.update(self.spec.env)
+        try:
+            # Its own session and process group: a terminal's Ctrl-C reaches launch only, and
+            # launch can signal the child together with anything it started.
+            self.popen = subprocess.Popen(
+                self.spec.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd, start_new_session=True,
+            )
+        except OSError as exc:
+            self.popen = None
+            raise CommandError(f"cannot start {self.spec.name} ({self.spec.cmd[0]}): "
+                               f"{exc.strerror}") from None
+        self.pids.append(self.popen.pid)
+        self.reported = False
+        self.reader = threading.Thread(target=self._read, args=(self.popen,), daemon=True,
+                                       name=f"launch-output-{self.spec.name}")
+        self.reader.start()
+        self.output.say(f"started {self.spec.name} (pid {self.popen.pid}): "
+                        f"{' '.join(self.spec.cmd)}")
+
+    def _read(self, popen) -> None:
+        for line in iter(popen.stdout.readline, b""):
+            self.output.line(self.spec.name, line)
+        popen.stdout.close()
+
+    def poll(self) -> int | None:
+        """The exit code once the process has ended (its output drained), else None."""
+        if self.popen is None:
+            return None
+        rc = self.popen.poll()
+        if rc is not None and self.reader is not None:
+            self.reader.join(timeout=1.0)
+        return rc
+
+    def signal(self, sig) -> None:
+        """Signal the child's process group (it leads its own), never anything else."""
+        if self.popen is None:
+            return
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def describe_exit(self, rc: int) -> str:
+        if rc == 0:
+            return f"{self.spec.name} (pid {self.popen.pid}) finished cleanly"
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"{self.spec.name} (pid {self.popen.pid}) was stopped by {name}"
+        return f"{self.spec.name} (pid {self.popen.pid}) died with exit code {rc}"
+
+
+class _Launch:
+    def __init__(self, specs, grace: float):
+        self.output = _Output()
+        self.children = [_Child(spec, self.output) for spec in specs]
+        self.grace = grace
+        self.failed = False
+        self.exit_code = 0
+        self.stop_requests = 0
+        self.stop_reason = ""
+
+    def _on_signal(self, signum, frame):
+        self.stop_requests += 1
+        if not self.stop_reason:
+            self.stop_reason = f"{signal.Signals(signum).name} received"
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            try:
+                for child in self.children:
+                    if self.stop_requests:
+                        break
+                    child.start()
+            except CommandError as exc:
+                self.output.say(str(exc))
+                self.failed = True
+                self.stop_reason = "a process could not be started"
+            else:
+                self._supervise()
+            self._stop_all()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.failed and self.exit_code == 0:
+            self.exit_code = 1
+        return self.exit_code
+
+    def _supervise(self) -> None:
+        while not self.stop_requests and not self.stop_reason:
+            time.sleep(0.05)
+            now = time.monotonic()
+            for child in self.children:
+                if child.respawn_at is not None:
+                    if now >= child.respawn_at:
+                        child.respawn_at = None
+                        try:
+                            child.start()
+                        except CommandError as exc:
+                            self.output.say(str(exc))
+                            self.failed = True
+                    continue
+                if not child.running:
+                    continue
+                rc = child.poll()
+                if rc is None:
+                    continue
+                child.reported = True
+                self.output.say(child.describe_exit(rc))
+                if child.spec.required:
+                    self.stop_reason = f"{child.spec.name} is required and exited"
+                    self.failed = True
+                    self.exit_code = rc if rc > 0 else 1
+                elif child.spec.respawn:
+                    self.output.say(f"respawning {child.spec.name} in "
+                                    f"{child.spec.respawn_delay:g} s")
+                    child.respawn_at = now + child.spec.respawn_delay
+                elif rc != 0:
+                    self.failed = True
+            if not any(c.running or c.respawn_at is not None for c in self.children):
+                self.stop_reason = "every process has exited"
+
+    def _stop_all(self) -> None:
+        running = [c for c in self.children if c.running]
+        if running:
+            self.output.say(f"stopping everything: {self.stop_reason}")
+        steps = [(signal.SIGINT, self.grace), (signal.SIGTERM, self.grace), (signal.SIGKILL, 5.0)]
+        requests = self.stop_requests
+        for sig, grace in steps:
+            running = [c for c in self.children if c.running and c.popen.poll() is None]
+            if not running:
+                break
+            if sig == signal.SIGKILL:
+                for child in running:
+                    child.killed = True
+                    self.failed = True
+                self.output.say(f"killing {', '.join(c.spec.name for c in running)} "
+                                "(did not stop on SIGINT or SIGTERM)")
+            for child in running:
+                child.signal(sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                if all(c.popen.poll() is not None for c in running):
+                    break
+                if self.stop_requests > requests and sig != signal.SIGKILL:
+                    # Ctrl-C pressed again: do not wait out the grace period.
+                    requests = self.stop_requests
+                    break
+                time.sleep(0.02)
+        for child in self.children:
+            if child.popen is None:
+                continue
+            try:
+                child.popen.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            # Whatever the child left behind in its own process group goes too.
+            child.signal(signal.SIGKILL)
+            if child.reader is not None:
+                child.reader.join(timeout=1.0)
+            if not child.reported and child.popen.returncode is not None:
+                child.reported = True
+                self.output.say(child.describe_exit(child.popen.returncode))
+
+
+def run(args) -> int:
+    from .launch_file import LaunchFileError, load, parse_arguments
+
+    try:
+        grace = float(args.grace)
+    except ValueError:
+        grace = -1.0
+    if not grace >= 0:
+        raise CommandError(f"--grace must be zero or more seconds, got {args.grace!r}", 2)
+    try:
+        overrides = parse_arguments(args.arguments)
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from None
+    try:
+        specs = load(args.file, overrides)
+    except LaunchFileError as exc:
+        raise CommandError(str(exc)) from None
+    if args.check:
+        for spec in specs:
+            flags = [f for f in ("required", "respawn") if getattr(spec, f)]
+            print(f"{spec.name}: {' '.join(spec.cmd)}"
+                  + (f"  [{', '.join(flags)}]" if flags else ""))
+        return 0
+    return _Launch(specs, grace).run()
