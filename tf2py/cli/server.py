@@ -1,0 +1,61 @@
+"""``tf2py server``: a full listener on the bus answering remote lookups (tf2's buffer_server)."""
+
+from __future__ import annotations
+
+from .common import CommandError, parse_core_argument
+
+NAME = "server"
+HELP = "run the buffer server: a full listener on the bus answering remote lookup_transform goals"
+
+
+def configure(parser) -> None:
+    parse_core_argument(parser)
+    parser.add_argument(
+        "--address",
+        metavar="ADDRESS",
+        default=None,
+        help="where to serve, e.g. tcp://127.0.0.1:7402; port 0 picks a free port "
+        "(default: $TF2PY_SERVER, else tcp://127.0.0.1:7402)",
+    )
+    parser.add_argument(
+        "--cache-time",
+        metavar="SECONDS",
+        type=float,
+        default=120.0,
+        help="how many seconds of transforms the server's buffer keeps (default: 120, "
+        "as tf2's buffer_server)",
+    )
+
+
+def run(args) -> int:
+    import signal
+
+    import zmq
+
+    from ..buffer.buffer import Buffer
+    from ..server.server import BufferServer
+    from ..transport.listener import TransformListener
+
+    if not args.cache_time > 0:
+        raise CommandError(f"--cache-time must be a positive number of seconds, got {args.cache_time}")
+    buffer = Buffer(cache_time=args.cache_time)
+    listener = server = None
+    try:
+        try:
+            listener = TransformListener(buffer, core=args.core)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            server = BufferServer(buffer, address=args.address)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except zmq.ZMQError as exc:
+            raise CommandError(f"cannot serve at {args.address or 'the default address'}: {exc}") from None
+        print(f"tf2py server: ready at {server.address}", flush=True)
+        while True:
+            signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt here
+    finally:
+        if server is not None:
+            server.close()
+        if listener is not None:
+            listener.close()

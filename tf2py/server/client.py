@@ -1,0 +1,622 @@
+"""BufferClient: lookup_transform through a BufferServer, with the results and exceptions of a
+local Buffer.
+
+Two ways a goal travels, both safe from many threads (ZeroMQ sockets are not thread-safe, so
+every socket has exactly one user at a time):
+
+- Futures (``lookup_transform_async``): one DEALER owned by a background I/O thread. Calling
+  threads register a future for a new goal id and hand the goal to the I/O thread through an
+  inproc PUSH socket (under a lock); the I/O thread sends it, reads the results, resolves the
+  futures, and fails with ``TimeoutException`` those the server has not answered within
+  ``timeout + timeout_padding``. ``future.cancel()`` sends CANCEL.
+- Blocking calls (``lookup_transform``, ``can_transform``...): the calling thread's own DEALER
+  (made on its first call, closed with the client or when the thread ends), which it sends on
+  and polls itself until the answer or ``timeout + timeout_padding``. This saves two thread
+  hand-offs per lookup, which is most of a lookup's cost on the client.
+
+When the connection to the server comes back after a drop (server restarted), every goal
+still waiting is sent again with the timeout it has left, so a restart costs a waiting caller
+only the down time; a server that still holds the goal ignores the copy.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import struct
+import threading
+import time
+import weakref
+from concurrent.futures import Future, InvalidStateError
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from ..buffer.exceptions import TimeoutException, TransformException
+from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
+from ..transport.address import server_address
+from . import protocol
+from .protocol import ACCEPTED, RESULT, ProtocolError
+
+__all__ = ["BufferClient"]
+
+_ID = struct.Struct("<Q")
+_OP_GOAL = b"G"
+_OP_CANCEL = b"C"
+_OP_CLOSE = b"X"
+_BATCH = 256
+_instance_ids = itertools.count()
+
+
+class ServerTimeoutException(TimeoutException):
+    """The server did not answer within ``timeout + timeout_padding`` (down, unreachable or
+    overloaded). A TimeoutException; ``can_transform`` lets it through instead of saying
+    False, because it says nothing about the transform."""
+
+
+def _unreachable(address: str) -> str:
+    return (f"the BufferServer at {address} is not reachable: too many goals are queued "
+            "for it")
+
+
+def _no_answer(address: str, waited_ns: int, timeout_ns: int, padding_ns: int) -> str:
+    return (f"The LookupTransform goal sent to the BufferServer at {address} did not come "
+            f"back in the specified time ({waited_ns / 1e9:.3f} s: timeout "
+            f"{timeout_ns / 1e9:g} s + padding {padding_ns / 1e9:g} s). Something is likely "
+            "wrong with the server.")
+
+
+class _Goal:
+    """A goal sent and not yet answered (kept by the client only)."""
+
+    __slots__ = ("future", "target_frame", "source_frame", "source_time_ns", "target_time_ns",
+                 "fixed_frame", "advanced", "timeout_ns", "sent_ns", "deadline_ns", "payload")
+
+    def __init__(self, future, target_frame, source_frame, source_time_ns, target_time_ns,
+                 fixed_frame, advanced, timeout_ns, sent_ns, deadline_ns, payload):
+        self.future = future
+        self.target_frame = target_frame
+        self.source_frame = source_frame
+        self.source_time_ns = source_time_ns
+        self.target_time_ns = target_time_ns
+        self.fixed_frame = fixed_frame
+        self.advanced = advanced
+        self.timeout_ns = timeout_ns
+        self.sent_ns = sent_ns
+        self.deadline_ns = deadline_ns
+        self.payload = payload
+
+
+def _check_frame(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+class _Channel:
+    """One calling thread's own DEALER (and its connection monitor) for blocking lookups."""
+
+    __slots__ = ("socket", "monitor", "poller", "connected_before", "in_use", "closed",
+                 "__weakref__")
+
+    def __init__(self, context, address: str):
+        self.socket = self.monitor = None
+        self.closed = False
+        self.in_use = False
+        self.connected_before = False
+        try:
+            self.socket = _make_dealer(context)
+            self.monitor = self.socket.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
+            )
+            self.socket.connect(address)
+        except BaseException:
+            self.close()
+            raise
+        self.poller = zmq.Poller()
+        self.poller.register(self.socket, zmq.POLLIN)
+        self.poller.register(self.monitor, zmq.POLLIN)
+
+    def reconnected(self) -> bool:
+        """Read the monitor: True if the connection came back after a drop."""
+        again = False
+        while True:
+            try:
+                event = recv_monitor_message(self.monitor, zmq.NOBLOCK)["event"]
+            except zmq.Again:
+                return again
+            if event == zmq.EVENT_CONNECTED:
+                again = again or self.connected_before
+                self.connected_before = True
+
+    def close(self, linger: int = 0) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.socket is not None and self.monitor is not None:
+            try:
+                self.socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+        if self.monitor is not None:
+            self.monitor.close(linger=0)
+        if self.socket is not None:
+            self.socket.close(linger=linger)
+
+
+def _make_dealer(context) -> zmq.Socket:
+    dealer = context.socket(zmq.DEALER)
+    try:
+        dealer.setsockopt(zmq.LINGER, 0)
+        # A stable routing id: after a reconnect the server knows it is the same client.
+        dealer.setsockopt(zmq.ROUTING_ID, b"tf2py-client-" + os.urandom(12))
+        dealer.setsockopt(zmq.SNDHWM, 100_000)
+        dealer.setsockopt(zmq.RCVHWM, 100_000)
+        dealer.setsockopt(zmq.RECONNECT_IVL, 50)
+        dealer.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
+    except BaseException:
+        dealer.close(linger=0)
+        raise
+    return dealer
+
+
+class _ThreadToken:
+    """Lives in a thread's threading.local: when the thread ends it is freed, and its
+    finalizer closes that thread's channel."""
+
+    __slots__ = ("channel", "__weakref__")
+
+    def __init__(self, channel):
+        self.channel = channel
+
+
+def _forget_channel(client_ref, channel: _Channel) -> None:
+    """The thread that used ``channel`` has ended: close it."""
+    client = client_ref()
+    if client is None:
+        return
+    with client._channels_lock:
+        if channel in client._channels and not channel.in_use:
+            client._channels.discard(channel)
+            channel.close()
+
+
+class BufferClient:
+    """Remote ``lookup_transform`` / ``can_transform`` through a BufferServer.
+
+    ``address``: the server (None means ``$TF2PY_SERVER``, else ``tcp://127.0.0.1:7402``).
+    ``timeout_padding`` (seconds or Duration): how much longer than a goal's own timeout to
+    wait for the server's answer before raising ``TimeoutException``. Safe to use from many
+    threads at once; ``close()`` (or the context manager) ends its thread and sockets.
+    """
+
+    def __init__(self, address: str | None = None, timeout_padding=2.0):
+        self.address = server_address(address)
+        self.timeout_padding = timeout_padding
+        self._padding_ns = max(0, duration_to_nanoseconds(timeout_padding, "timeout_padding"))
+        self._ids = itertools.count(1)
+        self._goals: dict[int, _Goal] = {}
+        self._send_lock = threading.Lock()
+        self._closed = False
+        self._channels_lock = threading.Lock()
+        self._channels: set = set()
+        self._local = threading.local()
+        self._context = zmq.Context()
+        self._dealer = self._monitor = self._pull = self._push = None
+        self._thread = None
+        try:
+            self._dealer = _make_dealer(self._context)
+            self._monitor = self._dealer.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
+            )
+            self._dealer.connect(self.address)
+            inproc = f"inproc://tf2py-client-{os.getpid()}-{next(_instance_ids)}"
+            self._pull = self._context.socket(zmq.PULL)
+            self._pull.setsockopt(zmq.LINGER, 0)
+            self._pull.bind(inproc)
+            self._push = self._context.socket(zmq.PUSH)
+            self._push.setsockopt(zmq.LINGER, 0)
+            self._push.setsockopt(zmq.SNDHWM, 0)
+            self._push.connect(inproc)
+            self._thread = threading.Thread(
+                target=self._run, name=f"tf2py-client {self.address}", daemon=True
+            )
+            self._thread.start()
+        except BaseException:
+            self._closed = True
+            if self._dealer is not None and self._monitor is not None:
+                self._dealer.disable_monitor()
+            for sock in (self._monitor, self._dealer, self._pull, self._push):
+                if sock is not None:
+                    sock.close(linger=0)
+            self._context.term()
+            raise
+
+    # --- lookups ---------------------------------------------------------------------------
+
+    def lookup_transform_async(self, target_frame, source_frame, time, timeout=0.0) -> Future:
+        """A Future resolved with the TransformStamped that maps data in ``source_frame`` into
+        ``target_frame`` at ``time`` (0 = latest common time), or with tf2's exception.
+        The server waits up to ``timeout`` for the data; ``future.cancel()`` cancels the goal
+        on the server too."""
+        t = to_nanoseconds(time)
+        return self._submit(
+            _check_frame(target_frame, "target_frame"),
+            _check_frame(source_frame, "source_frame"),
+            t, t, "", False, timeout,
+        )
+
+    def lookup_transform_full_async(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ) -> Future:
+        """The time-travel form of ``lookup_transform_async``: ``source_frame`` at
+        ``source_time`` into ``target_frame`` at ``target_time``, through ``fixed_frame``."""
+        return self._submit(
+            _check_frame(target_frame, "target_frame"),
+            _check_frame(source_frame, "source_frame"),
+            to_nanoseconds(source_time, "source_time"),
+            to_nanoseconds(target_time, "target_time"),
+            _check_frame(fixed_frame, "fixed_frame"),
+            True, timeout,
+        )
+
+    def lookup_transform(self, target_frame, source_frame, time, timeout=0.0):
+        """The TransformStamped that maps data in ``source_frame`` into ``target_frame`` at
+        ``time`` (0 = latest common time), waiting up to ``timeout`` seconds for the data.
+
+        Raises what a local Buffer raises (LookupException, ConnectivityException, the
+        ExtrapolationException subclasses, InvalidArgumentException), and TimeoutException when
+        the server does not answer within ``timeout + timeout_padding``.
+        """
+        t = to_nanoseconds(time)
+        return self._call(
+            _check_frame(target_frame, "target_frame"),
+            _check_frame(source_frame, "source_frame"),
+            t, t, "", False, timeout,
+        )
+
+    def lookup_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ):
+        """The time-travel lookup: data in ``source_frame`` at ``source_time`` into
+        ``target_frame`` at ``target_time``, ``fixed_frame`` being the frame that does not
+        change over time. Raises as ``lookup_transform``."""
+        return self._call(
+            _check_frame(target_frame, "target_frame"),
+            _check_frame(source_frame, "source_frame"),
+            to_nanoseconds(source_time, "source_time"),
+            to_nanoseconds(target_time, "target_time"),
+            _check_frame(fixed_frame, "fixed_frame"),
+            True, timeout,
+        )
+
+    def can_transform(self, target_frame, source_frame, time, timeout=0.0) -> bool:
+        """Whether ``lookup_transform`` would succeed (waiting up to ``timeout``). False for a
+        tf2 error; TimeoutException if the server itself does not answer."""
+        try:
+            self.lookup_transform(target_frame, source_frame, time, timeout)
+        except ServerTimeoutException:
+            raise
+        except TransformException:
+            return False
+        return True
+
+    def can_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ) -> bool:
+        """Whether ``lookup_transform_full`` would succeed; as ``can_transform``."""
+        try:
+            self.lookup_transform_full(
+                target_frame, target_time, source_frame, source_time, fixed_frame, timeout
+            )
+        except ServerTimeoutException:
+            raise
+        except TransformException:
+            return False
+        return True
+
+    # --- resources -------------------------------------------------------------------------
+
+    @property
+    def pending_count(self) -> int:
+        """Goals sent and not answered yet."""
+        return len(self._goals)
+
+    def close(self) -> None:
+        """Cancel the goals still waiting (on the server too), end the I/O thread, close the
+        sockets. Callers still waiting get a TimeoutException."""
+        with self._send_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._push.send(_OP_CLOSE)
+        with self._channels_lock:
+            # Idle channels close now; one in use closes as its call ends (term() below makes
+            # its poll raise ETERM).
+            for channel in list(self._channels):
+                if not channel.in_use:
+                    self._channels.discard(channel)
+                    channel.close()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self._push.close(linger=0)
+        self._context.term()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed:
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"BufferClient(address={self.address!r})"
+
+    # --- calling threads -------------------------------------------------------------------
+
+    def _submit(self, target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
+                advanced, timeout) -> Future:
+        timeout_ns = max(0, duration_to_nanoseconds(timeout, "timeout"))
+        goal_id = next(self._ids)
+        now = time.monotonic_ns()
+        future = Future()
+        goal = _Goal(
+            future, target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
+            advanced, timeout_ns, now, now + timeout_ns + self._padding_ns,
+            protocol.pack_goal(goal_id, target_frame, source_frame, source_time_ns,
+                               target_time_ns, fixed_frame, advanced, timeout_ns),
+        )
+        self._goals[goal_id] = goal
+        with self._send_lock:
+            if self._closed:
+                self._goals.pop(goal_id, None)
+                raise RuntimeError("BufferClient is closed")
+            self._push.send(_OP_GOAL + _ID.pack(goal_id))
+        future.add_done_callback(lambda f, goal_id=goal_id: self._on_done(goal_id, f))
+        return future
+
+    def _on_done(self, goal_id: int, future: Future) -> None:
+        if not future.cancelled():
+            return
+        # Cancelled by the caller: forget it here and tell the server to forget it too.
+        if self._goals.pop(goal_id, None) is None:
+            return
+        with self._send_lock:
+            if not self._closed:
+                self._push.send(_OP_CANCEL + _ID.pack(goal_id))
+
+    def _channel(self) -> _Channel:
+        token = getattr(self._local, "token", None)
+        if token is not None and not token.channel.closed:
+            return token.channel
+        with self._channels_lock:
+            if self._closed:
+                raise RuntimeError("BufferClient is closed")
+            channel = _Channel(self._context, self.address)
+            self._channels.add(channel)
+        token = _ThreadToken(channel)
+        weakref.finalize(token, _forget_channel, weakref.ref(self), channel)
+        self._local.token = token
+        return channel
+
+    def _call(self, target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
+              advanced, timeout):
+        """A blocking lookup on the calling thread's own socket."""
+        timeout_ns = max(0, duration_to_nanoseconds(timeout, "timeout"))
+        channel = self._channel()
+        goal_id = next(self._ids)
+        sent_ns = time.monotonic_ns()
+        deadline_ns = sent_ns + timeout_ns + self._padding_ns
+        with self._channels_lock:
+            if self._closed:
+                raise RuntimeError("BufferClient is closed")
+            channel.in_use = True
+        sock = channel.socket
+        try:
+            try:
+                sock.send(protocol.pack_goal(goal_id, target_frame, source_frame, source_time_ns,
+                                             target_time_ns, fixed_frame, advanced, timeout_ns),
+                          zmq.NOBLOCK)
+            except zmq.Again:
+                raise ServerTimeoutException(_unreachable(self.address)) from None
+            poll = channel.poller.poll
+            while True:
+                wait_ns = deadline_ns - time.monotonic_ns()
+                if wait_ns <= 0:
+                    try:
+                        sock.send(protocol.pack_cancel(goal_id), zmq.NOBLOCK)
+                    except zmq.ZMQError:
+                        pass
+                    raise ServerTimeoutException(
+                        _no_answer(self.address, time.monotonic_ns() - sent_ns, timeout_ns,
+                                   self._padding_ns))
+                for ready, _ in poll(-(-wait_ns // 1_000_000)):
+                    if ready is sock:
+                        for _ in range(_BATCH):
+                            try:
+                                data = sock.recv(zmq.NOBLOCK)
+                            except zmq.Again:
+                                break
+                            try:
+                                kind, answer_id, rest = protocol.parse_server_message(data)
+                                if kind != RESULT or answer_id != goal_id:
+                                    continue  # ACCEPTED, or an answer to an abandoned goal
+                                transform, exc = protocol.result_outcome(rest)
+                            except ProtocolError:
+                                continue
+                            if exc is not None:
+                                raise exc
+                            return transform
+                    elif channel.reconnected():
+                        remaining = max(0, sent_ns + timeout_ns - time.monotonic_ns())
+                        try:
+                            sock.send(protocol.pack_goal(
+                                goal_id, target_frame, source_frame, source_time_ns,
+                                target_time_ns, fixed_frame, advanced, remaining), zmq.NOBLOCK)
+                        except zmq.Again:
+                            pass
+        except zmq.ZMQError as exc:
+            if exc.errno == zmq.ETERM or self._closed:
+                raise TimeoutException(
+                    "the BufferClient was closed before the server answered") from None
+            raise
+        finally:
+            with self._channels_lock:
+                channel.in_use = False
+                if self._closed:
+                    self._channels.discard(channel)
+                    channel.close()
+
+    # --- the I/O thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        dealer, pull, monitor = self._dealer, self._pull, self._monitor
+        poller = zmq.Poller()
+        poller.register(dealer, zmq.POLLIN)
+        poller.register(pull, zmq.POLLIN)
+        poller.register(monitor, zmq.POLLIN)
+        deadlines: list = []  # heap of (deadline_ns, goal_id)
+        connected_before = False
+        running = True
+        try:
+            while running:
+                if deadlines:
+                    wait_ns = deadlines[0][0] - time.monotonic_ns()
+                    timeout = max(0, -(-wait_ns // 1_000_000))
+                else:
+                    timeout = None
+                for sock, _ in poller.poll(timeout):
+                    if sock is pull:
+                        running = self._drain_requests(deadlines)
+                    elif sock is dealer:
+                        self._drain_answers()
+                    else:
+                        connected_before = self._drain_monitor(connected_before)
+                if deadlines and deadlines[0][0] <= time.monotonic_ns():
+                    self._expire(deadlines)
+                if len(deadlines) > 2 * len(self._goals) + 1024:
+                    deadlines[:] = [(g.deadline_ns, i) for i, g in list(self._goals.items())]
+                    heapq.heapify(deadlines)
+        finally:
+            self._shutdown()
+
+    def _drain_requests(self, deadlines) -> bool:
+        pull, dealer, goals = self._pull, self._dealer, self._goals
+        for _ in range(_BATCH):
+            try:
+                msg = pull.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return True
+            op = msg[:1]
+            if op == _OP_CLOSE:
+                return False
+            (goal_id,) = _ID.unpack_from(msg, 1)
+            if op == _OP_GOAL:
+                goal = goals.get(goal_id)
+                if goal is None:
+                    continue  # cancelled before it left
+                heapq.heappush(deadlines, (goal.deadline_ns, goal_id))
+                self._send_to_server(goal.payload, goal_id)
+            else:
+                self._send_to_server(protocol.pack_cancel(goal_id), None)
+        return True
+
+    def _send_to_server(self, payload: bytes, goal_id) -> None:
+        try:
+            self._dealer.send(payload, zmq.NOBLOCK)
+        except zmq.Again:
+            # Tens of thousands of goals queued for a server that is not there.
+            if goal_id is not None:
+                self._fail(goal_id, ServerTimeoutException(_unreachable(self.address)))
+
+    def _drain_answers(self) -> None:
+        dealer, goals = self._dealer, self._goals
+        for _ in range(_BATCH):
+            try:
+                data = dealer.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                kind, goal_id, rest = protocol.parse_server_message(data)
+                if kind != RESULT:
+                    continue  # ACCEPTED / CANCELLED: nothing to do for the caller
+                goal = goals.pop(goal_id, None)
+                if goal is None:
+                    continue  # cancelled, timed out, or a duplicate answer after a re-send
+                transform, exc = protocol.result_outcome(rest)
+            except ProtocolError:
+                continue  # not from a tf2py server we understand; nothing to resolve
+            future = goal.future
+            try:
+                if exc is None:
+                    future.set_result(transform)
+                else:
+                    future.set_exception(exc)
+            except InvalidStateError:
+                pass  # cancelled by the caller meanwhile
+
+    def _drain_monitor(self, connected_before: bool) -> bool:
+        while True:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)["event"]
+            except zmq.Again:
+                return connected_before
+            if event == zmq.EVENT_CONNECTED:
+                if connected_before:
+                    self._resend()
+                connected_before = True
+
+    def _resend(self) -> None:
+        """After a reconnect: the server may be a new one that never saw our goals; send every
+        waiting goal again with the time it has left (a server that still has one ignores the
+        copy)."""
+        now = time.monotonic_ns()
+        for goal_id, goal in list(self._goals.items()):
+            remaining = max(0, goal.sent_ns + goal.timeout_ns - now)
+            self._send_to_server(
+                protocol.pack_goal(goal_id, goal.target_frame, goal.source_frame,
+                                   goal.source_time_ns, goal.target_time_ns, goal.fixed_frame,
+                                   goal.advanced, remaining),
+                goal_id,
+            )
+
+    def _expire(self, deadlines) -> None:
+        now = time.monotonic_ns()
+        while deadlines and deadlines[0][0] <= now:
+            deadline_ns, goal_id = heapq.heappop(deadlines)
+            goal = self._goals.get(goal_id)
+            if goal is None or goal.deadline_ns != deadline_ns:
+                continue
+            self._fail(goal_id, ServerTimeoutException(
+                _no_answer(self.address, now - goal.sent_ns, goal.timeout_ns, self._padding_ns)))
+            self._send_to_server(protocol.pack_cancel(goal_id), None)
+
+    def _fail(self, goal_id: int, exc: BaseException) -> None:
+        goal = self._goals.pop(goal_id, None)
+        if goal is None:
+            return
+        try:
+            goal.future.set_exception(exc)
+        except InvalidStateError:
+            pass
+
+    def _shutdown(self) -> None:
+        for goal_id in list(self._goals):
+            try:
+                self._dealer.send(protocol.pack_cancel(goal_id), zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+            self._fail(goal_id, TimeoutException(
+                "the BufferClient was closed before the server answered"))
+        self._dealer.disable_monitor()
+        self._monitor.close(linger=0)
+        # A moment for the cancels to leave, so the server forgets those goals now.
+        self._dealer.close(linger=100)
+        self._pull.close(linger=0)
