@@ -1,0 +1,608 @@
+"""``Buffer``: a thread-safe ``BufferCore`` that can wait for transforms.
+
+Every public ``BufferCore`` call runs under one re-entrant lock, so many reader threads and
+a listener thread inserting data may share a buffer. Waiting is woken by the insertion
+itself: ``BufferCore`` calls ``_notify_new_data`` once at the end of every insertion call
+that stored something, and that notifies a ``threading.Condition`` (tf2 instead polls every
+10 ms in C++ and 20 ms in Python).
+
+Asynchronous requests (``wait_for_transform_async`` and its full form, used by the buffer
+server) are futures. They are re-checked once per insertion call, not per transform, and only
+those the insertion can have affected: each pending request is indexed by the frames its
+lookup walked through when it last failed (the frames themselves, their ancestors at the
+requested times and at the latest data); an insertion naming none of them cannot change that
+lookup's answer, so it is skipped. Requests for the same frames and times share one check.
+Futures are resolved outside the lock, so their callbacks may call back into the buffer.
+
+Backward time jumps: tf2_ros's ``Buffer`` clears itself when its ROS clock jumps back (more
+than 1 s in Python). ``Buffer`` has no clock, so it does nothing automatically; whoever
+replays data in a loop (a bag player, a simulator reset) calls ``clear()``, which forgets all
+non-static data, after which older stamps are accepted again.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import weakref
+from concurrent.futures import Future, InvalidStateError
+from time import monotonic
+
+from .apply import (
+    as_point_array,
+    copy_transform_stamped,
+    transform_function,
+    transform_point_array,
+)
+from .core import BufferCore
+from .exceptions import (
+    BackwardExtrapolationException,
+    InvalidArgumentException,
+    TransformException,
+)
+from .time import Time, duration_to_nanoseconds, format_seconds, to_nanoseconds
+
+__all__ = ["Buffer"]
+
+_NS_PER_S = 1_000_000_000
+# tf2's walk gives up after this many links (a loop); the watch walks stop there too.
+_MAX_GRAPH_DEPTH = 1000
+
+# The BufferCore implementations Buffer calls under its lock (bound once, not per call).
+_core_lookup_transform = BufferCore.lookup_transform
+_core_lookup_transform_full = BufferCore.lookup_transform_full
+_core_can_transform = BufferCore.can_transform
+_core_can_transform_full = BufferCore.can_transform_full
+_core_get_parent = BufferCore.get_parent
+_core_get_latest_common_time = BufferCore.get_latest_common_time
+_core_clear = BufferCore.clear
+
+
+def _is_invalid_frame_id(frame_id) -> bool:
+    """True for a frame id no data can ever make valid (tf2's InvalidArgument rule)."""
+    return not isinstance(frame_id, str) or not frame_id or frame_id[0] == "/"
+
+
+def _timeout_seconds(timeout) -> float:
+    """A timeout (Duration or seconds; None means none) in seconds; <= 0 means do not wait."""
+    if not timeout:
+        return 0.0
+    return duration_to_nanoseconds(timeout, "timeout") / _NS_PER_S
+
+
+def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
+    """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it."""
+    base = str(exc).rstrip()
+    if base.endswith("."):
+        base = base[:-1]
+    return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
+
+
+class _Request:
+    """The futures waiting for one (target, source, times, fixed) lookup."""
+
+    __slots__ = ("key", "full", "frames", "times", "pairs", "args", "futures", "watch")
+
+    def __init__(self, key, full, frames, times, pairs, args):
+        self.key = key
+        self.full = full
+        self.frames = frames  # the frame ids the lookup validates
+        self.times = times  # the requested times, as Time
+        self.pairs = pairs  # (frame_a, frame_b, time_ns) per lookup half, for the too-old rule
+        self.args = args  # the arguments of the core lookup
+        self.futures: dict[Future, None] = {}
+        self.watch: frozenset[str] = frozenset()
+
+
+def _forget_cancelled(buffer_ref, key):
+    """A done-callback that drops a cancelled future from its buffer's pending requests.
+    It holds the buffer weakly, so a pending future never keeps a buffer alive."""
+
+    def on_done(future):
+        if future.cancelled():
+            buffer = buffer_ref()
+            if buffer is not None:
+                buffer._forget(key, future)
+
+    return on_done
+
+
+def _cancel_all(requests: dict):
+    """When a buffer is collected, its pending futures are cancelled rather than left
+    waiting for data that can no longer come."""
+    for request in list(requests.values()):
+        for future in list(request.futures):
+            future.cancel()
+    requests.clear()
+
+
+def _copy_exception(exc: BaseException) -> BaseException:
+    try:
+        return type(exc)(*exc.args)
+    except Exception:  # an exception class with an unusual constructor: share it
+        return exc
+
+
+def _resolve(ready):
+    """Resolve futures (outside the lock: their callbacks may use the buffer). Each future
+    gets its own copy of the result, so no two callers share a mutable message."""
+    for futures, outcome in ready:
+        failed = isinstance(outcome, BaseException)
+        first = True
+        for future in futures:
+            value = outcome if first else (
+                _copy_exception(outcome) if failed else copy_transform_stamped(outcome)
+            )
+            try:
+                if failed:
+                    future.set_exception(value)
+                else:
+                    future.set_result(value)
+            except InvalidStateError:  # cancelled by its owner meanwhile
+                continue
+            first = False
+
+
+def _frames_named_by_transform(args, kwargs):
+    transform = args[0] if args else kwargs.get("transform")
+    return (transform.header.frame_id, transform.child_frame_id)
+
+
+def _frames_named_by_values(args, kwargs):
+    parent = args[0] if len(args) > 0 else kwargs.get("parent")
+    child = args[1] if len(args) > 1 else kwargs.get("child")
+    return (parent, child)
+
+
+def _frames_named_by_batch(args, kwargs):
+    parents = args[0] if len(args) > 0 else kwargs.get("parents")
+    children = args[1] if len(args) > 1 else kwargs.get("children")
+    names = set(parents)
+    names.update(children)
+    return names
+
+
+def _inserting(function, frames_named):
+    """Wrap a BufferCore insertion: run it under the lock and, if it stored something,
+    re-check the pending requests that name a touched frame; resolve them after unlocking."""
+
+    @functools.wraps(function)
+    def insert(self, *args, **kwargs):
+        with self._lock:
+            if self._inserting:  # BufferCore calling one of its own insertions
+                return function(self, *args, **kwargs)
+            self._inserting = True
+            try:
+                result = function(self, *args, **kwargs)
+            finally:
+                self._inserting = False
+            if not self._new_data:
+                return result
+            self._new_data = False
+            if not self._requests:
+                return result
+            try:
+                touched = frames_named(args, kwargs)
+            except Exception:  # an unusual call form: re-check everything
+                touched = None
+            ready = self._recheck(touched)
+        if ready:
+            _resolve(ready)
+        return result
+
+    return insert
+
+
+def _locked(function):
+    """Wrap a BufferCore method so that it runs under the buffer's lock."""
+
+    @functools.wraps(function)
+    def method(self, *args, **kwargs):
+        with self._lock:
+            return function(self, *args, **kwargs)
+
+    return method
+
+
+class Buffer(BufferCore):
+    """A ``BufferCore`` that is safe to share between threads and can wait for data.
+
+    Every ``BufferCore`` method is available and runs under one lock. Lookups and
+    ``can_transform`` take a ``timeout`` (a ``Duration`` or seconds; 0 = do not wait): the
+    call waits until the transform can be computed, woken by the insertion that makes it
+    possible, and re-resolves time 0 ("latest common time") at every check. When the wait
+    runs out the underlying tf2 exception is raised (``LookupException``,
+    ``ConnectivityException`` or an ``ExtrapolationException`` subclass), its message
+    extended with how long it waited. An ``InvalidArgumentException`` (empty frame id, a
+    leading '/') is raised at once, since no data can cure it.
+    """
+
+    def __init__(self, cache_time=10.0):
+        # Everything _notify_new_data and the wrappers use exists before BufferCore starts.
+        self._lock = threading.RLock()
+        self._condition = threading.Condition(self._lock)
+        self._waiting = 0  # threads in a timed wait (notified only when there are some)
+        self._new_data = False  # set by _notify_new_data, consumed by the insert wrapper
+        self._inserting = False
+        self._requests: dict[tuple, _Request] = {}
+        self._watch: dict[str, set[tuple]] = {}  # frame id -> keys of requests watching it
+        self._self_ref = weakref.ref(self)
+        finalizer = weakref.finalize(self, _cancel_all, self._requests)
+        finalizer.atexit = False
+        super().__init__(cache_time)
+        self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
+
+    # -- the hook BufferCore calls ---------------------------------------------------------
+
+    def _notify_new_data(self):
+        """Called by BufferCore once at the end of every insertion call that stored data."""
+        self._new_data = True
+        if self._waiting:
+            with self._condition:  # re-entrant: the inserting thread already holds it
+                self._condition.notify_all()
+
+    # -- lookups that wait -----------------------------------------------------------------
+
+    def lookup_transform(self, target_frame, source_frame, time, timeout=0.0):
+        """The ``TransformStamped`` that maps data in ``source_frame`` into ``target_frame`` at
+        ``time`` (Time or seconds; 0 = the latest common time), waiting up to ``timeout``
+        seconds (or a Duration) for the data to arrive."""
+        if not timeout:
+            with self._lock:
+                return _core_lookup_transform(self, target_frame, source_frame, time)
+        return self._wait_for_lookup(
+            _core_lookup_transform, (target_frame, source_frame, time), timeout
+        )
+
+    def lookup_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ):
+        """The time-travel lookup: data in ``source_frame`` at ``source_time`` into
+        ``target_frame`` at ``target_time``, through ``fixed_frame`` (assumed constant over
+        time); waits up to ``timeout`` like ``lookup_transform``."""
+        args = (target_frame, target_time, source_frame, source_time, fixed_frame)
+        if not timeout:
+            with self._lock:
+                return _core_lookup_transform_full(self, *args)
+        return self._wait_for_lookup(_core_lookup_transform_full, args, timeout)
+
+    def can_transform(self, target_frame, source_frame, time, timeout=0.0) -> bool:
+        """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
+        never raises for missing data, and returns False at once for an invalid frame id."""
+        if not timeout:
+            with self._lock:
+                return _core_can_transform(self, target_frame, source_frame, time)
+        return self._wait_for_can(
+            _core_can_transform, (target_frame, source_frame, time),
+            (target_frame, source_frame), timeout,
+        )
+
+    def can_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ) -> bool:
+        """Whether ``lookup_transform_full`` would succeed, waiting up to ``timeout``."""
+        args = (target_frame, target_time, source_frame, source_time, fixed_frame)
+        if not timeout:
+            with self._lock:
+                return _core_can_transform_full(self, *args)
+        return self._wait_for_can(
+            _core_can_transform_full, args, (target_frame, source_frame, fixed_frame), timeout
+        )
+
+    def _wait_for_lookup(self, lookup, args, timeout):
+        timeout_s = _timeout_seconds(timeout)
+        start = monotonic()
+        deadline = start + timeout_s
+        condition = self._condition
+        with condition:
+            while True:
+                try:
+                    return lookup(self, *args)
+                except InvalidArgumentException:
+                    raise  # no data can cure it: do not wait
+                except TransformException as exc:
+                    remaining = deadline - monotonic()
+                    if remaining <= 0.0:
+                        if timeout_s > 0.0:
+                            exc.args = (_waited_message(exc, monotonic() - start, timeout_s),)
+                        raise
+                self._waiting += 1
+                try:
+                    condition.wait(remaining)
+                finally:
+                    self._waiting -= 1
+
+    def _wait_for_can(self, can, args, frames, timeout) -> bool:
+        timeout_s = _timeout_seconds(timeout)
+        deadline = monotonic() + timeout_s
+        condition = self._condition
+        with condition:
+            if can(self, *args):
+                return True
+            if any(_is_invalid_frame_id(frame) for frame in frames):
+                return False  # no data can cure it: do not wait
+            while True:
+                remaining = deadline - monotonic()
+                if remaining <= 0.0:
+                    return False
+                self._waiting += 1
+                try:
+                    condition.wait(remaining)
+                finally:
+                    self._waiting -= 1
+                if can(self, *args):
+                    return True
+
+    # -- asynchronous requests -------------------------------------------------------------
+
+    def wait_for_transform_async(self, target_frame, source_frame, time) -> Future:
+        """A ``concurrent.futures.Future`` resolved with the ``TransformStamped`` of
+        ``lookup_transform(target_frame, source_frame, time)``: at once if it is possible
+        now, else by the first insertion that makes it possible. Errors no data can cure (an
+        invalid frame id, a time older than the cache window) are set as its exception.
+        ``future.cancel()`` drops the request at once. There is no timeout: use
+        ``future.result(timeout)``, or ``lookup_transform(..., timeout)``."""
+        time_ns = to_nanoseconds(time, "time")
+        key = ("simple", target_frame, source_frame, time_ns)
+        stamp = Time.from_nanoseconds(time_ns)
+        return self._request(
+            key,
+            False,
+            (target_frame, source_frame),
+            (stamp,),
+            ((target_frame, source_frame, time_ns),),
+            (target_frame, source_frame, stamp),
+        )
+
+    def wait_for_transform_full_async(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame
+    ) -> Future:
+        """The time-travel form of ``wait_for_transform_async``: resolved with
+        ``lookup_transform_full(target_frame, target_time, source_frame, source_time,
+        fixed_frame)`` as soon as it is possible."""
+        target_ns = to_nanoseconds(target_time, "target_time")
+        source_ns = to_nanoseconds(source_time, "source_time")
+        key = ("full", target_frame, target_ns, source_frame, source_ns, fixed_frame)
+        target_stamp = Time.from_nanoseconds(target_ns)
+        source_stamp = Time.from_nanoseconds(source_ns)
+        return self._request(
+            key,
+            True,
+            (target_frame, source_frame, fixed_frame),
+            (target_stamp, source_stamp),
+            ((target_frame, fixed_frame, target_ns), (fixed_frame, source_frame, source_ns)),
+            (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
+        )
+
+    @property
+    def pending_request_count(self) -> int:
+        """How many futures from ``wait_for_transform*_async`` are still waiting."""
+        with self._lock:
+            return sum(len(request.futures) for request in self._requests.values())
+
+    def _request(self, key, full, frames, times, pairs, args) -> Future:
+        future = Future()
+        with self._lock:
+            request = self._requests.get(key)
+            if request is None:
+                # Not pending yet, so it has not been checked against the current data.
+                request = _Request(key, full, frames, times, pairs, args)
+                outcome = self._attempt(request)
+                if outcome is not None:
+                    ready = [((future,), outcome)]
+                else:
+                    self._requests[key] = request
+                    self._index(request)
+                    ready = None
+            else:
+                # Pending: it failed at its last check and nothing it watches changed since.
+                ready = None
+            if ready is None:
+                request.futures[future] = None
+                future.add_done_callback(_forget_cancelled(self._self_ref, key))
+        if ready:
+            _resolve(ready)
+        return future
+
+    def _attempt(self, request: _Request):
+        """Under the lock: the lookup's TransformStamped, an exception no data can cure, or
+        None while it is still worth waiting."""
+        try:
+            if request.full:
+                return _core_lookup_transform_full(self, *request.args)
+            return _core_lookup_transform(self, *request.args)
+        except InvalidArgumentException as exc:
+            return exc
+        except BackwardExtrapolationException as exc:
+            too_old = self._too_old(request)
+            if too_old is None:
+                return None
+            time_ns, latest_ns = too_old
+            exc.args = (
+                f"{str(exc).rstrip()} No data can make this transform available: the "
+                f"requested time {format_seconds(time_ns)} is more than the cache time "
+                f"({format_seconds(self._window_ns)} s) older than the latest common time "
+                f"{format_seconds(latest_ns)}.",
+            )
+            return exc
+        except TransformException:
+            return None
+        except Exception as exc:  # a bug must fail its future, never the inserting thread
+            return exc
+
+    def _too_old(self, request: _Request):
+        """tf2's rule for a request that can never succeed: its time is more than the cache
+        time older than the latest common time of its frames (new data that old is refused)."""
+        for frame_a, frame_b, time_ns in request.pairs:
+            if time_ns == 0:
+                continue
+            try:
+                latest_ns = to_nanoseconds(_core_get_latest_common_time(self, frame_a, frame_b))
+            except TransformException:
+                continue
+            if latest_ns != 0 and time_ns + self._window_ns < latest_ns:
+                return time_ns, latest_ns
+        return None
+
+    def _watched_frames(self, request: _Request) -> frozenset:
+        """The frames whose new data could change this request's (failing) lookup: its own
+        frames and their ancestors at each requested time, at the latest data (time 0
+        resolves through the latest samples) and at the resolved latest common time."""
+        times = set(request.times)
+        times.add(Time())
+        for frame_a, frame_b, time_ns in request.pairs:
+            if time_ns == 0:
+                try:
+                    times.add(_core_get_latest_common_time(self, frame_a, frame_b))
+                except TransformException:
+                    pass
+        names = set(request.frames)
+        for time in times:
+            visited: set = set()
+            for frame in request.frames:
+                depth = 0
+                while frame not in visited and depth <= _MAX_GRAPH_DEPTH:
+                    visited.add(frame)
+                    try:
+                        frame = _core_get_parent(self, frame, time)
+                    except Exception:  # unknown frame, or no data at that time
+                        break
+                    if frame is None:
+                        break
+                    depth += 1
+            names |= visited
+        return frozenset(names)
+
+    def _index(self, request: _Request):
+        watch = self._watched_frames(request)
+        if watch == request.watch:
+            return
+        index = self._watch
+        key = request.key
+        for name in request.watch - watch:
+            keys = index.get(name)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[name]
+        for name in watch - request.watch:
+            index.setdefault(name, set()).add(key)
+        request.watch = watch
+
+    def _unindex(self, request: _Request):
+        index = self._watch
+        key = request.key
+        for name in request.watch:
+            keys = index.get(name)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[name]
+        request.watch = frozenset()
+
+    def _recheck(self, touched):
+        """Under the lock, after an insertion naming ``touched`` frames (None: unknown):
+        try the pending requests watching any of them; return the ones that are done."""
+        if touched is None:
+            keys = list(self._requests)
+        else:
+            index = self._watch
+            keys = set()
+            for name in touched:
+                watching = index.get(name)
+                if watching:
+                    keys |= watching
+                if name and name[0] == "/":  # BufferCore strips one leading '/'
+                    watching = index.get(name[1:])
+                    if watching:
+                        keys |= watching
+        ready = []
+        for key in keys:
+            request = self._requests.get(key)
+            if request is None:
+                continue
+            outcome = self._attempt(request)
+            if outcome is None:
+                self._index(request)  # the tree may have changed shape
+                continue
+            del self._requests[key]
+            self._unindex(request)
+            ready.append((list(request.futures), outcome))
+        return ready
+
+    def _forget(self, key, future):
+        """Drop a cancelled future; the request goes when its last future does."""
+        with self._lock:
+            request = self._requests.get(key)
+            if request is None:
+                return
+            request.futures.pop(future, None)
+            if not request.futures:
+                del self._requests[key]
+                self._unindex(request)
+
+    # -- clearing --------------------------------------------------------------------------
+
+    def clear(self):
+        """Forget all non-static data (static transforms stay), as tf2 does; call this after a
+        backward time jump (a bag that loops) so older stamps are accepted again."""
+        with self._lock:
+            _core_clear(self)
+            if self._waiting:
+                self._condition.notify_all()
+            ready = self._recheck(None) if self._requests else None
+        if ready:
+            _resolve(ready)
+
+    # -- applying transforms ---------------------------------------------------------------
+
+    def transform(self, obj, target_frame, timeout=0.0):
+        """``obj`` (a PointStamped, Vector3Stamped, PoseStamped or TransformStamped, in
+        ``obj.header.frame_id`` at ``obj.header.stamp``) expressed in ``target_frame``: a new
+        object of the same type whose header is (target_frame, the lookup's stamp). A
+        Vector3Stamped is only rotated. For a TransformStamped the result maps
+        ``obj.child_frame_id`` into ``target_frame``. Waits up to ``timeout`` for the data."""
+        apply = transform_function(obj)  # TypeError before any lookup or wait
+        header = obj.header
+        transform = self.lookup_transform(target_frame, header.frame_id, header.stamp, timeout)
+        return apply(obj, transform)
+
+    def transform_points(self, points, target_frame, source_frame, time, timeout=0.0):
+        """Points ``(N, 3)`` in ``source_frame`` at ``time``, expressed in ``target_frame``: a
+        new float64 ``(N, 3)`` array (one lookup, vectorised over the points). Waits up to
+        ``timeout`` for the data; ``ValueError`` for any other shape."""
+        array = as_point_array(points)  # ValueError before any lookup or wait
+        transform = self.lookup_transform(target_frame, source_frame, time, timeout)
+        return transform_point_array(array, transform)
+
+
+# Insertions: under the lock, then the pending requests they can have affected.
+for _name, _frames_named in (
+    ("set_transform", _frames_named_by_transform),
+    ("set_transform_static", _frames_named_by_transform),
+    ("set_transform_values", _frames_named_by_values),
+    ("set_transforms", _frames_named_by_batch),
+):
+    if hasattr(BufferCore, _name):
+        setattr(Buffer, _name, _inserting(getattr(BufferCore, _name), _frames_named))
+
+
+def _public_core_functions():
+    seen = set()
+    for cls in BufferCore.__mro__:
+        if cls is object:
+            continue
+        for name, value in vars(cls).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if isinstance(value, types.FunctionType):
+                yield name, getattr(BufferCore, name)
+
+
+# Every other public BufferCore method (get_parent, chain, all_frames_as_yaml, get_frames,
+# lookup_transforms, frames_info, ...) runs under the lock too.
+for _name, _function in list(_public_core_functions()):
+    if _name not in Buffer.__dict__:
+        setattr(Buffer, _name, _locked(_function))
