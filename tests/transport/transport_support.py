@@ -1,0 +1,169 @@
+"""Helpers for the transport tests: an in-process core, a recording buffer, raw sockets, and
+scripts for broadcaster subprocesses."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import sys
+import textwrap
+import threading
+from typing import NamedTuple
+
+import pytest
+import zmq
+
+from conftest import wait_for
+from tf2py import make_transform
+from tf2py.buffer.exceptions import InvalidArgumentException
+from tf2py.transport import wire
+from tf2py.transport.core import Core
+
+
+class Result(NamedTuple):
+    stored: int
+    old: int
+    invalid: list
+
+
+class RecordingBuffer:
+    """Stands in for Buffer: records every set_transforms call; refuses rows the real buffer
+    refuses (empty frame id, NaN/inf), as the BatchResult contract says."""
+
+    def __init__(self):
+        self.calls = []
+        self.lock = threading.Lock()
+
+    def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
+        invalid = []
+        rows = []
+        for i, (parent, child) in enumerate(zip(parents, children)):
+            row = [float(v) for v in values[i]]
+            if not parent or not child or not all(math.isfinite(v) for v in row):
+                invalid.append((i, InvalidArgumentException(f"invalid row {i}")))
+                continue
+            rows.append((parent, child, int(stamps_ns[i]), row))
+        with self.lock:
+            self.calls.append((authority, bool(is_static), rows))
+        return Result(len(rows), 0, invalid)
+
+    def children(self, is_static=None) -> set:
+        with self.lock:
+            return {
+                r[1] for a, s, rows in self.calls for r in rows if is_static in (None, s)
+            }
+
+    def rows(self) -> list:
+        with self.lock:
+            return [(a, s) + r for a, s, rows in self.calls for r in rows]
+
+
+def free_port_pair() -> int:
+    """A port P on 127.0.0.1 such that P and P + 1 are both free right now."""
+    for _ in range(200):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            if port >= 65534:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no free port pair")
+
+
+@pytest.fixture
+def core():
+    with Core("tcp://127.0.0.1:0") as c:
+        yield c
+
+
+def raw_socket(kind, endpoint: str) -> zmq.Socket:
+    sock = zmq.Context.instance().socket(kind)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    return sock
+
+
+def publish_endpoint(core_address: str) -> str:
+    return core_address
+
+
+def subscribe_endpoint(core_address: str) -> str:
+    host, port = core_address.rsplit(":", 1)
+    return f"{host}:{int(port) + 1}"
+
+
+def good_body(child="probe", authority="test", n=1) -> bytes:
+    return wire.encode_transforms(
+        [make_transform("world", child if n == 1 else f"{child}{i}", (1, 2, 3), stamp=1)
+         for i in range(n)],
+        authority,
+    )
+
+
+def open_path(send, listener, timeout=10.0):
+    """Send probe messages with ``send()`` until ``listener`` received one (ZeroMQ drops what
+    a PUB sends before its subscriber is connected), so what is sent next arrives in order."""
+    before = listener.received_messages
+
+    def arrived():
+        send()
+        return listener.received_messages > before
+
+    wait_for(arrived, timeout, interval=0.02, message="a first message through the core")
+
+
+def python_script(source: str) -> list[str]:
+    """argv running ``source`` with this interpreter."""
+    return [sys.executable, "-c", textwrap.dedent(source)]
+
+
+def tf2py_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("tf2py"))
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+STATIC_BROADCASTER = """
+import sys, signal
+from tf2py import make_transform
+from tf2py.transport.broadcaster import StaticTransformBroadcaster
+core, child = sys.argv[1], sys.argv[2]
+b = StaticTransformBroadcaster(core)
+b.send_transform(make_transform("world", child, (1.0, 2.0, 3.0)))
+print("sent", child, flush=True)
+try:
+    signal.pause()
+except KeyboardInterrupt:
+    pass
+b.close()
+"""
+
+DYNAMIC_BROADCASTER = """
+import sys, time
+from tf2py import make_transform
+from tf2py.transport.broadcaster import TransformBroadcaster
+core, child = sys.argv[1], sys.argv[2]
+b = TransformBroadcaster(core)
+print("started", child, flush=True)
+i = 0
+try:
+    while True:
+        i += 1
+        b.send_transform(make_transform("world", child, (i, 0, 0), stamp=i))
+        time.sleep(0.01)
+except KeyboardInterrupt:
+    pass
+b.close()
+"""
+
+
+def script_argv(script: str, *args) -> list[str]:
+    return [sys.executable, "-c", script, *args]
