@@ -102,6 +102,14 @@ class BagWriter:
             )
         self.write_rows(rows, is_static, log_ns)
 
+    def write_columns(self, parents, children, stamps_ns, values, is_static: bool = False,
+                      log_ns: int | None = None) -> None:
+        """Like ``write`` with columns: frame id lists, stamps (int ns) and an ``(N, 7)``
+        array of [tx, ty, tz, qx, qy, qz, qw] (the transport's and reader's layout)."""
+        stamps = stamps_ns.tolist() if hasattr(stamps_ns, "tolist") else list(stamps_ns)
+        rows = values.tolist() if hasattr(values, "tolist") else list(values)
+        self.write_rows(list(zip(parents, children, stamps, rows)), is_static, log_ns)
+
     def write_rows(self, rows, is_static: bool = False, log_ns: int | None = None) -> None:
         """Like ``write`` with rows ``(parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw))``."""
         data = encode_ros2(rows)

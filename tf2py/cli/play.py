@@ -20,6 +20,8 @@ HELP = "publish a bag's /tf and /tf_static on the bus with their original timing
 
 # Longest single sleep while waiting for the next message, so the progress line stays live.
 _TICK_S = 0.1
+_CONNECT_TIMEOUT_S = 3.0
+_CONNECT_GRACE_S = 0.25
 
 
 def configure(parser) -> None:
@@ -88,6 +90,29 @@ def _latest_statics(data) -> list:
     return [data.transform(row) for row in sorted(latest.values())]
 
 
+def static_broadcaster_address(core) -> str:
+    from ..transport.address import core_address
+
+    return core_address(core)
+
+
+def _wait_for_core(static_broadcaster, has_statics: bool) -> bool:
+    """Give the broadcasters' connections to the core time to come up, since /tf is not
+    latched and what a publisher sends before the core's subscription reaches it is lost.
+    With statics, their publication (done once the core subscribed) marks the moment;
+    the /tf socket connects alongside, so a short grace covers it. False if no core answered."""
+    answered = True
+    if has_statics:
+        deadline = time.monotonic() + _CONNECT_TIMEOUT_S
+        while static_broadcaster.published < 1:
+            if time.monotonic() > deadline:
+                answered = False
+                break
+            time.sleep(0.005)
+    time.sleep(_CONNECT_GRACE_S if has_statics else 2 * _CONNECT_GRACE_S)
+    return answered
+
+
 def run(args) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
@@ -118,6 +143,10 @@ def run(args) -> int:
             TransformBroadcaster(core=args.core) as broadcaster:
         if statics:
             static_broadcaster.send_transform(statics)
+        if not _wait_for_core(static_broadcaster, bool(statics)):
+            print(f"tf2py play: no core answered at {static_broadcaster_address(args.core)} "
+                  f"within {_CONNECT_TIMEOUT_S:g} s; publishing anyway", file=sys.stderr,
+                  flush=True)
         print(
             f"tf2py play: playing {data.name}: {len(data)} transforms "
             f"({len(statics)} static) over {total_s:.3f} s at rate {rate:g}",

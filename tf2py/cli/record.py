@@ -41,7 +41,13 @@ class _Recorder:
 
     def on_batch(self, batch) -> None:
         try:
-            self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
+            arrays = getattr(batch, "arrays", None)
+            if arrays is not None:
+                self.writer.write_columns(arrays.parents, arrays.children, arrays.stamps_ns,
+                                          arrays.values, bool(batch.is_static),
+                                          batch.received_ns)
+            else:
+                self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
         except Exception as exc:  # a closed writer or an unencodable stamp
             with self._lock:
                 self.failed += 1

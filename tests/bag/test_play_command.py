@@ -1,0 +1,202 @@
+"""``tf2py play``: a bag's transforms reach listeners on the bus with their stamps and timing."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+from bagdata import NAV2, TURTLESIM
+from conftest import wait_for
+
+from tf2py import make_transform
+from tf2py.bag import read_transforms
+from tf2py.transport.broadcaster import StaticTransformBroadcaster
+from tf2py.transport.core import Core
+from tf2py.transport.listener import TransformSubscriber
+
+
+class Collector:
+    """A subscriber on the bus that keeps every transform it receives, as hashable rows."""
+
+    def __init__(self, address):
+        self.lock = threading.Lock()
+        self.dynamic: list[tuple] = []
+        self.static: set[tuple] = set()
+        self.received_ns: list[int] = []
+        self.subscriber = TransformSubscriber(core=address, on_batch=self.on_batch)
+        # Prove the subscription is attached at the core: a latched probe comes through.
+        with StaticTransformBroadcaster(core=address) as probe:
+            probe.send_transform(make_transform("probe", "probe_child"))
+            wait_for(lambda: self.has_static_child("probe_child"), timeout=20)
+
+    def on_batch(self, batch):
+        rows = [row(t) for t in batch.transforms]
+        with self.lock:
+            if batch.is_static:
+                self.static.update(rows)
+            else:
+                self.dynamic.extend(rows)
+                self.received_ns.append(batch.received_ns)
+
+    def has_static_child(self, child):
+        with self.lock:
+            return any(r[1] == child for r in self.static)
+
+    def dynamic_count(self):
+        with self.lock:
+            return len(self.dynamic)
+
+    def close(self):
+        self.subscriber.close()
+
+
+def row(t):
+    tr, q = t.transform.translation, t.transform.rotation
+    return (t.header.frame_id, t.child_frame_id, t.header.stamp.nanoseconds,
+            (tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w))
+
+
+def bag_rows(data, rows):
+    return [row(data.transform(i)) for i in rows]
+
+
+@pytest.fixture
+def bus():
+    with Core("tcp://127.0.0.1:0") as core:
+        collector = Collector(core.address)
+        try:
+            yield core.address, collector
+        finally:
+            collector.close()
+
+
+def test_play_at_rate_10_delivers_every_transform_of_the_bag(spawn, tf2py_command, bus):
+    address, collector = bus
+    data = read_transforms(TURTLESIM)
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--core", address])
+    assert proc.wait(timeout=60) == 0, proc.output()
+    expected = bag_rows(data, np.flatnonzero(~data.is_static).tolist())
+    wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20,
+             message=f"{collector.dynamic_count()} of {len(expected)} transforms arrived")
+    with collector.lock:
+        assert Counter(collector.dynamic) == Counter(expected)
+        assert set(bag_rows(data, np.flatnonzero(data.is_static).tolist())) <= collector.static
+
+
+def test_play_spreads_messages_over_the_bag_time_divided_by_rate(spawn, tf2py_command, bus):
+    address, collector = bus
+    data = read_transforms(TURTLESIM)
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--core", address])
+    assert proc.wait(timeout=60) == 0, proc.output()
+    expected = int((~data.is_static).sum())
+    wait_for(lambda: collector.dynamic_count() >= expected, timeout=20)
+    with collector.lock:
+        spread_s = (max(collector.received_ns) - min(collector.received_ns)) / 1e9
+    scaled_s = data.duration_ns / 1e9 / 10
+    # Generous bounds: not all at once, and not at the original speed.
+    assert 0.5 * scaled_s < spread_s < 5 * scaled_s
+
+
+def test_play_start_skips_the_beginning_of_the_bag(spawn, tf2py_command, bus):
+    address, collector = bus
+    data = read_transforms(TURTLESIM)
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--start", "20",
+                  "--core", address])
+    assert proc.wait(timeout=60) == 0, proc.output()
+    begin_ns = data.start_ns + 20_000_000_000
+    messages = np.flatnonzero(~data.message_static & (data.message_log_ns >= begin_ns))
+    rows = [r for k in messages.tolist()
+            for r in range(data.message_offsets[k], data.message_offsets[k + 1])]
+    expected = bag_rows(data, rows)
+    assert 0 < len(expected) < int((~data.is_static).sum()) // 5
+    wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20)
+    time.sleep(0.2)  # nothing beyond the expected may trickle in late
+    with collector.lock:
+        assert Counter(collector.dynamic) == Counter(expected)
+
+
+def test_play_loop_starts_over_at_the_end(spawn, tf2py_command, bus):
+    address, collector = bus
+    data = read_transforms(TURTLESIM)
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--start", "21",
+                  "--loop", "--core", address])
+    begin_ns = data.start_ns + 21_000_000_000
+    per_pass = int(np.diff(data.message_offsets)[
+        ~data.message_static & (data.message_log_ns >= begin_ns)].sum())
+    wait_for(lambda: collector.dynamic_count() >= 3 * per_pass, timeout=30)
+    assert proc.stop() == 0
+    with collector.lock:
+        counts = Counter(collector.dynamic)
+    assert max(counts.values()) >= 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_play_cleanly(spawn, tf2py_command, bus, sig):
+    address, collector = bus
+    proc = spawn([*tf2py_command, "play", str(NAV2), "--core", address])
+    proc.wait_for_line("tf2py play: playing", timeout=30)
+    wait_for(lambda: collector.dynamic_count() > 0, timeout=20)
+    proc.signal(sig)
+    assert proc.wait(timeout=15) == 0
+    assert "Traceback" not in proc.output()
+
+
+def test_progress_line_is_redrawn_in_place_on_a_terminal(tf2py_command, bus, tmp_path):
+    address, _ = bus
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--start", "19", "--core",
+         address],
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True,
+    )
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif proc.poll() is not None:
+                break
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = output.decode()
+    total = f"/ {read_transforms(TURTLESIM).duration_ns / 1e9:.2f} s"
+    assert text.count("\r[") >= 2, text
+    assert total in text
+    assert "tf2py play: done" in text
+
+
+def test_progress_line_is_left_out_when_not_a_terminal(spawn, tf2py_command, bus):
+    address, _ = bus
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--start", "21",
+                  "--core", address])
+    assert proc.wait(timeout=60) == 0
+    assert "\r" not in proc.output()
+
+
+@pytest.mark.parametrize("argument", [["--rate", "0"], ["--rate", "fast"], ["--start", "-1"],
+                                      ["--start", "1000"]])
+def test_bad_play_arguments_are_usage_errors(spawn, tf2py_command, argument):
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), *argument])
+    assert proc.wait(timeout=30) == 2
+    output = proc.output()
+    assert output.count("\n") == 0 and "tf2py play: error:" in output
