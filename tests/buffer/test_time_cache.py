@@ -1,0 +1,266 @@
+"""TimeCache: tf2's per-frame history (tf2-reference.md §3.1-§3.3, §13.2)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tf2py.buffer.exceptions import (
+    BackwardExtrapolationException,
+    ForwardExtrapolationException,
+    NoDataForExtrapolationException,
+)
+from tf2py.buffer.time_cache import TimeCache, interpolate
+
+S = 1_000_000_000
+IDENT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+
+
+def put(cache, stamp, x=0.0, parent=1, q=(0.0, 0.0, 0.0, 1.0)):
+    return cache.insert(stamp, x, 0.0, 0.0, *q, parent)
+
+
+def yaw(angle):
+    return (0.0, 0.0, math.sin(angle / 2), math.cos(angle / 2))
+
+
+# --- §3.3 table, row by row ---------------------------------------------------------------
+
+
+def test_empty_cache_lookup_fails_with_no_data():
+    cache = TimeCache()
+    assert cache.get(5 * S) is None
+    cls, message = cache.error(5 * S)
+    assert cls is NoDataForExtrapolationException
+    assert message == (
+        "Lookup would require extrapolation at time 5.000000, but only time 0.000000 is in "
+        "the buffer"
+    )
+
+
+def test_time_zero_returns_latest_sample():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0)
+    put(cache, 2 * S, x=2.0)
+    assert cache.get(0)[0] == 2.0
+
+
+def test_single_sample_matches_its_own_stamp():
+    cache = TimeCache()
+    put(cache, 3 * S, x=3.0)
+    assert cache.get(3 * S)[0] == 3.0
+
+
+def test_single_sample_other_time_is_no_data_naming_the_stamp():
+    cache = TimeCache()
+    put(cache, 3 * S, x=3.0)
+    assert cache.get(4 * S) is None
+    assert cache.get(2 * S) is None
+    cls, message = cache.error(4 * S)
+    assert cls is NoDataForExtrapolationException
+    assert message == (
+        "Lookup would require extrapolation at time 4.000000, but only time 3.000000 is in "
+        "the buffer"
+    )
+
+
+def test_exact_latest_stamp_returns_latest():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0)
+    put(cache, 2 * S, x=2.0)
+    assert cache.get(2 * S)[0] == 2.0
+
+
+def test_exact_earliest_stamp_returns_earliest():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0)
+    put(cache, 2 * S, x=2.0)
+    assert cache.get(1 * S)[0] == 1.0
+
+
+def test_after_latest_is_forward_extrapolation():
+    cache = TimeCache()
+    put(cache, 1 * S)
+    put(cache, 3 * S)
+    assert cache.get(4 * S) is None
+    cls, message = cache.error(4 * S)
+    assert cls is ForwardExtrapolationException
+    assert message == (
+        "Lookup would require extrapolation into the future.  Requested time 4.000000 but "
+        "the latest data is at time 3.000000"
+    )
+
+
+def test_before_earliest_is_backward_extrapolation():
+    cache = TimeCache()
+    put(cache, 2 * S)
+    put(cache, 3 * S)
+    assert cache.get(1 * S) is None
+    cls, message = cache.error(1 * S)
+    assert cls is BackwardExtrapolationException
+    assert message == (
+        "Lookup would require extrapolation into the past.  Requested time 1.000000 but the "
+        "earliest data is at time 2.000000"
+    )
+
+
+def test_between_samples_interpolates_translation_linearly():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0)
+    put(cache, 3 * S, x=5.0)
+    assert cache.get(2 * S)[0] == pytest.approx(3.0)
+    assert cache.get(1 * S + S // 2)[0] == pytest.approx(2.0)
+
+
+def test_between_samples_slerps_rotation():
+    cache = TimeCache()
+    put(cache, 0 * S + 1, q=yaw(0.0))
+    put(cache, 1 * S + 1, q=yaw(1.0))
+    got = cache.get(S // 2 + 1)[3:7]
+    assert got == pytest.approx(yaw(0.5))
+
+
+def test_slerp_takes_the_shortest_path():
+    # yaw 170° then yaw -170° (stored as the negated quaternion of 190°): halfway is 180°,
+    # not 0°.
+    a = yaw(math.radians(170))
+    b = yaw(math.radians(-170))
+    out = interpolate((0, 0, 0, *a), (0, 0, 0, *b), 0.5)[3:]
+    angle = 2 * math.atan2(math.hypot(*out[:3]), abs(out[3]))
+    assert math.degrees(angle) == pytest.approx(180.0)
+
+
+def test_slerp_of_equal_rotations_returns_the_first():
+    q = (0.0, 0.0, 0.0, 1.0)
+    out = interpolate((0, 0, 0, *q), (1, 0, 0, *q), 0.7)
+    assert out[3:] == q
+    assert out[0] == pytest.approx(0.7)
+
+
+def test_between_samples_with_different_parents_returns_older_unchanged():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0, parent=1)
+    put(cache, 3 * S, x=3.0, parent=2)
+    got = cache.get(2 * S)
+    assert got[0] == 1.0
+    assert got[7] == 1
+
+
+def test_parent_at_follows_the_older_sample():
+    cache = TimeCache()
+    put(cache, 1 * S, parent=1)
+    put(cache, 3 * S, parent=2)
+    assert cache.parent_at(2 * S) == 1
+    assert cache.parent_at(3 * S) == 2
+    assert cache.parent_at(0) == 2
+    assert cache.parent_at(4 * S) == 0
+
+
+# --- insertion, pruning, replacement --------------------------------------------------------
+
+
+def test_out_of_order_inserts_land_sorted():
+    cache = TimeCache()
+    for t in (5, 1, 3, 2, 4):
+        assert put(cache, t * S, x=float(t))
+    assert [s for s, _, _ in cache.samples()] == [t * S for t in (1, 2, 3, 4, 5)]
+    assert cache.get(2 * S + S // 2)[0] == pytest.approx(2.5)
+
+
+def test_equal_stamp_replaces_the_earlier_sample():
+    cache = TimeCache()
+    put(cache, 1 * S, x=1.0)
+    put(cache, 2 * S, x=2.0)
+    assert put(cache, 2 * S, x=20.0, parent=7)
+    assert len(cache) == 2
+    assert cache.get(2 * S)[0] == 20.0
+    assert cache.get(2 * S)[7] == 7
+
+
+def test_equal_stamp_in_the_middle_replaces_it():
+    cache = TimeCache()
+    for t in (1, 2, 3):
+        put(cache, t * S, x=float(t))
+    assert put(cache, 2 * S, x=-2.0)
+    assert len(cache) == 3
+    assert cache.get(2 * S)[0] == -2.0
+
+
+def test_insert_exactly_cache_time_older_than_latest_is_accepted():
+    cache = TimeCache(10 * S)
+    put(cache, 20 * S)
+    assert put(cache, 10 * S)
+
+
+def test_insert_older_than_cache_window_is_refused():
+    cache = TimeCache(10 * S)
+    put(cache, 20 * S)
+    assert put(cache, 10 * S - 1) is False
+    assert len(cache) == 1
+
+
+def test_prune_happens_before_insert_relative_to_previous_latest():
+    # Samples at 0..20 s with a 10 s cache: the list holds 9..20 (12 entries) and a lookup
+    # at 9 s still succeeds (tf2-reference §3.2).
+    cache = TimeCache(10 * S)
+    for t in range(21):
+        put(cache, t * S, x=float(t))
+    assert len(cache) == 12
+    assert cache.oldest_stamp() == 9 * S
+    assert cache.get(9 * S)[0] == 9.0
+
+
+def test_prune_keeps_sample_exactly_cache_time_old():
+    cache = TimeCache(10 * S)
+    put(cache, 0)
+    put(cache, 10 * S)
+    put(cache, 11 * S)  # prunes relative to 10 s: 0 + 10 s < 10 s is false
+    assert cache.oldest_stamp() == 0
+    put(cache, 12 * S)  # relative to 11 s: 0 is dropped
+    assert cache.oldest_stamp() == 10 * S
+
+
+def test_long_stream_compacts_and_keeps_window():
+    cache = TimeCache(1 * S)
+    step = S // 100
+    for k in range(5000):
+        put(cache, k * step, x=float(k))
+    assert len(cache) == 102  # 100 Hz over 1 s, +1 inclusive, +1 pruned lazily
+    assert cache.get(4990 * step)[0] == 4990.0
+    assert len(cache.stamps) - cache.start == len(cache)
+    assert cache.start < 200
+
+
+def test_clear_empties_the_cache():
+    cache = TimeCache()
+    put(cache, 1 * S)
+    cache.clear()
+    assert len(cache) == 0
+    assert cache.latest() == (0, 0)
+    assert cache.get(0) is None
+
+
+def test_latest_and_oldest():
+    cache = TimeCache()
+    put(cache, 2 * S, parent=3)
+    put(cache, 1 * S, parent=4)
+    assert cache.latest() == (2 * S, 3)
+    assert cache.latest_stamp() == 2 * S
+    assert cache.oldest_stamp() == 1 * S
+
+
+def test_get_many_matches_get():
+    import numpy as np
+
+    cache = TimeCache()
+    for t in range(10):
+        put(cache, t * S, x=float(t * t), q=yaw(0.2 * t), parent=1 if t < 6 else 2)
+    ts = np.array([0, 1 * S, S + S // 3, 5 * S + S // 2, 6 * S + 7, 9 * S, 10 * S, -1])
+    values, parents, ok = cache.get_many(ts)
+    for k, t in enumerate(ts.tolist()):
+        single = cache.get(t)
+        assert ok[k] == (single is not None)
+        if single is not None:
+            assert values[k] == pytest.approx(single[:7])
+            assert parents[k] == single[7]
