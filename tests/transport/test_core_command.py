@@ -1,0 +1,192 @@
+"""The core as a process (``tf2py core``) and the core's own behaviour: ports, errors, bad
+input on the latch topic, restarts, many broadcaster processes."""
+
+from __future__ import annotations
+
+import signal
+
+import msgpack
+import pytest
+import zmq
+
+from conftest import wait_for
+from tf2py.transport import wire
+from tf2py.transport.core import Core
+from tf2py.transport.listener import TransformListener
+from transport_support import (
+    DYNAMIC_BROADCASTER,
+    STATIC_BROADCASTER,
+    RecordingBuffer,
+    free_port_pair,
+    good_body,
+    raw_socket,
+    script_argv,
+    tf2py_threads,
+)
+
+
+def ready_address(proc) -> str:
+    line = proc.wait_for_line("tf2py core: ready at ")
+    return line.split("ready at ", 1)[1].strip()
+
+
+def test_core_command_prints_ready_line_with_chosen_port(spawn, tf2py_command):
+    proc = spawn(tf2py_command + ["core", "--address", "tcp://127.0.0.1:0"])
+    address = ready_address(proc)
+    assert address.startswith("tcp://127.0.0.1:") and not address.endswith(":0")
+    assert proc.lines[0] == f"tf2py core: ready at {address}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_core_command_stops_cleanly_on_signal(spawn, tf2py_command, sig):
+    proc = spawn(tf2py_command + ["core", "--address", "tcp://127.0.0.1:0"])
+    ready_address(proc)
+    proc.signal(sig)
+    assert proc.wait() == 0
+    assert "Traceback" not in proc.output()
+
+
+def test_core_command_uses_tf2py_core_environment(spawn, tf2py_command):
+    port = free_port_pair()
+    proc = spawn(tf2py_command + ["core"], env={"TF2PY_CORE": f"tcp://127.0.0.1:{port}"})
+    assert ready_address(proc) == f"tcp://127.0.0.1:{port}"
+
+
+def test_core_command_rejects_bad_address_in_one_line(spawn, tf2py_command):
+    proc = spawn(tf2py_command + ["core", "--address", "nonsense"])
+    assert proc.wait() == 1
+    assert proc.output().strip().splitlines() == [
+        "tf2py core: error: invalid address 'nonsense': expected tcp://HOST:PORT, "
+        "e.g. tcp://127.0.0.1:7400"
+    ]
+
+
+def test_core_on_a_busy_port_raises_naming_the_address():
+    with Core("tcp://127.0.0.1:0") as first:
+        with pytest.raises(OSError, match=first.address):
+            Core(first.address)
+
+
+def test_core_port_zero_reports_two_consecutive_free_ports():
+    with Core("tcp://127.0.0.1:0") as c:
+        port = int(c.address.rsplit(":", 1)[1])
+        assert c.subscribe_address == f"tcp://127.0.0.1:{port + 1}"
+
+
+def test_core_close_ends_its_threads():
+    c = Core("tcp://127.0.0.1:0")
+    assert any("core" in name for name in tf2py_threads())
+    c.close()
+    assert tf2py_threads() == []
+
+
+@pytest.mark.parametrize(
+    "frames,cause",
+    [
+        ([wire.TOPIC_STATIC_LATCH, b"\xc1junk"], "garbage"),
+        ([wire.TOPIC_STATIC_LATCH, msgpack.packb([1, 2, 3])], "shape"),
+        ([wire.TOPIC_STATIC_LATCH], "shape"),
+    ],
+    ids=["garbage", "wrong-shape", "one-frame"],
+)
+def test_core_drops_bad_static_input_and_keeps_latching(frames, cause):
+    with Core("tcp://127.0.0.1:0") as c:
+        publisher = raw_socket(zmq.PUB, c.address)
+        try:
+            def latched_probe():
+                publisher.send_multipart([wire.TOPIC_STATIC_LATCH, good_body("probe")])
+                return c.latched_frames()
+
+            wait_for(latched_probe, interval=0.02)
+            publisher.send_multipart(frames)
+            publisher.send_multipart([wire.TOPIC_STATIC_LATCH, good_body("after")])
+            wait_for(lambda: "after" in c.latched_frames())
+            assert c.dropped.snapshot() == {cause: 1}
+        finally:
+            publisher.close()
+
+
+def test_static_is_latched_again_after_the_core_restarts(spawn, tf2py_command):
+    """The core keeps nothing across a restart: the static broadcaster re-publishes its
+    latched set when it reconnects, so a listener that joins afterwards gets it."""
+    address = f"tcp://127.0.0.1:{free_port_pair()}"
+    first = spawn(tf2py_command + ["core", "--address", address])
+    ready_address(first)
+    broadcaster = spawn(script_argv(STATIC_BROADCASTER, address, "camera"))
+    broadcaster.wait_for_line("sent camera")
+    witness = RecordingBuffer()
+    with TransformListener(witness, address):
+        wait_for(lambda: "camera" in witness.children(is_static=True))
+    first.signal(signal.SIGTERM)
+    assert first.wait() == 0
+
+    second = spawn(tf2py_command + ["core", "--address", address])
+    ready_address(second)
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address):
+        wait_for(lambda: "camera" in buffer.children(is_static=True), timeout=15)
+
+
+def test_listener_keeps_receiving_after_the_core_restarts(spawn, tf2py_command):
+    address = f"tcp://127.0.0.1:{free_port_pair()}"
+    core = spawn(tf2py_command + ["core", "--address", address])
+    ready_address(core)
+    spawn(script_argv(DYNAMIC_BROADCASTER, address, "wheel"))
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address) as listener:
+        wait_for(lambda: "wheel" in buffer.children())
+        core.signal(signal.SIGTERM)
+        assert core.wait() == 0
+        count = listener.received_messages
+        core = spawn(tf2py_command + ["core", "--address", address])
+        ready_address(core)
+        wait_for(lambda: listener.received_messages > count + 5, timeout=15)
+
+
+def test_several_static_broadcaster_processes_are_all_latched(spawn, tf2py_command):
+    core = spawn(tf2py_command + ["core", "--address", "tcp://127.0.0.1:0"])
+    address = ready_address(core)
+    children = {f"sensor{i}" for i in range(3)}
+    procs = [spawn(script_argv(STATIC_BROADCASTER, address, child)) for child in children]
+    for proc, child in zip(procs, children):
+        proc.wait_for_line(f"sent {child}")
+    # A listener that joins after all of them were sent gets every one.
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address):
+        wait_for(lambda: buffer.children(is_static=True) == children, timeout=15)
+        authorities = {row[0] for row in buffer.rows()}
+    assert len(authorities) == 3  # each kept its own sender's authority
+
+
+def test_many_broadcaster_processes_reach_one_listener(spawn, tf2py_command):
+    core = spawn(tf2py_command + ["core", "--address", "tcp://127.0.0.1:0"])
+    address = ready_address(core)
+    children = {f"joint{i}" for i in range(5)}
+    for child in children:
+        spawn(script_argv(DYNAMIC_BROADCASTER, address, child))
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address):
+        wait_for(lambda: buffer.children() == children, timeout=20)
+
+
+def test_static_sent_before_the_core_exists_reaches_a_late_listener(spawn, tf2py_command):
+    address = f"tcp://127.0.0.1:{free_port_pair()}"
+    broadcaster = spawn(script_argv(STATIC_BROADCASTER, address, "early"))
+    broadcaster.wait_for_line("sent early")
+    core = spawn(tf2py_command + ["core", "--address", address])
+    ready_address(core)
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address):
+        wait_for(lambda: "early" in buffer.children(is_static=True), timeout=15)
+
+
+def test_dynamic_transform_from_a_process_carries_its_authority(spawn, tf2py_command):
+    core = spawn(tf2py_command + ["core", "--address", "tcp://127.0.0.1:0"])
+    address = ready_address(core)
+    proc = spawn(script_argv(DYNAMIC_BROADCASTER, address, "arm"))
+    buffer = RecordingBuffer()
+    with TransformListener(buffer, address):
+        wait_for(lambda: "arm" in buffer.children())
+    authority = buffer.rows()[0][0]
+    assert authority.endswith(f":{proc.pid}") and "@" in authority
+
