@@ -1,0 +1,79 @@
+"""Property tests: a lookup and its inverse compose to identity; chained lookups compose
+(T(a<-c) == T(a<-b)·T(b<-c)); the batch form agrees with the single form."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tf2py import make_transform
+from tf2py.buffer.core import BufferCore
+
+FRAMES = ["f0", "f1", "f2", "f3", "f4", "f5"]
+
+finite = st.floats(-100.0, 100.0, allow_nan=False)
+unit_quaternion = (
+    st.tuples(*[st.floats(-1.0, 1.0, allow_nan=False)] * 4)
+    .filter(lambda q: sum(x * x for x in q) > 0.01)
+    .map(lambda q: tuple(np.array(q) / np.linalg.norm(q)))
+)
+sample = st.tuples(st.tuples(finite, finite, finite), unit_quaternion)
+
+
+@st.composite
+def trees(draw):
+    """A random tree over FRAMES (each frame's parent is an earlier frame), two samples per
+    link at 1 s and 2 s, some links static."""
+    core = BufferCore()
+    for i in range(1, len(FRAMES)):
+        parent = FRAMES[draw(st.integers(0, i - 1))]
+        if draw(st.booleans()):
+            translation, rotation = draw(sample)
+            core.set_transform_static(
+                make_transform(parent, FRAMES[i], translation, rotation), "h"
+            )
+        else:
+            for t in (1.0, 2.0):
+                translation, rotation = draw(sample)
+                core.set_transform(
+                    make_transform(parent, FRAMES[i], translation, rotation, stamp=t), "h"
+                )
+    return core
+
+
+frame = st.sampled_from(FRAMES)
+when = st.floats(1.0, 2.0)
+
+
+def matrix(core, target, source, t):
+    return core.lookup_transform(target, source, t).transform.as_matrix()
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), frame, frame, when)
+def test_lookup_and_inverse_compose_to_identity(core, a, b, t):
+    np.testing.assert_allclose(matrix(core, a, b, t) @ matrix(core, b, a, t), np.eye(4), atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), frame, frame, frame, when)
+def test_chained_lookups_compose(core, a, b, c, t):
+    np.testing.assert_allclose(
+        matrix(core, a, c, t), matrix(core, a, b, t) @ matrix(core, b, c, t), atol=1e-9
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(trees(), frame, frame, st.lists(when, min_size=1, max_size=20))
+def test_batch_agrees_with_single(core, a, b, times):
+    batch = core.lookup_transforms(a, b, np.array(times))
+    for k, t in enumerate(times):
+        np.testing.assert_allclose(batch[k], matrix(core, a, b, t), atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(trees(), frame, frame, when)
+def test_rotation_stays_unit(core, a, b, t):
+    q = core.lookup_transform(a, b, t).transform.rotation
+    assert abs(q.x**2 + q.y**2 + q.z**2 + q.w**2 - 1.0) < 1e-9
