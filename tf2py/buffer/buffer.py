@@ -82,7 +82,9 @@ def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
 class _Request:
     """The futures waiting for one (target, source, times, fixed) lookup."""
 
-    __slots__ = ("key", "full", "frames", "times", "pairs", "args", "futures", "watch")
+    __slots__ = (
+        "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any"
+    )
 
     def __init__(self, key, full, frames, times, pairs, args):
         self.key = key
@@ -92,7 +94,10 @@ class _Request:
         self.pairs = pairs  # (frame_a, frame_b, time_ns) per lookup half, for the too-old rule
         self.args = args  # the arguments of the core lookup
         self.futures: dict[Future, None] = {}
+        # Frames whose new data (as a child) could change the lookup's answer...
         self.watch: frozenset[str] = frozenset()
+        # ... and requested frames that do not exist yet (created as a parent or a child).
+        self.watch_any: frozenset[str] = frozenset()
 
 
 def _forget_cancelled(buffer_ref, key):
@@ -145,22 +150,21 @@ def _resolve(ready):
 
 
 def _frames_named_by_transform(args, kwargs):
-    transform = args[0] if args else kwargs.get("transform")
-    return (transform.header.frame_id, transform.child_frame_id)
+    """(parent ids, child ids) an insertion call names."""
+    transform = args[0] if args else kwargs["transform"]
+    return (transform.header.frame_id,), (transform.child_frame_id,)
 
 
 def _frames_named_by_values(args, kwargs):
-    parent = args[0] if len(args) > 0 else kwargs.get("parent")
-    child = args[1] if len(args) > 1 else kwargs.get("child")
-    return (parent, child)
+    parent = args[0] if len(args) > 0 else kwargs["parent"]
+    child = args[1] if len(args) > 1 else kwargs["child"]
+    return (parent,), (child,)
 
 
 def _frames_named_by_batch(args, kwargs):
-    parents = args[0] if len(args) > 0 else kwargs.get("parents")
-    children = args[1] if len(args) > 1 else kwargs.get("children")
-    names = set(parents)
-    names.update(children)
-    return names
+    parents = args[0] if len(args) > 0 else kwargs["parents"]
+    children = args[1] if len(args) > 1 else kwargs["children"]
+    return set(parents), set(children)
 
 
 def _inserting(function, frames_named):
@@ -226,7 +230,9 @@ class Buffer(BufferCore):
         self._new_data = False  # set by _notify_new_data, consumed by the insert wrapper
         self._inserting = False
         self._requests: dict[tuple, _Request] = {}
-        self._watch: dict[str, set[tuple]] = {}  # frame id -> keys of requests watching it
+        # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
+        self._watch: dict[str, set[tuple]] = {}
+        self._watch_any: dict[str, set[tuple]] = {}
         self._self_ref = weakref.ref(self)
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
@@ -445,10 +451,26 @@ class Buffer(BufferCore):
                 return time_ns, latest_ns
         return None
 
-    def _watched_frames(self, request: _Request) -> frozenset:
-        """The frames whose new data could change this request's (failing) lookup: its own
-        frames and their ancestors at each requested time, at the latest data (time 0
-        resolves through the latest samples) and at the resolved latest common time."""
+    def _frame_exists(self, frame_id) -> bool:
+        try:
+            _core_get_latest_common_time(self, frame_id, frame_id)  # validates the name
+        except TransformException:
+            return False
+        return True
+
+    def _watched_frames(self, request: _Request):
+        """``(watch, watch_any)`` for a request whose lookup just failed.
+
+        While a requested frame does not exist, nothing but its creation can help: watch
+        only for that name (as a parent or a child). Otherwise the lookup's answer depends
+        only on the caches of the frames its walks visit, so new data for any other child
+        frame cannot change it: watch the requested frames and their ancestors at each
+        requested time, at the latest data (time 0 resolves through the latest samples) and
+        at the resolved latest common time.
+        """
+        missing = frozenset(f for f in request.frames if not self._frame_exists(f))
+        if missing:
+            return frozenset(), missing
         times = set(request.times)
         times.add(Time())
         for frame_a, frame_b, time_ns in request.pairs:
@@ -466,57 +488,63 @@ class Buffer(BufferCore):
                     visited.add(frame)
                     try:
                         frame = _core_get_parent(self, frame, time)
-                    except Exception:  # unknown frame, or no data at that time
+                    except Exception:  # no data at that time
                         break
                     if frame is None:
                         break
                     depth += 1
             names |= visited
-        return frozenset(names)
+        return frozenset(names), frozenset()
+
+    @staticmethod
+    def _reindex(index, key, old, new):
+        for name in old - new:
+            keys = index.get(name)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[name]
+        for name in new - old:
+            index.setdefault(name, set()).add(key)
 
     def _index(self, request: _Request):
-        watch = self._watched_frames(request)
-        if watch == request.watch:
-            return
-        index = self._watch
-        key = request.key
-        for name in request.watch - watch:
-            keys = index.get(name)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[name]
-        for name in watch - request.watch:
-            index.setdefault(name, set()).add(key)
-        request.watch = watch
+        watch, watch_any = self._watched_frames(request)
+        if watch != request.watch:
+            self._reindex(self._watch, request.key, request.watch, watch)
+            request.watch = watch
+        if watch_any != request.watch_any:
+            self._reindex(self._watch_any, request.key, request.watch_any, watch_any)
+            request.watch_any = watch_any
 
     def _unindex(self, request: _Request):
-        index = self._watch
-        key = request.key
-        for name in request.watch:
-            keys = index.get(name)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[name]
-        request.watch = frozenset()
+        empty = frozenset()
+        self._reindex(self._watch, request.key, request.watch, empty)
+        self._reindex(self._watch_any, request.key, request.watch_any, empty)
+        request.watch = request.watch_any = empty
 
     def _recheck(self, touched):
-        """Under the lock, after an insertion naming ``touched`` frames (None: unknown):
-        try the pending requests watching any of them; return the ones that are done."""
+        """Under the lock, after an insertion naming ``touched`` = (parents, children) (None:
+        unknown): try the pending requests it can have affected; return those now done."""
         if touched is None:
             keys = list(self._requests)
         else:
-            index = self._watch
+            parents, children = touched
             keys = set()
-            for name in touched:
-                watching = index.get(name)
-                if watching:
-                    keys |= watching
-                if name and name[0] == "/":  # BufferCore strips one leading '/'
-                    watching = index.get(name[1:])
+            for index, names in (
+                (self._watch, children),
+                (self._watch_any, children),
+                (self._watch_any, parents),
+            ):
+                if not index:
+                    continue
+                for name in names:
+                    watching = index.get(name)
                     if watching:
                         keys |= watching
+                    if name and name[0] == "/":  # BufferCore strips one leading '/'
+                        watching = index.get(name[1:])
+                        if watching:
+                            keys |= watching
         ready = []
         for key in keys:
             request = self._requests.get(key)

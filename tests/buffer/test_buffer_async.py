@@ -1,0 +1,288 @@
+"""wait_for_transform_async / wait_for_transform_full_async: futures resolved by the
+insertion that makes them possible, cancellable, cheap with many pending."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+from concurrent.futures import CancelledError
+
+import numpy as np
+import pytest
+
+import tf2py.buffer.buffer as buffer_module
+from tf2py.buffer.buffer import Buffer
+from tf2py.buffer.exceptions import (
+    BackwardExtrapolationException,
+    InvalidArgumentException,
+)
+from tf2py.buffer.messages import TransformStamped, make_transform
+from tf2py.buffer.time import Time
+
+QUICK = 10.0
+
+
+@pytest.fixture
+def buffer():
+    b = Buffer()
+    b.set_transform(make_transform("map", "odom", (1.0, 0.0, 0.0), stamp=1), "test")
+    b.set_transform(make_transform("map", "odom", (2.0, 0.0, 0.0), stamp=2), "test")
+    return b
+
+
+@pytest.fixture
+def lookup_count(monkeypatch):
+    """Counts the core lookups Buffer makes to re-check pending requests."""
+    calls = {"n": 0}
+    simple = buffer_module._core_lookup_transform
+    full = buffer_module._core_lookup_transform_full
+
+    def counting_simple(*args):
+        calls["n"] += 1
+        return simple(*args)
+
+    def counting_full(*args):
+        calls["n"] += 1
+        return full(*args)
+
+    monkeypatch.setattr(buffer_module, "_core_lookup_transform", counting_simple)
+    monkeypatch.setattr(buffer_module, "_core_lookup_transform_full", counting_full)
+    return calls
+
+
+def test_future_is_resolved_at_once_when_possible_now(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 1.5)
+    assert future.done()
+    result = future.result(0)
+    assert isinstance(result, TransformStamped)
+    assert result.transform.translation.x == pytest.approx(1.5)
+    assert buffer.pending_request_count == 0
+
+
+def test_future_is_resolved_by_the_insertion_that_makes_it_possible(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    assert not future.done()
+    buffer.set_transform(make_transform("map", "odom", (3.0, 0.0, 0.0), stamp=3), "test")
+    assert future.done()
+    assert future.result(0) == buffer.lookup_transform("map", "odom", 3)
+    assert buffer.pending_request_count == 0
+
+
+def test_future_for_a_frame_that_does_not_exist_yet(buffer):
+    future = buffer.wait_for_transform_async("map", "base", 2)
+    buffer.set_transform(make_transform("elsewhere", "x", stamp=2), "test")
+    assert not future.done()
+    buffer.set_transform(make_transform("odom", "base", (0.0, 1.0, 0.0), stamp=2), "test")
+    t = future.result(0).transform.translation
+    assert (t.x, t.y) == (2.0, 1.0)
+
+
+def test_future_at_time_zero_waits_for_the_whole_chain(buffer):
+    future = buffer.wait_for_transform_async("map", "tool", Time())
+    buffer.set_transform(make_transform("odom", "base", stamp=1), "test")
+    buffer.set_transform(make_transform("odom", "base", stamp=2), "test")
+    assert not future.done()
+    buffer.set_transform(make_transform("base", "tool", stamp=1.25), "test")
+    assert future.result(0).header.stamp == Time.from_seconds(1.25)
+
+
+def test_future_is_resolved_by_a_batch_insert_with_one_check(buffer, lookup_count):
+    future = buffer.wait_for_transform_async("map", "odom", 3.5)
+    lookup_count["n"] = 0
+    stamps = np.arange(21, 41) * 100_000_000  # 2.1 s .. 4.0 s
+    values = np.tile([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], (len(stamps), 1))
+    buffer.set_transforms(["map"] * len(stamps), ["odom"] * len(stamps), stamps, values, "t")
+    assert future.done()
+    assert lookup_count["n"] == 1
+
+
+def test_future_with_invalid_frame_fails_at_once(buffer):
+    future = buffer.wait_for_transform_async("map", "/odom", 1)
+    assert future.done()
+    with pytest.raises(InvalidArgumentException, match="cannot start with a '/'"):
+        future.result(0)
+    assert buffer.pending_request_count == 0
+
+
+def test_future_for_a_time_older_than_the_cache_fails(buffer):
+    # 30 s and 31 s: the pruning drops the 1 s and 2 s samples; 5 s is then beyond the
+    # 10 s window of every link, so no insertion can ever make it available.
+    buffer.set_transform(make_transform("map", "odom", stamp=30), "test")
+    buffer.set_transform(make_transform("map", "odom", stamp=31), "test")
+    future = buffer.wait_for_transform_async("map", "odom", 5)
+    with pytest.raises(BackwardExtrapolationException, match="No data can make"):
+        future.result(0)
+
+
+def test_cancel_removes_the_pending_request(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    assert buffer.pending_request_count == 1
+    assert future.cancel()
+    assert buffer.pending_request_count == 0
+    assert buffer._requests == {} and buffer._watch == {}
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    with pytest.raises(CancelledError):
+        future.result(0)
+
+
+def test_cancel_one_of_two_identical_requests_keeps_the_other(buffer):
+    first = buffer.wait_for_transform_async("map", "odom", 3)
+    second = buffer.wait_for_transform_async("map", "odom", 3)
+    first.cancel()
+    assert buffer.pending_request_count == 1
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    assert second.result(0).header.stamp == Time(3)
+
+
+def test_identical_requests_share_one_check_and_get_separate_results(buffer, lookup_count):
+    futures = [buffer.wait_for_transform_async("map", "odom", 3) for _ in range(10)]
+    lookup_count["n"] = 0
+    buffer.set_transform(make_transform("map", "odom", (3.0, 0.0, 0.0), stamp=3), "test")
+    assert lookup_count["n"] == 1
+    results = [f.result(0) for f in futures]
+    assert all(r == results[0] for r in results)
+    assert len({id(r) for r in results}) == 10
+
+
+def test_full_form_is_resolved_by_the_insertion(buffer):
+    future = buffer.wait_for_transform_full_async("base", 2, "base", 1, "odom")
+    buffer.set_transform(make_transform("odom", "base", (0.0, 1.0, 0.0), stamp=1), "test")
+    assert not future.done()
+    buffer.set_transform(make_transform("odom", "base", (0.0, 2.0, 0.0), stamp=2), "test")
+    result = future.result(0)
+    assert result == buffer.lookup_transform_full("base", 2, "base", 1, "odom")
+    assert result.transform.translation.y == pytest.approx(-1.0)
+
+
+def test_full_form_with_invalid_fixed_frame_fails_at_once(buffer):
+    future = buffer.wait_for_transform_full_async("map", 1, "odom", 1, "")
+    with pytest.raises(InvalidArgumentException):
+        future.result(0)
+
+
+def test_full_form_resolved_at_once_when_possible(buffer):
+    future = buffer.wait_for_transform_full_async("map", 2, "odom", 1, "map")
+    assert future.done()
+    assert future.result(0).header.stamp == Time(2)
+
+
+def test_unrelated_insertions_do_not_recheck_pending_requests(buffer, lookup_count):
+    futures = [buffer.wait_for_transform_async("map", f"robot{i}", 2) for i in range(300)]
+    lookup_count["n"] = 0
+    for k in range(10):
+        buffer.set_transform(make_transform("world", f"landmark{k}", stamp=2), "test")
+    assert lookup_count["n"] == 0
+    buffer.set_transform(make_transform("map", "robot7", stamp=2), "test")
+    assert lookup_count["n"] == 1
+    assert futures[7].done() and sum(f.done() for f in futures) == 1
+
+
+def test_insertion_beyond_the_path_does_not_recheck(buffer, lookup_count):
+    # map -> odom known up to 2 s; waiting for 3 s. New data for a sibling frame of odom
+    # cannot help; new odom data can.
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    lookup_count["n"] = 0
+    buffer.set_transform(make_transform("map", "sibling", stamp=3), "test")
+    assert lookup_count["n"] == 0
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    assert future.done()
+
+
+def test_reparenting_a_root_connects_a_pending_request(buffer):
+    buffer.set_transform(make_transform("island", "rock", stamp=2), "test")
+    future = buffer.wait_for_transform_async("odom", "rock", 2)
+    assert not future.done()
+    buffer.set_transform(make_transform("map", "island", stamp=2), "test")
+    assert future.done()
+    assert future.result(0).header.frame_id == "odom"
+
+
+def test_static_insert_resolves_a_pending_request(buffer):
+    future = buffer.wait_for_transform_async("map", "laser", 2)
+    buffer.set_transform_static(make_transform("odom", "laser", (0.0, 0.0, 1.0)), "test")
+    assert future.result(0).transform.translation.z == 1.0
+
+
+def test_set_transform_values_resolves_a_pending_request(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    buffer.set_transform_values(
+        "map", "odom", 3_000_000_000, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "test"
+    )
+    assert future.result(0).transform.translation.x == 3.0
+
+
+def test_insertion_with_leading_slash_names_resolves_a_pending_request(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    buffer.set_transform(make_transform("/map", "/odom", stamp=3), "test")
+    assert future.done()
+
+
+def test_futures_are_resolved_outside_the_lock(buffer):
+    # A callback that needs the buffer from another thread would deadlock if the inserting
+    # thread still held the lock.
+    reached = threading.Event()
+    outcome = []
+
+    def callback(_future):
+        def other():
+            buffer.can_transform("map", "odom", 3)
+            reached.set()
+
+        threading.Thread(target=other, daemon=True, name="callback-reader").start()
+        outcome.append(reached.wait(QUICK))
+
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    future.add_done_callback(callback)
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    assert outcome == [True]
+
+
+def test_callback_may_insert_into_the_buffer(buffer):
+    second = []
+
+    def callback(_future):
+        buffer.set_transform(make_transform("map", "odom", stamp=4), "test")
+        second.append(buffer.lookup_transform("map", "odom", 4))
+
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    future.add_done_callback(callback)
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    assert second and second[0].header.stamp == Time(4)
+
+
+def test_failing_callback_does_not_break_the_insertion(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    future.add_done_callback(lambda f: 1 / 0)
+    assert buffer.set_transform(make_transform("map", "odom", stamp=3), "test") is True
+    assert future.done()
+
+
+def test_pending_future_does_not_keep_the_buffer_alive():
+    buffer = Buffer()
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    ref = weakref.ref(buffer)
+    del buffer
+    gc.collect()
+    assert ref() is None
+    assert future.cancelled()
+
+
+def test_future_is_resolved_from_another_thread(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    writer = threading.Thread(
+        target=lambda: buffer.set_transform(make_transform("map", "odom", stamp=3), "w"),
+        daemon=True,
+        name="test-writer",
+    )
+    writer.start()
+    assert future.result(QUICK).header.stamp == Time(3)
+    writer.join(QUICK)
+
+
+def test_clear_does_not_resolve_pending_requests_wrongly(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 3)
+    buffer.clear()
+    assert not future.done()
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    assert future.done()
