@@ -1,0 +1,222 @@
+"""BufferClient: timeouts when no server answers, recovery after a server restart, many
+threads, futures, and closing without leaks."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import free_address, wait_for
+from tf2py import LookupException, TimeoutException, make_transform
+from tf2py.server.client import BufferClient
+
+# A buffer server in its own process: map -> odom static, and "late" once told on stdin.
+SERVER_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from tf2py import Buffer, make_transform
+    from tf2py.server.server import BufferServer
+    buffer = Buffer()
+    buffer.set_transform_static(make_transform("map", "odom", (1, 2, 3)), "test")
+    with BufferServer(buffer, sys.argv[1]) as server:
+        print("serving", server.address, flush=True)
+        for line in sys.stdin:
+            if line.strip() == "late":
+                buffer.set_transform_static(make_transform("odom", "late", (0, 0, 1)), "test")
+                print("inserted", flush=True)
+            elif line.strip() == "pending":
+                print(server.pending_count, flush=True)
+    """
+)
+
+
+def _client_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("tf2py-client")]
+
+
+class _ServerProcess:
+    def __init__(self, address):
+        import subprocess
+
+        self.popen = subprocess.Popen(
+            [sys.executable, "-c", SERVER_SCRIPT, address],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        line = self.popen.stdout.readline()
+        assert line.startswith("serving"), line
+
+    def insert_late(self):
+        self.popen.stdin.write("late\n")
+        self.popen.stdin.flush()
+        assert self.popen.stdout.readline().strip() == "inserted"
+
+    def pending_count(self) -> int:
+        self.popen.stdin.write("pending\n")
+        self.popen.stdin.flush()
+        return int(self.popen.stdout.readline())
+
+    def kill(self):
+        self.popen.kill()
+        self.popen.wait(timeout=10)
+        self.popen.stdout.close()
+        self.popen.stdin.close()
+
+
+@pytest.fixture
+def server_process():
+    procs = []
+
+    def start(address):
+        proc = _ServerProcess(address)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.popen.poll() is None:
+            proc.kill()
+
+
+def test_timeout_exception_when_no_server_answers():
+    with BufferClient(free_address(), timeout_padding=0.2) as client:
+        started = time.monotonic()
+        with pytest.raises(TimeoutException, match="did not come back in the specified time"):
+            client.lookup_transform("map", "odom", 0, timeout=0.1)
+        assert 0.25 <= time.monotonic() - started < 5.0
+
+
+def test_async_lookup_fails_with_timeout_exception_when_no_server_answers():
+    with BufferClient(free_address(), timeout_padding=0.2) as client:
+        future = client.lookup_transform_async("map", "odom", 0)
+        with pytest.raises(TimeoutException, match="Something is likely wrong with the server"):
+            future.result(timeout=10)
+        assert client.pending_count == 0
+
+
+def test_can_transform_raises_rather_than_answer_false_when_no_server_answers():
+    with BufferClient(free_address(), timeout_padding=0.1) as client:
+        with pytest.raises(TimeoutException):
+            client.can_transform("map", "odom", 0)
+
+
+def test_client_recovers_after_the_server_restarts_on_the_same_port(server_process):
+    address = free_address()
+    first = server_process(address)
+    with BufferClient(address, timeout_padding=10.0) as client:
+        assert client.lookup_transform("map", "odom", 0).transform.translation.x == 1
+        first.kill()
+        server_process(address)
+        result = client.lookup_transform("map", "odom", 0)
+        assert result.transform.translation.z == 3
+
+
+def test_waiting_goal_is_sent_again_to_the_restarted_server(server_process):
+    address = free_address()
+    first = server_process(address)
+    with BufferClient(address, timeout_padding=10.0) as client:
+        client.lookup_transform("map", "odom", 0)  # connected
+        blocking = ThreadPoolExecutor(1)
+        try:
+            waiting = client.lookup_transform_async("map", "late", 0, timeout=60.0)
+            waiting_blocking = blocking.submit(client.lookup_transform, "map", "late", 0, 60.0)
+            wait_for(lambda: first.pending_count() == 2, message="both goals wait on the server")
+            first.kill()
+            second = server_process(address)
+            # The new server knows nothing of the goals until the clients re-send them.
+            second.insert_late()
+            assert waiting.result(timeout=30).child_frame_id == "late"
+            assert waiting_blocking.result(timeout=30).child_frame_id == "late"
+        finally:
+            blocking.shutdown()
+
+
+def test_lookups_from_many_threads_each_get_their_own_answer(buffer, server, client):
+    expected = {s: buffer.lookup_transform("map", "odom", s) for s in (1.0, 1.5, 2.0, 2.5, 3.0)}
+
+    def worker(stamp):
+        return all(client.lookup_transform("map", "odom", stamp) == expected[stamp]
+                   for _ in range(40))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(worker, list(expected) * 4))
+
+
+def test_async_lookups_from_many_threads_resolve_to_their_own_answers(buffer, server, client):
+    def worker(stamp):
+        futures = [client.lookup_transform_async("map", "odom", stamp) for _ in range(30)]
+        return all(f.result(timeout=10).header.stamp.to_seconds() == stamp for f in futures)
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(worker, [1.0, 1.25, 1.5, 2.0, 2.5, 3.0]))
+
+
+def test_async_future_raises_the_tf2_error(client):
+    future = client.lookup_transform_async("map", "nowhere", 0)
+    with pytest.raises(LookupException, match="nowhere"):
+        future.result(timeout=10)
+
+
+def test_async_full_form_resolves(buffer, client):
+    future = client.lookup_transform_full_async("laser", 1.0, "laser", 3.0, "map", timeout=1.0)
+    assert future.result(timeout=10) == buffer.lookup_transform_full(
+        "laser", 1.0, "laser", 3.0, "map"
+    )
+
+
+def test_frame_that_is_not_a_string_raises_type_error(client):
+    with pytest.raises(TypeError, match="target_frame must be a str"):
+        client.lookup_transform(3, "odom", 0)
+
+
+def test_close_fails_waiting_futures_and_leaves_no_threads(server):
+    before = len(_client_threads())
+    client = BufferClient(server.address)
+    future = client.lookup_transform_async("map", "never", 0, timeout=60.0)
+    wait_for(lambda: server.pending_count == 1)
+    client.close()
+    with pytest.raises(TimeoutException, match="closed"):
+        future.result(timeout=5)
+    assert len(_client_threads()) == before
+    wait_for(lambda: server.pending_count == 0, message="close cancels the goal on the server")
+    with pytest.raises(RuntimeError, match="closed"):
+        client.lookup_transform("map", "odom", 0)
+
+
+def test_close_unblocks_a_thread_waiting_in_a_blocking_lookup(server):
+    client = BufferClient(server.address)
+    outcome = []
+
+    def lookup():
+        try:
+            client.lookup_transform("map", "never", 0, timeout=60.0)
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=lookup)
+    thread.start()
+    wait_for(lambda: server.pending_count == 1)
+    client.close()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], TimeoutException)
+
+
+def test_channel_of_an_ended_thread_is_closed(server):
+    with BufferClient(server.address) as client:
+        thread = threading.Thread(target=client.lookup_transform, args=("map", "odom", 0))
+        thread.start()
+        thread.join()
+        del thread
+        wait_for(lambda: not client._channels, message="channel closed with its thread")
+
+
+def test_insertion_answers_waiting_async_goal(buffer, server, client):
+    future = client.lookup_transform_async("map", "new", 0, timeout=60.0)
+    wait_for(lambda: server.pending_count == 1)
+    buffer.set_transform_static(make_transform("map", "new", (1, 0, 0)), "test")
+    assert future.result(timeout=10).child_frame_id == "new"
