@@ -144,7 +144,7 @@ def test_lookup_full_with_invalid_fixed_frame_raises_at_once(buffer):
 def test_time_zero_is_re_resolved_at_every_check(buffer):
     # odom -> base arrives at 1.5 s: the latest common time of map..base is then 1.5 s
     # (not the 2 s that map..odom alone had when the wait began).
-    writer = insert_when_waiting(buffer, make_transform("odom", "base", (0.0, 1.0, 0.0), stamp=1.5))
+    writer = insert_when_waiting(buffer, make_transform("odom", "base", (0, 1.0, 0), stamp=1.5))
     result = buffer.lookup_transform("map", "base", Time(), timeout=LONG)
     assert result.header.stamp == Time.from_seconds(1.5)
     assert result.transform.translation.x == pytest.approx(1.5)
