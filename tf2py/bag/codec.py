@@ -66,7 +66,7 @@ TFMESSAGE_ROS2_DEFINITION = (
 class Columns:
     """Transforms as parallel columns, filled by the decoders."""
 
-    __slots__ = ("parents", "children", "stamps", "values", "_names")
+    __slots__ = ("parents", "children", "stamps", "values", "_names", "layouts")
 
     def __init__(self):
         self.parents: list[str] = []
@@ -75,6 +75,10 @@ class Columns:
         self.values: list[float] = []
         # bytes -> str, so each frame id is decoded once and shared by all its rows.
         self._names: dict[bytes, str] = {}
+        # For one-transform messages: the bytes between the stamp and the values (lengths,
+        # frame ids, padding) -> (parent, child). Equal bytes there mean an equal parse, so a
+        # frame pair seen before costs two unpacks instead of a walk through the message.
+        self.layouts: dict[bytes, tuple[str, str]] = {}
 
     def __len__(self):
         return len(self.stamps)
@@ -114,6 +118,15 @@ def decode_ros2(raw, out: Columns) -> int:
     size = len(raw)
     if size < 8 or raw[0] != 0 or raw[1] > 1:
         raise ValueError("not a CDR message (bad encapsulation header)")
+    if raw[1] == 1 and raw[4:8] == b"\x01\x00\x00\x00" and size > 72:
+        frames = out.layouts.get(raw[16 : size - 56])
+        if frames is not None:
+            sec, nanosec = _LE_SEC_NSEC(raw, 8)
+            out.values.extend(_LE_F7(raw, size - 56))
+            out.parents.append(frames[0])
+            out.children.append(frames[1])
+            out.stamps.append(sec * _NS_PER_S + nanosec)
+            return 1
     s = _LE if raw[1] == 1 else _BE
     u32, stamp, f7 = s["u32"].unpack_from, s["stamp"].unpack_from, s["f7"].unpack_from
     (count,) = u32(raw, 4)
@@ -153,15 +166,21 @@ def decode_ros2(raw, out: Columns) -> int:
         # A serialiser may pad the end to a multiple of 4 or 8; anything more is not ours.
         if size - off > 7 or off > size:
             raise ValueError(f"{size - off} bytes left over after {count} transforms")
+        if count == 1 and off == size and s is _LE:
+            out.layouts[bytes(raw[16 : size - 56])] = (parent, child)
     except (struct.error, UnicodeDecodeError, ValueError) as exc:
         out.truncate(start)
         raise ValueError(str(exc)) from None
     return count
 
 
+_LE_SEC_NSEC = struct.Struct("<iI").unpack_from
+_LE_F7 = _LE["f7"].unpack_from
+
 _ROS1_U32 = struct.Struct("<I")
 _ROS1_STAMP = struct.Struct("<IIII")  # seq, secs, nsecs, frame_id length
 _ROS1_F7 = struct.Struct("<7d")
+_ROS1_SEC_NSEC = struct.Struct("<II").unpack_from
 
 
 def decode_ros1(raw, out: Columns) -> int:
@@ -170,6 +189,15 @@ def decode_ros1(raw, out: Columns) -> int:
     Raises ``ValueError`` (and appends nothing) if the bytes are not exactly one such message.
     """
     size = len(raw)
+    if raw[0:4] == b"\x01\x00\x00\x00" and size > 76:
+        frames = out.layouts.get(raw[16 : size - 56])
+        if frames is not None:
+            sec, nsec = _ROS1_SEC_NSEC(raw, 8)
+            out.values.extend(_ROS1_F7.unpack_from(raw, size - 56))
+            out.parents.append(frames[0])
+            out.children.append(frames[1])
+            out.stamps.append(sec * _NS_PER_S + nsec)
+            return 1
     u32, stamp, f7 = _ROS1_U32.unpack_from, _ROS1_STAMP.unpack_from, _ROS1_F7.unpack_from
     start = len(out)
     parents, children, stamps, values, name = (
@@ -204,6 +232,8 @@ def decode_ros1(raw, out: Columns) -> int:
             stamps.append(sec * _NS_PER_S + nsec)
         if off != size:
             raise ValueError(f"{size - off} bytes left over after {count} transforms")
+        if count == 1:
+            out.layouts[bytes(raw[16 : size - 56])] = (parent, child)
     except (struct.error, UnicodeDecodeError, ValueError) as exc:
         out.truncate(start)
         raise ValueError(str(exc)) from None

@@ -1,0 +1,130 @@
+"""Benchmark: tf2py.bag.load of a real recording against the bare read loops of the libraries.
+
+    .venv/bin/python bench/bench_bag.py [BAG] [--repeat N]
+
+Default BAG: ../shared/data/nav2_turtlebot.mcap (7 313 transforms in 5 423 /tf and
+/tf_static messages). Every row reads the same /tf and /tf_static messages of the same file;
+the figure is the median of N runs (default 15), each opening the file afresh.
+
+Rows:
+- rosbags raw read: rosbags' reader yields the messages' bytes, nothing decoded (the floor).
+- rosbags read + deserialize: the same loop plus rosbags' typestore decoding each message
+  into objects, i.e. the loop a user writes to get the transforms out with rosbags alone.
+- mcap + mcap-ros2-support decode: the same with the mcap libraries.
+- tf2py.bag.read_transforms: rosbags raw read + tf2py's TFMessage codec into arrays.
+- tf2py.bag.load: all of the above plus inserting into a new Buffer (set_transforms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_BAG = REPO.parent / "shared" / "data" / "nav2_turtlebot.mcap"
+TOPICS = ("/tf", "/tf_static")
+
+
+def rosbags_raw(path):
+    from rosbags.rosbag2 import Reader
+
+    n = 0
+    with Reader(path) as reader:
+        connections = [c for c in reader.connections if c.topic in TOPICS]
+        for _connection, _timestamp, raw in reader.messages(connections=connections):
+            n += len(raw) > 0
+    return n
+
+
+def rosbags_deserialize(path):
+    from rosbags.highlevel import AnyReader
+
+    n = 0
+    with AnyReader([path]) as reader:
+        connections = [c for c in reader.connections if c.topic in TOPICS]
+        for connection, _timestamp, raw in reader.messages(connections=connections):
+            n += len(reader.deserialize(raw, connection.msgtype).transforms)
+    return n
+
+
+def mcap_decode(path):
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    n = 0
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _s, _c, _m, msg in reader.iter_decoded_messages(topics=list(TOPICS)):
+            n += len(msg.transforms)
+    return n
+
+
+def tf2py_read(path):
+    from tf2py.bag import read_transforms
+
+    return len(read_transforms(path))
+
+
+def tf2py_load(path):
+    from tf2py.bag import load
+
+    buffer = load(path)
+    return len(buffer.get_frames())
+
+
+def measure(fn, path, repeat):
+    fn(path)  # warm-up: imports, page cache
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(path)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bag", nargs="?", default=str(DEFAULT_BAG))
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args(argv)
+    path = Path(args.bag)
+
+    from tf2py.bag import read_transforms
+
+    data = read_transforms(path)
+    n_transforms, n_messages = len(data), data.message_count
+    print(f"bag: {path.name}: {n_transforms} transforms in {n_messages} /tf + /tf_static "
+          f"messages, {path.stat().st_size / 1e6:.2f} MB")
+    print(f"python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; "
+          f"median of {args.repeat} runs")
+    rows = [
+        ("rosbags raw read (bytes only)", rosbags_raw),
+        ("rosbags read + deserialize", rosbags_deserialize),
+        ("mcap + mcap-ros2-support decode", mcap_decode),
+        ("tf2py.bag.read_transforms", tf2py_read),
+        ("tf2py.bag.load (into a Buffer)", tf2py_load),
+    ]
+    results = {}
+    print(f"{'loop':34} {'median ms':>10} {'best ms':>9} {'transforms/s':>14} {'us/transform':>13}")
+    for name, fn in rows:
+        median, best = measure(fn, path, args.repeat)
+        results[name] = median
+        print(f"{name:34} {median * 1e3:10.2f} {best * 1e3:9.2f} "
+              f"{n_transforms / median:14,.0f} {median / n_transforms * 1e6:13.2f}")
+    load_s = results["tf2py.bag.load (into a Buffer)"]
+    print()
+    print(f"load / rosbags read + deserialize : {load_s / results['rosbags read + deserialize']:.2f}x"
+          "   (target <= 2x)")
+    print(f"load / rosbags raw read           : {load_s / results['rosbags raw read (bytes only)']:.2f}x")
+    print(f"load / mcap-ros2 decode           : {load_s / results['mcap + mcap-ros2-support decode']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
