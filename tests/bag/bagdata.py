@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SHARED_DATA
+from helpers import SHARED_DATA
 
 NAV2 = SHARED_DATA / "nav2_turtlebot.mcap"
 TF_EXAMPLE_ROS2 = SHARED_DATA / "tf_example"

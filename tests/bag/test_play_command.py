@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from bagdata import NAV2, TURTLESIM
-from conftest import wait_for
+from helpers import wait_for
 
 from tf2py import make_transform
 from tf2py.bag import read_transforms

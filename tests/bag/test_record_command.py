@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import wait_for
+from helpers import wait_for
 
 from tf2py import make_transform
 from tf2py.bag import read_transforms

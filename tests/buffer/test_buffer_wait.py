@@ -8,7 +8,7 @@ import time as wall
 
 import pytest
 
-from conftest import wait_for
+from helpers import wait_for
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.exceptions import (
     ConnectivityException,

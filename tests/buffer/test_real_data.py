@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA
+from helpers import SHARED_DATA
 
 from tf2py import Time, make_transform
 from tf2py.buffer.buffer import Buffer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import signal
 
-from tests.conftest import free_address
+from helpers import free_address
 from tf2py import LookupException, StaticTransformBroadcaster, TransformBroadcaster, make_transform
 from tf2py.server.client import BufferClient
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import free_address, wait_for
+from helpers import free_address, wait_for
 from tf2py import LookupException, TimeoutException, make_transform
 from tf2py.server.client import BufferClient
 

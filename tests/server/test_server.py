@@ -10,7 +10,7 @@ import time
 import pytest
 import zmq
 
-from tests.conftest import wait_for
+from helpers import wait_for
 from tf2py import (
     BackwardExtrapolationException,
     ConnectivityException,

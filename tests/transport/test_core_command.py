@@ -9,7 +9,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import wait_for
+from helpers import wait_for
 from tf2py.transport import wire
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener

@@ -11,7 +11,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import wait_for
+from helpers import wait_for
 from tf2py import make_transform
 from tf2py.transport import wire
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import pytest
 import zmq
 
-from conftest import wait_for
+from helpers import wait_for
 from tf2py import make_transform
 from tf2py.buffer.exceptions import InvalidArgumentException
 from tf2py.transport import wire

@@ -1,0 +1,126 @@
+"""Shared test helpers (import them with ``from helpers import ...``; a conftest module
+cannot be imported by name reliably once several directories have one): free loopback ports, subprocesses that are always reaped, waiting on
+conditions with deadlines (never bare sleeps), and the path to the shared recordings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_address() -> str:
+    return f"tcp://127.0.0.1:{free_port()}"
+
+
+def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message: str = ""):
+    """Call ``condition`` until it returns a truthy value; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s: {message or condition}")
+        time.sleep(interval)
+
+
+class Proc:
+    """A subprocess whose output lines are collected on a thread, so tests can wait for a
+    line with a deadline. Always ended by its PID when the test ends."""
+
+    def __init__(self, args, env=None, cwd=None):
+        full_env = dict(os.environ)
+        full_env["PYTHONUNBUFFERED"] = "1"
+        if env:
+            full_env.update(env)
+        self.args = args
+        self.popen = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="proc-reader")
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def _read(self):
+        for line in self.popen.stdout:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def output(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def wait_for_line(self, predicate, timeout: float = 15.0) -> str:
+        """The first output line for which ``predicate`` (a substring or a callable) holds."""
+        test = (lambda line: predicate in line) if isinstance(predicate, str) else predicate
+
+        def found():
+            with self._lock:
+                for line in self.lines:
+                    if test(line):
+                        return line
+            if self.popen.poll() is not None:
+                self._reader.join(timeout=2)
+                with self._lock:
+                    for line in self.lines:
+                        if test(line):
+                            return line
+                pytest.fail(
+                    f"process {self.args} exited with {self.popen.returncode} before the line "
+                    f"appeared; output:\n{self.output()}"
+                )
+            return None
+
+        return wait_for(found, timeout, message=f"line {predicate!r} from {self.args}; "
+                        f"output so far:\n{self.output()}")
+
+    def signal(self, sig=signal.SIGINT):
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+
+    def wait(self, timeout: float = 15.0) -> int:
+        rc = self.popen.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return rc
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGINT, then SIGKILL after ``timeout``; returns the exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=5)
+        self._reader.join(timeout=5)
+        return self.popen.returncode
