@@ -209,3 +209,42 @@ def test_warnings_name_the_file(tmp_path):
         warnings.simplefilter("always")
         read_transforms(path, strict=False)
     assert any("garbled.mcap" in str(w.message) for w in caught)
+
+
+def test_truncated_mcap_is_recovered_up_to_the_damage_when_not_strict(tmp_path):
+    import numpy as np
+
+    whole = tmp_path / "whole.mcap"
+    noise = np.random.default_rng(1).normal(size=(20_000, 7)).tolist()  # incompressible
+    with tf2py.bag.BagWriter(whole) as writer:  # 256 kB chunks: several of them
+        for i in range(20_000):
+            writer.write_rows([("map", "odom", (i + 1) * 10_000_000, noise[i])], log_ns=i + 1)
+    data = whole.read_bytes()
+    cut = tmp_path / "killed.mcap"
+    cut.write_bytes(data[: int(len(data) * 0.5)])
+    with pytest.raises(BagError, match="truncated"):
+        read_transforms(cut)
+    with pytest.warns(BagWarning, match="reading stopped after"):
+        recovered = read_transforms(cut, strict=False)
+    complete = read_transforms(whole)
+    n = len(recovered)
+    assert 0 < n < len(complete)
+    assert recovered.stamps_ns.tolist() == complete.stamps_ns[:n].tolist()
+
+
+def test_real_mcap_without_its_summary_is_recovered_whole_when_not_strict(tmp_path):
+    data = NAV2.read_bytes()
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(data[: len(data) * 3 // 4])  # its one data chunk is intact
+    with pytest.warns(BagWarning, match="corrupt or truncated"):
+        recovered = read_transforms(cut, strict=False)
+    complete = read_transforms(NAV2)
+    assert recovered.stamps_ns.tolist() == complete.stamps_ns.tolist()
+
+
+def test_real_mcap_cut_inside_its_only_chunk_is_a_bag_error_even_when_not_strict(tmp_path):
+    data = NAV2.read_bytes()
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(BagError, match="corrupt or truncated"):
+        read_transforms(cut, strict=False)

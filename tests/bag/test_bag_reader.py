@@ -153,3 +153,63 @@ def test_custom_topic_names_are_read():
     data = read_transforms(NAV2, tf_topic="/tf_static", tf_static_topic="/nothing_here")
     assert len(edges(data, static=False)) == 29
     assert not data.is_static.any()
+
+
+@pytest.mark.parametrize("storage", ["SQLITE3", "MCAP"])
+def test_ros2_bag_folder_with_either_storage_is_read(tmp_path, storage):
+    """Folders as rosbag2 writes them (metadata.yaml + .db3 or .mcap), made with rosbags."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    from tf2py.bag.codec import encode_ros2
+
+    typestore = get_typestore(Stores.ROS2_HUMBLE)
+    folder = tmp_path / f"bag_{storage.lower()}"
+    rows = [("odom", "base_link", 1_000_000_000 + i * 50_000_000, (i, 0.5, -1.0, 0, 0, 0, 1))
+            for i in range(20)]
+    with Writer(folder, version=8, storage_plugin=StoragePlugin[storage]) as writer:
+        tf = writer.add_connection("/tf", "tf2_msgs/msg/TFMessage", typestore=typestore)
+        static = writer.add_connection("/tf_static", "tf2_msgs/msg/TFMessage",
+                                       typestore=typestore)
+        writer.write(static, 5, encode_ros2([("base_link", "laser", 0, (0, 0, 1, 0, 0, 0, 1))]))
+        for i, r in enumerate(rows):
+            writer.write(tf, 10 + i, encode_ros2([r]))
+    data = read_transforms(folder)
+    assert edges(data, static=True) == {("base_link", "laser")}
+    assert data.stamps_ns[~data.is_static].tolist() == [r[2] for r in rows]
+    assert data.values[~data.is_static][:, 0].tolist() == list(range(20))
+
+
+def test_big_endian_cdr_is_decoded():
+    import struct
+
+    from tf2py.bag.codec import Columns, decode_ros2
+
+    def string(s, offset):
+        b = s.encode() + b"\x00"
+        return struct.pack(">I", len(b)) + b
+
+    body = struct.pack(">I", 1) + struct.pack(">iI", 7, 8)
+    body += string("map", 0)
+    body += b"\x00" * (-len(body) & 3)
+    body += string("odom", 0)
+    body += b"\x00" * (-len(body) & 7)
+    body += struct.pack(">7d", 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0)
+    out = Columns()
+    assert decode_ros2(b"\x00\x00\x00\x00" + body, out) == 1
+    assert (out.parents, out.children, out.stamps) == (["map"], ["odom"], [7_000_000_008])
+    assert out.values == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_one_transform_messages_decode_the_same_through_the_layout_cache():
+    from tf2py.bag.codec import Columns, decode_ros2, encode_ros2
+
+    out = Columns()
+    first = encode_ros2([("map", "odom", 5, (1, 2, 3, 0, 0, 0, 1))])
+    second = encode_ros2([("map", "odom", 6, (4, 5, 6, 0, 0, 1, 0))])
+    other = encode_ros2([("map", "odo", 7, (7, 8, 9, 0, 1, 0, 0))])  # same size, other frame
+    for raw in (first, second, other):
+        decode_ros2(raw, out)
+    assert out.children == ["odom", "odom", "odo"]
+    assert out.stamps == [5, 6, 7]
+    assert out.values[7:14] == [4, 5, 6, 0, 0, 1, 0]

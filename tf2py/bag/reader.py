@@ -147,13 +147,13 @@ class BagTransforms:
 
 
 def _open(path: Path):
-    """An unopened rosbags reader for ``path`` and whether it is a ROS 1 bag."""
+    """An unopened rosbags reader for ``path`` and its kind: "ros1", "mcap" or "ros2"."""
     if not path.exists():
         raise BagError(f"{path}: no such file or directory")
     if path.is_dir():
         if not (path / "metadata.yaml").is_file():
             raise BagError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
-        return require("rosbags.rosbag2").Reader(path), False
+        return require("rosbags.rosbag2").Reader(path), "ros2"
     try:
         with open(path, "rb") as f:
             head = f.read(16)
@@ -162,12 +162,69 @@ def _open(path: Path):
     if not head:
         raise BagError(f"{path}: empty file, not a bag")
     if head.startswith(_ROS1_MAGIC):
-        return require("rosbags.rosbag1").Reader(path), True
-    if head.startswith(_MCAP_MAGIC) or head.startswith(_SQLITE_MAGIC):
-        return require("rosbags.rosbag2").Reader(path), False
+        return require("rosbags.rosbag1").Reader(path), "ros1"
+    if head.startswith(_MCAP_MAGIC):
+        return require("rosbags.rosbag2").Reader(path), "mcap"
+    if head.startswith(_SQLITE_MAGIC):
+        return require("rosbags.rosbag2").Reader(path), "ros2"
     raise BagError(
         f"{path}: not a ROS bag (neither MCAP, ROS 2 sqlite3 nor ROS 1 bag format 2.0)"
     )
+
+
+class _RecoveredMcap:
+    """Reads an MCAP file record by record from the start, as far as it is intact, with the
+    interface of a rosbags reader (``connections``, ``messages()``). For files whose summary
+    and footer are missing, which rosbags refuses."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.connections: list = []
+        self._messages: list[tuple[int, int, bytes]] = []
+        self.error: Exception | None = None
+
+    def open(self) -> None:
+        from types import SimpleNamespace
+
+        stream_reader = require("mcap.stream_reader")
+        records = require("mcap.records")
+        schemas = {}
+        seen = set()
+        try:
+            with open(self.path, "rb") as f:
+                for record in stream_reader.StreamReader(f).records:
+                    if isinstance(record, records.Message):
+                        self._messages.append((record.channel_id, record.log_time, record.data))
+                    elif isinstance(record, records.Schema):
+                        schemas[record.id] = record
+                    elif isinstance(record, records.Channel) and record.id not in seen:
+                        seen.add(record.id)
+                        schema = schemas.get(record.schema_id)
+                        self.connections.append(SimpleNamespace(
+                            id=record.id,
+                            topic=record.topic,
+                            msgtype=schema.name if schema is not None else "(no schema)",
+                            ext=SimpleNamespace(serialization_format=record.message_encoding),
+                        ))
+        except Exception as exc:  # the damaged end of the file
+            self.error = exc
+        if not self.connections and self.error is not None:
+            raise BagError(
+                f"{self.path.name}: cannot read the bag, corrupt or truncated "
+                f"({_one_line(self.error)})"
+            )
+
+    def messages(self, connections):
+        by_id = {c.id: c for c in connections}
+        for channel_id, log_time, data in self._messages:
+            connection = by_id.get(channel_id)
+            if connection is not None:
+                yield connection, log_time, data
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self._messages = []
 
 
 def _check_connection(path: Path, connection, is_ros1: bool) -> None:
@@ -206,10 +263,12 @@ def read_transforms(
     with neither topic or with no transforms on them, and a topic whose type is not a
     transform message. Messages that do not decode are skipped; with ``strict`` (the
     default) any skipped message or read error raises ``BagError``, without it they are
-    reported in a ``BagWarning`` with counts and the readable rest is returned.
+    reported in a ``BagWarning`` with counts and the readable rest is returned (this also
+    recovers the complete chunks of an MCAP file whose end is missing).
     """
     path = Path(path)
-    reader, is_ros1 = _open(path)
+    reader, kind = _open(path)
+    is_ros1 = kind == "ros1"
     decode = decode_ros1 if is_ros1 else decode_ros2
     columns = Columns()
     log_ns: list[int] = []
@@ -221,9 +280,13 @@ def read_transforms(
     try:
         reader.open()
     except Exception as exc:  # rosbags raises several types for a damaged file
-        raise BagError(
-            f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
-        ) from None
+        if strict or kind != "mcap":
+            raise BagError(
+                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
+            ) from None
+        # An MCAP without its end (a recorder that was killed): read it front to back.
+        reader = _RecoveredMcap(path)
+        reader.open()
     try:
         wanted = {tf_topic: False, tf_static_topic: True}
         connections = [c for c in reader.connections if c.topic in wanted]
