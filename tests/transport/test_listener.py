@@ -310,3 +310,54 @@ def test_subscriber_sees_static_batches_flagged_static(core):
         static.send_transform(make_transform("map", "odom"))
         with TransformSubscriber(core.address, on_batch=batches.append):
             wait_for(lambda: any(b.is_static for b in batches))
+
+
+# -- with the real Buffer: the single-transform path and the batch path ----------------------
+
+
+def real_buffer():
+    buffer_module = pytest.importorskip("tf2py.buffer.buffer", reason="Buffer not built yet")
+    return buffer_module.Buffer()
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["single", "batch"])
+def test_invalid_transform_into_real_buffer_is_counted_and_good_data_follows(core, batch):
+    buffer = real_buffer()
+    bad = make_transform("world", "nan_frame", (math.nan, 0, 0), stamp=1)
+    good = make_transform("world", "good", (1, 0, 0), stamp=1)
+    with TransformListener(buffer, core.address) as listener, \
+            TransformBroadcaster(core.address) as b:
+        send_until(b, [bad, good] if batch else bad,
+                   lambda: listener.stats()["dropped"].get("invalid"))
+        send_until(b, good, lambda: buffer.can_transform("world", "good", 0))
+        assert "nan_frame" not in buffer.get_frames()
+        assert listener.stats()["stored_transforms"] >= 1
+
+
+def test_real_buffer_records_the_senders_authority(core):
+    buffer = real_buffer()
+    with TransformListener(buffer, core.address), \
+            TransformBroadcaster(core.address, authority="arm@robot:42") as b:
+        send_until(b, make_transform("world", "hand", stamp=1),
+                   lambda: "hand" in buffer.frames_info())
+        assert buffer.frames_info()["hand"]["broadcaster"] == "arm@robot:42"
+
+
+def test_old_data_is_counted_not_dropped(core):
+    buffer = real_buffer()
+    with TransformListener(buffer, core.address) as listener, \
+            TransformBroadcaster(core.address) as b:
+        send_until(b, make_transform("world", "w", stamp=100.0),
+                   lambda: listener.stats()["stored_transforms"])
+        send_until(b, make_transform("world", "w", stamp=1.0),
+                   lambda: listener.stats()["old_transforms"])
+        assert listener.stats()["dropped"] == {}
+
+
+def test_static_into_real_buffer_is_valid_at_any_time(core):
+    buffer = real_buffer()
+    with StaticTransformBroadcaster(core.address) as static:
+        static.send_transform(make_transform("base", "camera", (0, 0, 1)))
+        with TransformListener(buffer, core.address):
+            t = buffer.lookup_transform("base", "camera", 12345.0, timeout=10.0)
+            assert t.transform.translation.z == 1.0

@@ -6,11 +6,15 @@ import threading
 
 import zmq
 
+from ..buffer.messages import TransformStamped
 from . import wire
 from ._sockets import SEND_HWM, client_options, inproc_name, logger, make_socket
 from .address import bus_endpoints
 
 __all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
+
+_SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
+_NOBLOCK = zmq.NOBLOCK
 
 
 class TransformBroadcaster:
@@ -42,10 +46,10 @@ class TransformBroadcaster:
         Stamps travel as integer nanoseconds; values are not validated here (as in tf2),
         listeners drop invalid rows.
         """
-        if isinstance(transform, (list, tuple)):
-            n = len(transform)
-        elif hasattr(transform, "child_frame_id"):
+        if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
             n = 1
+        elif isinstance(transform, (list, tuple)):
+            n = len(transform)
         else:
             transform = list(transform)
             n = len(transform)
@@ -54,9 +58,12 @@ class TransformBroadcaster:
             if self._closed:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
             try:
-                self._socket.send_multipart((wire.TOPIC_TF, body), zmq.NOBLOCK, copy=True)
+                # Two sends (not send_multipart): the cheapest way to put [topic, body].
+                # PUB never blocks: at the HWM it drops the message for that peer.
+                self._socket.send(wire.TOPIC_TF, _SNDMORE)
+                self._socket.send(body, _NOBLOCK)
             except zmq.Again:
-                return  # queue full (HWM): /tf drops rather than blocking the sender
+                return
             self.sent_messages += 1
             self.sent_transforms += n
 

@@ -3,11 +3,14 @@ each decoded message to a callback (for tools such as monitor and record)."""
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 
+import numpy as np
 import zmq
 
+from ..buffer.exceptions import InvalidArgumentException
 from . import wire
 from ._sockets import RECEIVE_HWM, DropCounter, client_options, inproc_name, logger, make_socket
 from .address import bus_endpoints
@@ -16,6 +19,16 @@ __all__ = ["TransformListener", "TransformSubscriber", "TransformBatch"]
 
 # Messages handled per wake-up before polling the stop pipe again.
 _DRAIN = 1000
+
+_unpack_stamp = struct.Struct("<q").unpack
+_unpack_values = struct.Struct("<7d").unpack
+
+
+def _arrays(columns) -> wire.TransformArrays:
+    authority, parents, children, stamps_bin, values_bin = columns
+    return wire.TransformArrays(
+        authority, parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
+        np.frombuffer(values_bin, dtype="<f8").reshape(len(parents), 7))
 
 
 class TransformBatch:
@@ -87,7 +100,8 @@ class _BusReceiver:
         self._sockets.append(sock)
         return sock
 
-    def _handle(self, arrays: wire.TransformArrays, is_static: bool, received_ns: int) -> None:
+    def _handle(self, columns: tuple, is_static: bool, received_ns: int) -> None:
+        """Take one decoded message: ``columns`` as ``wire.decode_columns`` returns them."""
         raise NotImplementedError
 
     def _run(self) -> None:
@@ -97,7 +111,7 @@ class _BusReceiver:
         poller.register(sub, zmq.POLLIN)
         poller.register(stop, zmq.POLLIN)
         recv_multipart = sub.recv_multipart
-        decode = wire.decode_transforms
+        decode = wire.decode_columns
         topic_tf = wire.TOPIC_TF
         topic_static = wire.TOPIC_TF_STATIC
         noblock = zmq.NOBLOCK
@@ -126,14 +140,14 @@ class _BusReceiver:
                         self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
                         continue
                     try:
-                        arrays = decode(body)
+                        columns = decode(body)
                     except wire.WireError as exc:
                         self.dropped.drop(exc.cause, str(exc))
                         continue
                     self.received_messages += 1
-                    self.received_transforms += len(arrays.children)
+                    self.received_transforms += len(columns[1])
                     try:
-                        self._handle(arrays, is_static, received_ns)
+                        self._handle(columns, is_static, received_ns)
                     except Exception as exc:  # a long-running listener never dies
                         self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
         except zmq.ZMQError as exc:
@@ -191,22 +205,40 @@ class TransformListener(_BusReceiver):
         self.stored_transforms = 0
         self.old_transforms = 0
         self._set_transforms = getattr(buffer, "set_transforms", None)
+        self._set_transform_values = getattr(buffer, "set_transform_values", None)
         super().__init__(core)
 
-    def _handle(self, arrays, is_static, received_ns):
+    def _handle(self, columns, is_static, received_ns):
+        authority, parents, children, stamps_bin, values_bin = columns
+        n = len(parents)
+        if n == 1 and self._set_transform_values is not None:
+            # One transform: the single insert skips the array set-up of a batch (same
+            # rules, still one insertion call and one notification per message).
+            try:
+                stored = self._set_transform_values(
+                    parents[0], children[0], _unpack_stamp(stamps_bin)[0],
+                    *_unpack_values(values_bin), authority, is_static)
+            except InvalidArgumentException as exc:
+                self.dropped.drop("invalid", f"transform 0 of a message from {authority}: {exc}")
+                return
+            if stored:
+                self.stored_transforms += 1
+            else:
+                self.old_transforms += 1
+            return
         if self._set_transforms is None:
-            self._insert_one_by_one(arrays, is_static)
+            self._insert_one_by_one(_arrays(columns), is_static)
             return
         result = self._set_transforms(
-            arrays.parents, arrays.children, arrays.stamps_ns, arrays.values,
-            arrays.authority, is_static)
+            parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
+            np.frombuffer(values_bin, dtype="<f8").reshape(n, 7), authority, is_static)
         self.stored_transforms += result.stored
         self.old_transforms += result.old
         if result.invalid:
             index, exc = result.invalid[0]
             self.dropped.drop(
                 "invalid",
-                f"transform {index} of a message from {arrays.authority}: {exc}",
+                f"transform {index} of a message from {authority}: {exc}",
                 n=len(result.invalid),
             )
 
@@ -240,5 +272,5 @@ class TransformSubscriber(_BusReceiver):
         self._on_batch = on_batch
         super().__init__(core)
 
-    def _handle(self, arrays, is_static, received_ns):
-        self._on_batch(TransformBatch(arrays, is_static, received_ns))
+    def _handle(self, columns, is_static, received_ns):
+        self._on_batch(TransformBatch(_arrays(columns), is_static, received_ns))

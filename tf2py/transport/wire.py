@@ -42,6 +42,7 @@ __all__ = [
     "transform_from_wire",
     "encode_transforms",
     "encode_arrays",
+    "decode_columns",
     "decode_transforms",
     "arrays_to_transforms",
     "default_authority",
@@ -90,6 +91,9 @@ class UnknownVersionError(WireError):
         )
         self.version = version
 
+
+_packb = msgpack.packb  # default use_bin_type=True: str as str, bytes as bin
+_unpackb = msgpack.unpackb  # defaults: raw=False, strict_map_key, lengths bounded by input
 
 _UNPACK_LIMITS = dict(
     raw=False,
@@ -187,8 +191,30 @@ class TransformArrays(NamedTuple):
     values: np.ndarray  # float64 (N, 7): tx, ty, tz, qx, qy, qz, qw
 
 
+_pack_stamp = struct.Struct("<q").pack
+_pack_values = struct.Struct("<7d").pack
+
+
+def _encode_one(ts, authority: str) -> bytes:
+    h = ts.header
+    t = ts.transform.translation
+    r = ts.transform.rotation
+    parent = h.frame_id
+    child = ts.child_frame_id
+    if parent.__class__ is not str or child.__class__ is not str:
+        raise TypeError(f"frame ids must be strings, got {parent!r} and {child!r}")
+    try:
+        stamps_bin = _pack_stamp(_stamp_ns(h.stamp))
+        values_bin = _pack_values(t.x, t.y, t.z, r.x, r.y, r.z, r.w)
+    except struct.error as exc:
+        raise TypeError(f"transform values must be numbers and stamps int64 ns: {exc}") from None
+    return _packb([WIRE_VERSION, authority, [parent], [child], stamps_bin, values_bin])
+
+
 def encode_transforms(transforms, authority: str) -> bytes:
     """One message body holding ``transforms`` (a TransformStamped or an iterable of them)."""
+    if transforms.__class__ is TransformStamped:
+        return _encode_one(transforms, authority)
     if isinstance(transforms, TransformStamped):
         transforms = (transforms,)
     parents = []
@@ -238,8 +264,10 @@ def encode_arrays(parents, children, stamps_ns, values, authority: str) -> bytes
     )
 
 
-def decode_transforms(data) -> TransformArrays:
-    """The columns of a /tf or /tf_static message body.
+def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
+    """``(authority, parents, children, stamps_bin, values_bin)`` of a /tf or /tf_static
+    message body, validated (types, counts, block sizes) but not converted: the raw blocks
+    are N little-endian int64 stamps and N x 7 little-endian float64 values.
 
     Raises ``UnknownVersionError`` for a newer version (checked before anything else, so a
     future layout is never misread) and ``WireError`` for anything else that is not a valid
@@ -250,7 +278,8 @@ def decode_transforms(data) -> TransformArrays:
             f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes", "too_large"
         )
     try:
-        obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
+        # msgpack bounds every length by the size of the input, itself bounded above.
+        obj = _unpackb(data)
     except Exception as exc:
         raise WireError(_undecodable(exc), "garbage") from None
     if obj.__class__ is not list or not obj:
@@ -287,12 +316,19 @@ def decode_transforms(data) -> TransformArrays:
     for name in children:
         if name.__class__ is not str:
             raise WireError("frame ids must be strings")
+    return authority, parents, children, stamps_bin, values_bin
+
+
+def decode_transforms(data) -> TransformArrays:
+    """The columns of a /tf or /tf_static message body as arrays (see ``decode_columns``
+    for the errors): stamps int64 (N,), values float64 (N, 7)."""
+    authority, parents, children, stamps_bin, values_bin = decode_columns(data)
     return TransformArrays(
         authority,
         parents,
         children,
         np.frombuffer(stamps_bin, dtype=_I8),
-        np.frombuffer(values_bin, dtype=_F8).reshape(n, 7),
+        np.frombuffer(values_bin, dtype=_F8).reshape(len(parents), 7),
     )
 
 

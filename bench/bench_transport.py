@@ -1,0 +1,480 @@
+"""Transport benchmarks: ingest rate, latency, fan-out CPU and listener CPU vs a raw floor.
+
+    .venv/bin/python bench/bench_transport.py            # everything (~1 min)
+    .venv/bin/python bench/bench_transport.py ingest latency   # some sections
+
+Sections:
+  ingest   transforms/s from 2 broadcaster PROCESSES through a core PROCESS into one
+           TransformListener's Buffer (this process), batches of 1 and 50; flat out (loss
+           reported) and paced at a rate the listener keeps up with (must be loss-free).
+  latency  send_transform -> available in the listener's Buffer at 1 kHz, p50/p99, vs bare
+           pyzmq one-way (PUB->SUB, no core) and bare pyzmq through the core, same run.
+  fanout   10 listener processes on one core, 1 broadcaster at 1 kHz x 20 frames (one
+           message of 20 transforms per ms): CPU of the core and of each listener.
+  floor    CPU per received transform in the listener (real Buffer, and a no-op sink) vs a
+           raw pyzmq + msgpack receive-and-decode loop of the same messages (the floor).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import msgpack
+import numpy as np
+import zmq
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from tf2py.buffer.buffer import Buffer  # noqa: E402
+from tf2py.transport.listener import TransformListener  # noqa: E402
+
+PY = sys.executable
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# A broadcaster process: connects, waits for "go" on stdin, sends COUNT messages of BATCH
+# transforms (children c{ID}_{j}) at RATE messages/s (0 = flat out), prints "done".
+BROADCASTER = r"""
+import sys, time
+from tf2py import make_transform
+from tf2py.transport.broadcaster import TransformBroadcaster
+address, ident, count, batch, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+stamp_now = len(sys.argv) > 6 and sys.argv[6] == "now"
+b = TransformBroadcaster(address)
+ts = [make_transform("world", f"c{ident}_{j}", (1.0, 2.0, 3.0)) for j in range(batch)]
+time.sleep(1.0)  # connect (bench only: /tf is not latched)
+print("ready", flush=True)
+sys.stdin.readline()
+period = 1.0 / rate if rate > 0 else 0.0
+t0 = time.perf_counter()
+from tf2py.buffer.time import Time
+for i in range(1, count + 1):
+    if period:
+        target = t0 + i * period
+        while True:
+            now = time.perf_counter()
+            if now >= target:
+                break
+            if target - now > 0.0003:
+                time.sleep(target - now - 0.0002)
+    stamp = Time.from_nanoseconds(time.time_ns() if stamp_now else i * 1_000_000)
+    for t in ts:
+        t.header.stamp = stamp
+    b.send_transform(ts if batch > 1 else ts[0])
+print("done", time.perf_counter() - t0, flush=True)
+sys.stdin.readline()
+b.close()
+"""
+
+# Bare pyzmq one-way: PUB sends packed time_ns at RATE to ENDPOINT (connect or bind).
+RAW_PUB = r"""
+import sys, time, zmq, msgpack
+endpoint, mode, count, rate, topic = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].encode()
+s = zmq.Context.instance().socket(zmq.PUB)
+(s.bind if mode == "bind" else s.connect)(endpoint)
+time.sleep(1.0)
+print("ready", flush=True)
+sys.stdin.readline()
+period = 1.0 / rate
+t0 = time.perf_counter()
+for i in range(1, count + 1):
+    target = t0 + i * period
+    while True:
+        now = time.perf_counter()
+        if now >= target:
+            break
+        if target - now > 0.0003:
+            time.sleep(target - now - 0.0002)
+    s.send_multipart([topic, msgpack.packb(time.time_ns())])
+print("done", flush=True)
+sys.stdin.readline()
+s.close(0)
+"""
+
+# A listener process for fan-out: counts transforms, reports its own CPU over a window.
+FANOUT_LISTENER = r"""
+import sys, time
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
+buffer = Buffer()
+listener = TransformListener(buffer, sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+c0, n0 = time.process_time(), listener.received_transforms
+sys.stdin.readline()
+c1, n1 = time.process_time(), listener.received_transforms
+print("cpu", c1 - c0, n1 - n0, listener.stats()["dropped"], flush=True)
+listener.close()
+"""
+
+
+def spawn(args, stdin=True):
+    return subprocess.Popen(
+        args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+        text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+
+
+def expect(proc, word, timeout=30.0):
+    line = proc.stdout.readline()
+    if not line.startswith(word):
+        raise RuntimeError(f"expected {word!r} from {proc.args[:3]}, got {line!r}")
+    return line
+
+
+def tell(proc, text="go"):
+    proc.stdin.write(text + "\n")
+    proc.stdin.flush()
+
+
+def stop(proc):
+    if proc.poll() is None:
+        try:
+            tell(proc, "stop")
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(2)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_core():
+    proc = spawn([PY, "-m", "tf2py.cli.main", "core", "--address", "tcp://127.0.0.1:0"],
+                 stdin=False)
+    line = proc.stdout.readline()
+    address = line.split("ready at ", 1)[1].strip()
+    return proc, address
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def percentile(values, p):
+    return float(np.percentile(np.asarray(values), p))
+
+
+def load_note() -> str:
+    with open("/proc/loadavg") as f:
+        return "loadavg " + " ".join(f.read().split()[:3])
+
+
+# -- ingest ----------------------------------------------------------------------------------
+
+
+def run_ingest(address, batch, count_per_proc, rate, procs=2):
+    buffer = Buffer(cache_time=1e6)
+    listener = TransformListener(buffer, address)
+    senders = [spawn([PY, "-c", BROADCASTER, address, str(k), str(count_per_proc), str(batch),
+                      str(rate)]) for k in range(procs)]
+    try:
+        for s in senders:
+            expect(s, "ready")
+        expected = procs * count_per_proc * batch
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        for s in senders:
+            tell(s)
+        last, last_change = 0, time.perf_counter()
+        while True:
+            time.sleep(0.01)
+            n = listener.received_transforms
+            now = time.perf_counter()
+            if n != last:
+                last, last_change = n, now
+            if n >= expected or now - last_change > 1.0:
+                break
+        elapsed = last_change - t0
+        cpu = time.process_time() - c0
+        for s in senders:
+            expect(s, "done")
+        stats = listener.stats()
+    finally:
+        for s in senders:
+            stop(s)
+        listener.close()
+    received = stats["received_transforms"]
+    return dict(batch=batch, rate=rate, expected=expected, received=received,
+                loss=1 - received / expected, per_s=received / elapsed, elapsed=elapsed,
+                cpu_per_transform_us=cpu / max(received, 1) * 1e6, dropped=stats["dropped"])
+
+
+def section_ingest():
+    core, address = start_core()
+    try:
+        print("\n== ingest: 2 broadcaster processes -> core process -> 1 listener (real Buffer)")
+        print(f"   ({load_note()})")
+        for batch, count, paced in ((1, 150_000, 30_000), (50, 6_000, 2_000)):
+            flat = run_ingest(address, batch, count, 0)
+            print(f"   batch {batch:>2} flat out : {flat['per_s']:>10,.0f} transforms/s received, "
+                  f"loss {flat['loss']:.1%} ({flat['received']:,}/{flat['expected']:,}), "
+                  f"listener CPU {flat['cpu_per_transform_us']:.2f} us/transform")
+            rate = paced
+            while True:
+                res = run_ingest(address, batch, rate * 3 // 2, rate)
+                print(f"   batch {batch:>2} paced {rate * batch * 2:>7,}/s: "
+                      f"{res['per_s']:>10,.0f} transforms/s received, loss {res['loss']:.2%} "
+                      f"({res['received']:,}/{res['expected']:,})")
+                if res["loss"] == 0 or rate < 500:
+                    break
+                rate = rate * 2 // 3
+    finally:
+        core.send_signal(2)
+        core.wait(10)
+
+
+# -- latency ---------------------------------------------------------------------------------
+
+
+class StampingBuffer(Buffer):
+    """Records time_ns() - stamp right after each insertion returns (data available)."""
+
+    def __init__(self):
+        super().__init__(cache_time=1e6)
+        self.latencies = []
+
+    def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
+        result = super().set_transforms(parents, children, stamps_ns, values, authority,
+                                        is_static)
+        self.latencies.append(time.time_ns() - int(stamps_ns[0]))
+        return result
+
+
+def raw_latency(sub_endpoint, pub_endpoint, mode, count, topic=b"/tf"):
+    ctx = zmq.Context.instance()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, topic)
+    if mode == "connect":  # publisher connects: we bind
+        sub.bind(sub_endpoint)
+    else:
+        sub.connect(sub_endpoint)
+    pub = spawn([PY, "-c", RAW_PUB, pub_endpoint, mode, str(count), "1000", topic.decode()])
+    latencies = []
+    try:
+        expect(pub, "ready")
+        time.sleep(0.2)
+        tell(pub)
+        while len(latencies) < count:
+            if not sub.poll(3000):
+                break
+            _, body = sub.recv_multipart()
+            latencies.append(time.time_ns() - msgpack.unpackb(body))
+        expect(pub, "done")
+    finally:
+        stop(pub)
+        sub.close(0)
+    return latencies
+
+
+def section_latency(count=5000):
+    print(f"\n== latency at 1 kHz, {count} samples ({load_note()})")
+    core, address = start_core()
+    try:
+        buffer = StampingBuffer()
+        listener = TransformListener(buffer, address)
+        sender = spawn([PY, "-c", BROADCASTER, address, "0", str(count), "1", "1000", "now"])
+        try:
+            expect(sender, "ready")
+            tell(sender)
+            expect(sender, "done", timeout=count / 1000 + 30)
+            time.sleep(0.2)
+        finally:
+            stop(sender)
+            listener.close()
+        lat = np.array(buffer.latencies) / 1e3
+        print(f"   send_transform -> in Buffer (via core): p50 {percentile(lat, 50):7.1f} us  "
+              f"p99 {percentile(lat, 99):7.1f} us  max {lat.max():7.1f} us  (n={len(lat)})")
+        port = int(address.rsplit(":", 1)[1])
+        via = raw_latency(f"tcp://127.0.0.1:{port + 1}", address, "connect-core", count)
+    finally:
+        core.send_signal(2)
+        core.wait(10)
+    via = np.array(via) / 1e3
+    print(f"   bare pyzmq PUB -> core -> SUB:          p50 {percentile(via, 50):7.1f} us  "
+          f"p99 {percentile(via, 99):7.1f} us  (n={len(via)})")
+
+
+def _free_endpoint():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def section_latency_bare(count=5000):
+    endpoint = _free_endpoint()
+    bare = raw_latency(endpoint, endpoint, "connect", count)
+    bare = np.array(bare) / 1e3
+    print(f"   bare pyzmq PUB -> SUB (no core):        p50 {percentile(bare, 50):7.1f} us  "
+          f"p99 {percentile(bare, 99):7.1f} us  (n={len(bare)})")
+
+
+# -- fan-out ---------------------------------------------------------------------------------
+
+
+def section_fanout(listeners=10, window=5.0):
+    print(f"\n== fan-out: {listeners} listener processes, 1 broadcaster at 1 kHz x 20 frames "
+          f"(one 20-transform message per ms), {window:.0f} s window ({load_note()})")
+    core, address = start_core()
+    procs = []
+    try:
+        procs = [spawn([PY, "-c", FANOUT_LISTENER, address]) for _ in range(listeners)]
+        for p in procs:
+            expect(p, "ready")
+        count = int((window + 4) * 1000)
+        sender = spawn([PY, "-c", BROADCASTER, address, "0", str(count), "20", "1000"])
+        expect(sender, "ready")
+        tell(sender)
+        time.sleep(1.5)
+        core0 = proc_cpu_seconds(core.pid)
+        send0 = proc_cpu_seconds(sender.pid)
+        for p in procs:
+            tell(p)
+        time.sleep(window)
+        for p in procs:
+            tell(p)
+        core1 = proc_cpu_seconds(core.pid)
+        send1 = proc_cpu_seconds(sender.pid)
+        results = []
+        for p in procs:
+            _, cpu, n, *rest = expect(p, "cpu").split(maxsplit=3)
+            results.append((float(cpu), int(n), rest[0].strip() if rest else ""))
+        stop(sender)
+        core_pct = (core1 - core0) / window * 100
+        print(f"   core process CPU: {core_pct:.1f} % of one core "
+              f"({(core1 - core0) / window / 1000 * 1e6:.1f} us per 20-transform message "
+              f"forwarded to {listeners})")
+        print(f"   broadcaster CPU: {(send1 - send0) / window * 100:.1f} %")
+        cpus = [c / window * 100 for c, _, _ in results]
+        rates = [n / window for _, n, _ in results]
+        print(f"   listener CPU: mean {np.mean(cpus):.1f} %, min {min(cpus):.1f} %, "
+              f"max {max(cpus):.1f} % of one core; received mean {np.mean(rates):,.0f} "
+              f"transforms/s each (sent 20,000/s); "
+              f"{np.mean([c for c, _, _ in results]) / max(np.mean([n for _, n, _ in results]), 1) * 1e6:.2f}"
+              f" us CPU per transform")
+    finally:
+        for p in procs:
+            stop(p)
+        core.send_signal(2)
+        core.wait(10)
+
+
+# -- listener CPU vs raw floor ----------------------------------------------------------------
+
+
+class NullSink:
+    def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
+        from tf2py.buffer.core import BatchResult
+
+        return BatchResult(len(parents), 0, [])
+
+
+def measure_receiver(address, batch, count, rate, make):
+    """CPU of this process per received transform while ``make()``'s receiver takes
+    ``count`` messages of ``batch`` sent at ``rate`` msg/s by a broadcaster process."""
+    receiver, received = make()
+    sender = spawn([PY, "-c", BROADCASTER, address, "9", str(count), str(batch), str(rate)])
+    try:
+        expect(sender, "ready")
+        c0 = time.process_time()
+        tell(sender)
+        expect(sender, "done", timeout=count / rate + 30)
+        deadline = time.monotonic() + 2
+        while received() < count * batch and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cpu = time.process_time() - c0
+        n = received()
+    finally:
+        stop(sender)
+        receiver.close()
+    return cpu / max(n, 1) * 1e6, n
+
+
+class RawLoop:
+    """The floor: a bare pyzmq SUB + msgpack.unpackb of each message, on a thread."""
+
+    def __init__(self, address):
+        port = int(address.rsplit(":", 1)[1])
+        self.sub = zmq.Context.instance().socket(zmq.SUB)
+        self.sub.setsockopt(zmq.SUBSCRIBE, b"/tf")
+        self.sub.connect(f"tcp://127.0.0.1:{port + 1}")
+        self.count = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        sub, unpackb = self.sub, msgpack.unpackb
+        while not self.stop:
+            if sub.poll(100):
+                for _ in range(1000):
+                    try:
+                        _, body = sub.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    obj = unpackb(body)
+                    self.count += len(obj[2])
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sub.close(0)
+
+
+def section_floor():
+    print(f"\n== listener CPU per received transform vs raw pyzmq+msgpack floor ({load_note()})")
+    core, address = start_core()
+    try:
+        for batch, count, rate in ((1, 40_000, 10_000), (50, 4_000, 1_000)):
+            def raw():
+                r = RawLoop(address)
+                return r, lambda: r.count
+
+            def listener_with(buffer):
+                def make():
+                    lst = TransformListener(buffer, address)
+                    return lst, lambda: lst.received_transforms
+                return make
+
+            floor, n0 = measure_receiver(address, batch, count, rate, raw)
+            sink, n1 = measure_receiver(address, batch, count, rate, listener_with(NullSink()))
+            real, n2 = measure_receiver(address, batch, count, rate,
+                                        listener_with(Buffer(cache_time=1e6)))
+            print(f"   batch {batch:>2} at {rate * batch:,}/s: floor {floor:.2f} us/transform "
+                  f"(n={n0:,}); listener->no-op sink {sink:.2f} us ({sink / floor:.2f}x, "
+                  f"n={n1:,}); listener->Buffer {real:.2f} us ({real / floor:.2f}x, n={n2:,})")
+    finally:
+        core.send_signal(2)
+        core.wait(10)
+
+
+SECTIONS = {
+    "ingest": section_ingest,
+    "latency": lambda: (section_latency(), section_latency_bare()),
+    "fanout": section_fanout,
+    "floor": section_floor,
+}
+
+
+def main(argv):
+    chosen = argv or list(SECTIONS)
+    print(f"tf2py transport bench: python {sys.version.split()[0]}, pyzmq {zmq.__version__}, "
+          f"libzmq {zmq.zmq_version()}, {os.cpu_count()} CPUs, {load_note()}")
+    for name in chosen:
+        SECTIONS[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
