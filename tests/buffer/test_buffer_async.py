@@ -286,3 +286,36 @@ def test_clear_does_not_resolve_pending_requests_wrongly(buffer):
     assert not future.done()
     buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
     assert future.done()
+
+
+def test_non_string_frame_raises_type_error(buffer):
+    with pytest.raises(TypeError, match="frame ids are strings"):
+        buffer.wait_for_transform_async("map", None, 1)
+    assert buffer.pending_request_count == 0
+
+
+def test_bad_time_raises_type_error(buffer):
+    with pytest.raises(TypeError):
+        buffer.wait_for_transform_full_async("map", "soon", "odom", 1, "map")
+
+
+def test_samples_older_than_the_requested_time_do_not_recheck(buffer, lookup_count):
+    # Waiting for odom at 5 s: samples at 2.5 s .. 4.5 s cannot answer at 5 s.
+    futures = [buffer.wait_for_transform_async("map", "odom", 5 + i / 1000) for i in range(100)]
+    lookup_count["n"] = 0
+    for k in range(5, 10):
+        buffer.set_transform(make_transform("map", "odom", stamp=k / 2), "test")
+    assert lookup_count["n"] == 0
+    buffer.set_transform(make_transform("map", "odom", stamp=5.05), "test")
+    assert lookup_count["n"] == 51  # the requests for 5.000 .. 5.050 s
+    assert [f.done() for f in futures] == [i <= 50 for i in range(100)]
+    buffer.set_transform(make_transform("map", "odom", stamp=6), "test")
+    assert all(f.done() for f in futures)
+
+
+def test_time_zero_request_is_rechecked_by_any_sample_on_its_path(buffer, lookup_count):
+    future = buffer.wait_for_transform_async("map", "base", 0)
+    buffer.set_transform(make_transform("odom", "base", stamp=0.5), "test")
+    assert not future.done()  # base known at 0.5 s only, odom from 1 s
+    buffer.set_transform(make_transform("odom", "base", stamp=1.5), "test")
+    assert future.result(0).header.stamp == Time.from_seconds(1.5)

@@ -83,7 +83,8 @@ class _Request:
     """The futures waiting for one (target, source, times, fixed) lookup."""
 
     __slots__ = (
-        "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any"
+        "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
+        "earliest_ns",
     )
 
     def __init__(self, key, full, frames, times, pairs, args):
@@ -93,6 +94,10 @@ class _Request:
         self.times = times  # the requested times, as Time
         self.pairs = pairs  # (frame_a, frame_b, time_ns) per lookup half, for the too-old rule
         self.args = args  # the arguments of the core lookup
+        # The earliest requested time, or 0 when one is time 0 ("latest", which any new
+        # sample on the path can move).
+        stamps = [t.nanoseconds for t in times]
+        self.earliest_ns = 0 if 0 in stamps else min(stamps)
         self.futures: dict[Future, None] = {}
         # Frames whose new data (as a child) could change the lookup's answer...
         self.watch: frozenset[str] = frozenset()
@@ -388,6 +393,9 @@ class Buffer(BufferCore):
             return sum(len(request.futures) for request in self._requests.values())
 
     def _request(self, key, full, frames, times, pairs, args) -> Future:
+        for frame in frames:
+            if not isinstance(frame, str):
+                raise TypeError(f"frame ids are strings, got {frame!r}")
         future = Future()
         with self._lock:
             request = self._requests.get(key)
@@ -528,23 +536,7 @@ class Buffer(BufferCore):
         if touched is None:
             keys = list(self._requests)
         else:
-            parents, children = touched
-            keys = set()
-            for index, names in (
-                (self._watch, children),
-                (self._watch_any, children),
-                (self._watch_any, parents),
-            ):
-                if not index:
-                    continue
-                for name in names:
-                    watching = index.get(name)
-                    if watching:
-                        keys |= watching
-                    if name and name[0] == "/":  # BufferCore strips one leading '/'
-                        watching = index.get(name[1:])
-                        if watching:
-                            keys |= watching
+            keys = self._affected(*touched)
         ready = []
         for key in keys:
             request = self._requests.get(key)
@@ -558,6 +550,52 @@ class Buffer(BufferCore):
             self._unindex(request)
             ready.append((list(request.futures), outcome))
         return ready
+
+    def _affected(self, parents, children) -> list:
+        """Keys of the pending requests an insertion of these (parent, child) frame ids can
+        have made possible.
+
+        A request is skipped when every watched child the insertion touched is dynamic and
+        still has no sample at or after the request's earliest time: then its cache cannot
+        answer at those times before or after, and the frames above it are not reached (the
+        walk fails there, or it is the common ancestor, whose own link is never needed).
+        """
+        watch, watch_any = self._watch, self._watch_any
+        forced: set = set()  # a missing frame named: always re-check
+        by_key: dict = {}  # key -> the watched children the insertion touched
+        for name in children:
+            if name and name[0] == "/":  # BufferCore strips one leading '/'
+                name = name[1:]
+            for key in watch.get(name, ()):
+                by_key.setdefault(key, []).append(name)
+            if watch_any:
+                forced.update(watch_any.get(name, ()))
+        if watch_any:
+            for name in parents:
+                if name and name[0] == "/":
+                    name = name[1:]
+                forced.update(watch_any.get(name, ()))
+        keys = list(forced)
+        latest: dict = {}  # child -> its newest stamp (ns; 0 when static), once per call
+        for key, names in by_key.items():
+            if key in forced:
+                continue
+            earliest = self._requests[key].earliest_ns
+            if earliest:
+                for name in names:
+                    stamp = latest.get(name)
+                    if stamp is None:
+                        try:
+                            stamp = _core_get_latest_common_time(self, name, name).nanoseconds
+                        except TransformException:
+                            stamp = 0
+                        latest[name] = stamp
+                    if stamp == 0 or stamp >= earliest:
+                        break
+                else:
+                    continue  # no touched child reaches the requested time yet
+            keys.append(key)
+        return keys
 
     def _forget(self, key, future):
         """Drop a cancelled future; the request goes when its last future does."""
