@@ -7,13 +7,14 @@ into flat lists is several times faster than building one message object per tra
 a generic deserialiser. Decoders raise ``ValueError`` on anything that does not parse
 exactly (bad lengths, bytes left over), so a corrupt message is never half-read.
 
-Decoders append to ``Columns``: parents, children (str), stamps (int ns), and values (a flat
-list of floats, 7 per transform: tx, ty, tz, qx, qy, qz, qw).
+Decoders append to ``Columns``: parents, children (lists of str), stamps (int64 ns) and values
+(a flat float64 array, 7 per transform: tx, ty, tz, qx, qy, qz, qw).
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
 
 __all__ = [
     "Columns",
@@ -71,8 +72,10 @@ class Columns:
     def __init__(self):
         self.parents: list[str] = []
         self.children: list[str] = []
-        self.stamps: list[int] = []
-        self.values: list[float] = []
+        # Compact typed arrays (8 bytes a number, not a Python object each): a long recording
+        # holds millions of them.
+        self.stamps = array("q")
+        self.values = array("d")
         # bytes -> str, so each frame id is decoded once and shared by all its rows.
         self._names: dict[bytes, str] = {}
         # For one-transform messages: the bytes between the stamp and the values (lengths,

@@ -55,8 +55,10 @@ class BagTransforms:
         self.name = Path(path).name
         self.parents = columns.parents
         self.children = columns.children
-        self.stamps_ns = np.asarray(columns.stamps, dtype=np.int64)
-        self.values = np.asarray(columns.values, dtype=np.float64).reshape(-1, 7)
+        self.stamps_ns = np.frombuffer(columns.stamps, dtype=np.int64) if len(columns) else (
+            np.zeros(0, dtype=np.int64))
+        self.values = (np.frombuffer(columns.values, dtype=np.float64) if len(columns) else
+                       np.zeros(0, dtype=np.float64)).reshape(-1, 7)
         self.message_log_ns = np.asarray(log_ns, dtype=np.int64)
         self.message_offsets = np.asarray(offsets, dtype=np.int64)
         self.message_static = np.asarray(static, dtype=bool)
