@@ -90,7 +90,7 @@ def _latest_statics(data) -> list:
     return [data.transform(row) for row in sorted(latest.values())]
 
 
-def static_broadcaster_address(core) -> str:
+def _core_address(core) -> str:
     from ..transport.address import core_address
 
     return core_address(core)
@@ -144,7 +144,7 @@ def run(args) -> int:
         if statics:
             static_broadcaster.send_transform(statics)
         if not _wait_for_core(static_broadcaster, bool(statics)):
-            print(f"tf2py play: no core answered at {static_broadcaster_address(args.core)} "
+            print(f"tf2py play: no core answered at {_core_address(args.core)} "
                   f"within {_CONNECT_TIMEOUT_S:g} s; publishing anyway", file=sys.stderr,
                   flush=True)
         print(
