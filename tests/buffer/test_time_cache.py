@@ -262,5 +262,5 @@ def test_get_many_matches_get():
         single = cache.get(t)
         assert ok[k] == (single is not None)
         if single is not None:
-            assert values[k] == pytest.approx(single[:7])
+            assert values[:, k] == pytest.approx(single[:7])
             assert parents[k] == single[7]

@@ -31,7 +31,7 @@ from .exceptions import (
 )
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3
 from .time import Time, duration_to_nanoseconds, format_seconds, to_nanoseconds
-from .time_cache import DEFAULT_CACHE_TIME_NS, StaticCache, TimeCache
+from .time_cache import DEFAULT_CACHE_TIME_NS, StampSearch, StaticCache, TimeCache
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -105,71 +105,77 @@ def _inverse_compose(b, a):
     return _compose(_inverse(b), a)
 
 
-# --- vectorised versions on (N, 7) arrays -------------------------------------------------
+# --- vectorised versions on (7, N) column arrays (one row per component) ---------------
 
 
 def _compose_many(a, b):
-    """Row-wise a ∘ b for (N, 7) arrays."""
-    at, aq = a[:, :3], a[:, 3:]
-    bt, bq = b[:, :3], b[:, 3:]
+    """Column-wise a ∘ b for (7, N) arrays."""
+    ax, ay, az, aqx, aqy, aqz, aqw = a
+    bx, by, bz, bqx, bqy, bqz, bqw = b
+    ux = 2.0 * (aqy * bz - aqz * by)
+    uy = 2.0 * (aqz * bx - aqx * bz)
+    uz = 2.0 * (aqx * by - aqy * bx)
     out = np.empty_like(b)
-    out[:, :3] = at + _rotate_many(aq, bt)
-    out[:, 3:] = _qmul_many(aq, bq)
+    out[0] = ax + bx + aqw * ux + aqy * uz - aqz * uy
+    out[1] = ay + by + aqw * uy + aqz * ux - aqx * uz
+    out[2] = az + bz + aqw * uz + aqx * uy - aqy * ux
+    out[3] = aqw * bqx + aqx * bqw + aqy * bqz - aqz * bqy
+    out[4] = aqw * bqy - aqx * bqz + aqy * bqw + aqz * bqx
+    out[5] = aqw * bqz + aqx * bqy - aqy * bqx + aqz * bqw
+    out[6] = aqw * bqw - aqx * bqx - aqy * bqy - aqz * bqz
     return out
 
 
 def _inverse_many(a):
+    """Column-wise inverse of rigid transforms with unit quaternions, (7, N)."""
+    x, y, z, qx, qy, qz, qw = a
+    qx, qy, qz = -qx, -qy, -qz
+    ux = 2.0 * (qy * z - qz * y)
+    uy = 2.0 * (qz * x - qx * z)
+    uz = 2.0 * (qx * y - qy * x)
     out = np.empty_like(a)
-    q = a[:, 3:].copy()
-    q[:, :3] *= -1.0
-    out[:, 3:] = q
-    out[:, :3] = -_rotate_many(q, a[:, :3])
+    out[0] = -(x + qw * ux + qy * uz - qz * uy)
+    out[1] = -(y + qw * uy + qz * ux - qx * uz)
+    out[2] = -(z + qw * uz + qx * uy - qy * ux)
+    out[3] = qx
+    out[4] = qy
+    out[5] = qz
+    out[6] = qw
     return out
 
 
-def _qmul_many(a, b):
-    ax, ay, az, aw = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-    bx, by, bz, bw = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
-    return np.stack(
-        (
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
-        ),
-        axis=1,
-    )
-
-
-def _rotate_many(q, v):
-    u = q[:, :3]
-    w = q[:, 3:4]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def _matrices(values):
-    """(N, 4, 4) homogeneous matrices from (N, 7) rows."""
-    n = len(values)
-    x, y, z, w = values[:, 3], values[:, 4], values[:, 5], values[:, 6]
+def _matrices(columns):
+    """(N, 4, 4) homogeneous matrices from (7, N) columns."""
+    x, y, z, w = columns[3], columns[4], columns[5], columns[6]
+    n = columns.shape[1]
     norm = x * x + y * y + z * z + w * w
-    s = np.where(norm > 0.0, 2.0 / np.where(norm > 0.0, norm, 1.0), 0.0)
-    xx, yy, zz = x * x * s, y * y * s, z * z * s
-    xy, xz, yz = x * y * s, x * z * s, y * z * s
-    wx, wy, wz = w * x * s, w * y * s, w * z * s
-    m = np.zeros((n, 4, 4))
+    s = 2.0 / np.where(norm > 0.0, norm, np.inf)
+    xs, ys, zs = x * s, y * s, z * s
+    xx, yy, zz = x * xs, y * ys, z * zs
+    xy, xz, yz = x * ys, x * zs, y * zs
+    wx, wy, wz = w * xs, w * ys, w * zs
+    m = np.empty((n, 4, 4))
     m[:, 0, 0] = 1.0 - (yy + zz)
     m[:, 0, 1] = xy - wz
     m[:, 0, 2] = xz + wy
+    m[:, 0, 3] = columns[0]
     m[:, 1, 0] = xy + wz
     m[:, 1, 1] = 1.0 - (xx + zz)
     m[:, 1, 2] = yz - wx
+    m[:, 1, 3] = columns[1]
     m[:, 2, 0] = xz - wy
     m[:, 2, 1] = yz + wx
     m[:, 2, 2] = 1.0 - (xx + yy)
-    m[:, :3, 3] = values[:, :3]
+    m[:, 2, 3] = columns[2]
+    m[:, 3, :3] = 0.0
     m[:, 3, 3] = 1.0
     return m
+
+
+def _identity_columns(n):
+    out = np.zeros((7, n))
+    out[6] = 1.0
+    return out
 
 
 def _time_ns(time) -> int:
@@ -257,7 +263,7 @@ class BufferCore:
                 "header.stamp of frame \"%s\" (parent \"%s\") is invalid: %s"
                 % (child, parent, exc)
             ) from None
-        stored = self._store(parent, child, stamp_ns, values, authority, is_static)
+        stored = self._insert_values(parent, child, stamp_ns, *values, authority, is_static)
         if stored:
             self._notify_new_data()
         return stored
@@ -275,12 +281,58 @@ class BufferCore:
         ``stamp_ns`` is an int in nanoseconds; ``(tx, ty, tz)`` the translation of ``child``
         in ``parent``; ``(qx, qy, qz, qw)`` its rotation.
         """
-        stored = self._store(
-            parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw), authority, is_static
+        stored = self._insert_values(
+            parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
         )
         if stored:
             self._notify_new_data()
         return stored
+
+    def _insert_values(
+        self, parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
+    ) -> bool:
+        """Validate and store one sample, without notification (the hot insert path)."""
+        ids = self._lookup_ids
+        try:
+            # Fast path: both names already known as lookup-able ids (so non-empty and
+            # without a leading '/'), different, numbers finite, quaternion near unit.
+            child_id = ids.get(child)
+            parent_id = ids.get(parent)
+            if (
+                child_id is not None
+                and parent_id is not None
+                and child_id != parent_id
+                and stamp_ns.__class__ is int
+            ):
+                norm2 = qx * qx + qy * qy + qz * qz + qw * qw
+                # NaN or ±inf anywhere makes this NaN (inf * 0 = NaN).
+                if tx * 0.0 + ty * 0.0 + tz * 0.0 + norm2 * 0.0 == 0.0 and (
+                    -_QUATERNION_TOLERANCE < norm2 - 1.0 < _QUATERNION_TOLERANCE
+                ):
+                    if norm2 != 1.0:
+                        scale = 1.0 / sqrt(norm2)
+                        qx *= scale
+                        qy *= scale
+                        qz *= scale
+                        qw *= scale
+                    cache = self._caches[child_id]
+                    if cache is None or (not cache.is_static) != (not is_static):
+                        cache = self._new_cache(child_id, is_static)
+                    if cache.insert(stamp_ns, tx, ty, tz, qx, qy, qz, qw, parent_id):
+                        self._authority[child_id] = authority
+                        return True
+                    return False
+        except TypeError:
+            pass
+        return self._store(
+            parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw), authority, is_static
+        )
+
+    def _new_cache(self, child_id, is_static):
+        # A change of kind (static <-> dynamic) replaces the cache (ROS 2 rule).
+        cache = StaticCache() if is_static else TimeCache(self._cache_time_ns)
+        self._caches[child_id] = cache
+        return cache
 
     def set_transforms(
         self, parents, children, stamps_ns, values, authority, is_static=False
@@ -323,12 +375,33 @@ class BufferCore:
         good_list = good.tolist()
         stored = old = 0
         invalid = []
-        store = self._store_valid
+        ids = self._lookup_ids
+        caches = self._caches
+        authorities = self._authority
+        not_static = not is_static
         for k in range(n):
             parent = parents[k]
             child = children[k]
             row = rows[k]
             try:
+                child_id = ids.get(child)
+                parent_id = ids.get(parent)
+                if (
+                    child_id is not None
+                    and parent_id is not None
+                    and child_id != parent_id
+                    and good_list[k]
+                ):
+                    # Fast path: known lookup-able names, numbers already checked.
+                    cache = caches[child_id]
+                    if cache is None or (not cache.is_static) != not_static:
+                        cache = self._new_cache(child_id, is_static)
+                    if cache.insert(stamp_list[k], *row, parent_id):
+                        authorities[child_id] = authority
+                        stored += 1
+                    else:
+                        old += 1
+                    continue
                 if parent.__class__ is str and child.__class__ is str and good_list[k]:
                     p = parent[1:] if parent[:1] == "/" else parent
                     c = child[1:] if child[:1] == "/" else child
@@ -337,12 +410,16 @@ class BufferCore:
                 else:
                     # Slow path: the exact message for this row (or a str subclass).
                     p, c, row = self._validate_insert(parent, child, row)
-                if store(p, c, stamp_list[k], row, authority, is_static):
+                if self._store_valid(p, c, stamp_list[k], row, authority, is_static):
                     stored += 1
                 else:
                     old += 1
             except InvalidArgumentException as exc:
                 invalid.append((k, exc))
+            except TypeError as exc:  # an unhashable frame id
+                invalid.append(
+                    (k, InvalidArgumentException("frame ids must be strings (%s)" % exc))
+                )
         if stored:
             self._notify_new_data()
         return BatchResult(stored, old, invalid)
@@ -461,10 +538,8 @@ class BufferCore:
         if parent_id is None:
             parent_id = self._register(parent)
         cache = self._caches[child_id]
-        if cache is None or cache.is_static != bool(is_static):
-            # A change of kind (static <-> dynamic) replaces the cache (ROS 2 rule).
-            cache = StaticCache() if is_static else TimeCache(self._cache_time_ns)
-            self._caches[child_id] = cache
+        if cache is None or (not cache.is_static) != (not is_static):
+            cache = self._new_cache(child_id, is_static)
         if cache.insert(stamp_ns, *values, parent_id):
             self._authority[child_id] = authority
             return True
@@ -635,7 +710,7 @@ class BufferCore:
         the frame ids passed, source first (for ``chain()``).
         """
         caches = self._caches
-        # Source walk: accumulate T(top <- source).
+        # Source walk: accumulate T(top <- source) in locals (the hot path of every lookup).
         frame = source_id
         top = frame
         depth = 0
@@ -661,9 +736,26 @@ class BufferCore:
                 top = frame
                 source_error = cache.error(t)
                 break
-            acc = link if acc is _IDENTITY else _compose(link, acc)
             top = frame
             frame = link[7]
+            if acc is _IDENTITY:
+                acc = link
+            else:
+                # acc = link ∘ acc, inlined.
+                lx, ly, lz, lqx, lqy, lqz, lqw, _ = link
+                ax, ay, az, aqx, aqy, aqz, aqw = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6]
+                ux = 2.0 * (lqy * az - lqz * ay)
+                uy = 2.0 * (lqz * ax - lqx * az)
+                uz = 2.0 * (lqx * ay - lqy * ax)
+                acc = (
+                    lx + ax + lqw * ux + lqy * uz - lqz * uy,
+                    ly + ay + lqw * uy + lqz * ux - lqx * uz,
+                    lz + az + lqw * uz + lqx * uy - lqy * ux,
+                    lqw * aqx + lqx * aqw + lqy * aqz - lqz * aqy,
+                    lqw * aqy - lqx * aqz + lqy * aqw + lqz * aqx,
+                    lqw * aqz + lqx * aqy - lqy * aqx + lqz * aqw,
+                    lqw * aqw - lqx * aqx - lqy * aqy - lqz * aqz,
+                )
             depth += 1
             if depth > MAX_GRAPH_DEPTH:
                 return None, self._loop_error()
@@ -1004,10 +1096,10 @@ class BufferCore:
         # Links of the source side above the common ancestor are not needed.
         return source_links[: index[frame]], target_links
 
-    def _accumulate_many(self, links, ts, bad):
+    def _accumulate_many(self, links, ts, bad, search):
         acc = None
         for frame, parent in links:
-            values, parents, ok = self._caches[frame].get_many(ts)
+            values, parents, ok = self._caches[frame].get_many(ts, search)
             bad |= ~ok
             bad |= parents != parent
             acc = values if acc is None else _compose_many(values, acc)
@@ -1038,16 +1130,15 @@ class BufferCore:
         plan = self._plan(target_id, source_id)
         if plan is None:
             bad = np.ones(n, dtype=bool)
-            values = np.zeros((n, 7))
-            values[:, 6] = 1.0
+            values = _identity_columns(n)
         else:
             source_links, target_links = plan
             bad = np.zeros(n, dtype=bool)
-            a = self._accumulate_many(source_links, ts, bad)
-            b = self._accumulate_many(target_links, ts, bad)
+            search = StampSearch(ts)
+            a = self._accumulate_many(source_links, ts, bad, search)
+            b = self._accumulate_many(target_links, ts, bad, search)
             if a is None and b is None:
-                values = np.zeros((n, 7))
-                values[:, 6] = 1.0
+                values = _identity_columns(n)
             elif b is None:
                 values = a
             elif a is None:
@@ -1062,7 +1153,7 @@ class BufferCore:
                 row, error = self._walk(target_id, source_id, int(ts[k]))
                 if error is not None:
                     raise error[0](error[1])
-                values[k] = row[:7]
+                values[:, k] = row[:7]
         return _matrices(values)
 
     # ==================================================================================

@@ -37,7 +37,7 @@ from .exceptions import (
 )
 from .time import format_seconds
 
-__all__ = ["TimeCache", "StaticCache", "DEFAULT_CACHE_TIME_NS", "interpolate"]
+__all__ = ["TimeCache", "StaticCache", "StampSearch", "DEFAULT_CACHE_TIME_NS", "interpolate"]
 
 DEFAULT_CACHE_TIME_NS = 10_000_000_000
 
@@ -85,28 +85,59 @@ def interpolate(a, b, ratio):
     )
 
 
-def _slerp_many(q0, q1, ratio):
-    """Vectorised shortest-path slerp of (N, 4) quaternion rows at (N,) ratios."""
-    dot = np.einsum("ij,ij->i", q0, q1)
-    sign = np.where(dot < 0.0, -1.0, 1.0)
-    dot = np.minimum(np.abs(dot), 1.0)
-    theta = np.arccos(dot)
-    moving = theta != 0.0
-    out = q0.copy()
-    if moving.any():
-        th = theta[moving]
-        r = ratio[moving]
-        d = 1.0 / np.sin(th)
-        s0 = np.sin((1.0 - r) * th) * d
-        s1 = np.sin(r * th) * d * sign[moving]
-        out[moving] = q0[moving] * s0[:, None] + q1[moving] * s1[:, None]
-    return out
+class StampSearch:
+    """Where N query stamps fall in a cache's stamps, shared by every link of one batch
+    lookup: links whose stamp arrays are equal (frames published together) reuse one
+    search, and unsorted queries are sorted once for all the searches that remain."""
+
+    __slots__ = ("ts", "memo", "order", "sorted_ts", "searches", "is_sorted")
+
+    def __init__(self, ts):
+        self.ts = ts
+        self.memo = []
+        self.order = None
+        self.sorted_ts = None
+        self.searches = 0
+        self.is_sorted = len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1]))
+
+    def locate(self, stamps):
+        """``(i, j, ratio, ok, at_newer)`` for a sorted int64 ``stamps`` array of n >= 2:
+        ``i``/``j`` the older/newer neighbours (a query at the last stamp gets i = n - 2,
+        ratio 1), ``ok`` whether the query lies within [first, last]."""
+        for known, result in self.memo:
+            if known is stamps or (known.shape == stamps.shape and np.array_equal(known, stamps)):
+                return result
+        ts = self.ts
+        if self.is_sorted or self.searches == 0:
+            i = np.searchsorted(stamps, ts, side="right")
+        else:
+            # A binary search per key is slow on unsorted keys; sorted keys let numpy
+            # narrow each search from the previous one.
+            if self.order is None:
+                self.order = np.argsort(ts, kind="stable")
+                self.sorted_ts = ts[self.order]
+            i = np.empty(len(ts), dtype=np.intp)
+            i[self.order] = np.searchsorted(stamps, self.sorted_ts, side="right")
+        self.searches += 1
+        n = len(stamps)
+        i -= 1
+        ok = i >= 0
+        ok &= ts <= stamps[-1]
+        np.clip(i, 0, n - 2, out=i)
+        j = i + 1
+        older = stamps[i]
+        newer = stamps[j]
+        ratio = (ts - older) / (newer - older)
+        at_newer = ts == newer
+        result = (i, j, ratio, ok, at_newer)
+        self.memo.append((stamps, result))
+        return result
 
 
 class TimeCache:
     """The history of one child frame over a sliding window of ``cache_time_ns``."""
 
-    __slots__ = ("cache_time_ns", "stamps", "values", "parents", "start")
+    __slots__ = ("cache_time_ns", "stamps", "values", "parents", "start", "_table")
 
     is_static = False
 
@@ -116,11 +147,13 @@ class TimeCache:
         self.values = array("d")
         self.parents = array("i")
         self.start = 0
+        self._table = None  # per-interval slerp table for batch lookups (see _slerp_table)
 
     # --- insertion -------------------------------------------------------------------
 
     def insert(self, stamp, tx, ty, tz, qx, qy, qz, qw, parent) -> bool:
         """Store one sample; False if it is older than the window (tf2's TF_OLD_DATA)."""
+        self._table = None
         stamps = self.stamps
         n = len(stamps)
         start = self.start
@@ -129,9 +162,11 @@ class TimeCache:
             # Prune relative to the latest stamp before this insert (strict <).
             limit = latest - self.cache_time_ns
             if stamps[start] < limit:
-                start = bisect_right(stamps, limit - 1, start, n)
-                # bisect_right(limit - 1) = first index with stamp >= limit, i.e. the first
-                # sample that is kept (stamp + cache_time >= latest).
+                start += 1
+                if start < n and stamps[start] < limit:
+                    # bisect_right(limit - 1) = first index with stamp >= limit, i.e. the
+                    # first sample that is kept (stamp + cache_time >= latest).
+                    start = bisect_right(stamps, limit - 1, start, n)
                 self.start = start
                 if start >= _COMPACT_MIN and start * 8 >= n - start:
                     self._compact()
@@ -172,6 +207,7 @@ class TimeCache:
         self.start = 0
 
     def _reset(self):
+        self._table = None
         self.stamps = array("q")
         self.values = array("d")
         self.parents = array("i")
@@ -290,53 +326,91 @@ class TimeCache:
 
     # --- vectorised lookups ----------------------------------------------------------
 
-    def get_many(self, ts):
-        """Vectorised ``get`` over an int64 array of stamps.
+    def _slerp_table(self):
+        """Per pair of neighbouring samples: the live samples as (7, n) columns, and the
+        sign, half-angle and 1/sin(angle) of the shortest-path slerp between them."""
+        table = self._table
+        if table is None:
+            start = self.start
+            columns = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 7)[start:].T.copy()
+            qa = columns[3:, :-1]
+            qb = columns[3:, 1:]
+            dot = np.einsum("ij,ij->j", qa, qb)
+            sign = np.where(dot < 0.0, -1.0, 1.0)
+            theta = np.arccos(np.minimum(np.abs(dot), 1.0))
+            still = theta == 0.0  # tf2 returns the first quaternion when the angle is zero
+            inv = 1.0 / np.sin(np.where(still, 1.0, theta))
+            inv[still] = 0.0
+            table = self._table = (columns, sign, theta, inv, still)
+        return table
 
-        Returns ``(values (N, 7), parents (N,), ok (N,) bool)``; rows where ``ok`` is False
-        are garbage (``get`` would have returned None there).
+    def get_many(self, ts, search=None):
+        """Vectorised ``get`` over an int64 array of N stamps (``search``: a StampSearch
+        over the same stamps, shared between caches).
+
+        Returns ``(values (7, N), parents (N,), ok (N,) bool)``, one column per stamp;
+        columns where ``ok`` is False are garbage (``get`` would have returned None).
         """
         start = self.start
         n = len(self.stamps) - start
         count = len(ts)
         if n == 0:
             return (
-                np.zeros((count, 7)),
+                np.zeros((7, count)),
                 np.zeros(count, dtype=np.int64),
                 np.zeros(count, dtype=bool),
             )
         stamps = np.frombuffer(self.stamps, dtype=np.int64)[start:]
-        values = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 7)[start:]
         parents = np.frombuffer(self.parents, dtype=np.int32)[start:]
+        columns, sign, theta, inv, still = self._slerp_table()
         last = stamps[-1]
         latest = ts == 0
         if n == 1:
             ok = (ts == last) | latest
             return (
-                np.broadcast_to(values[0], (count, 7)).copy(),
+                np.repeat(columns, count, axis=1),
                 np.full(count, parents[0], dtype=np.int64),
                 ok,
             )
-        q = np.where(latest, last, ts)
-        ok = (q >= stamps[0]) & (q <= last)
-        i = np.searchsorted(stamps, q, side="right") - 1
-        np.clip(i, 0, n - 1, out=i)
-        j = np.minimum(i + 1, n - 1)
-        older = stamps[i]
-        p_old = parents[i].astype(np.int64)
-        span = stamps[j] - older
-        blend = (q != older) & (parents[j] == parents[i]) & ok & (span > 0)
-        out = values[i].copy()
-        if blend.any():
-            idx = np.nonzero(blend)[0]
-            ii = i[idx]
-            jj = j[idx]
-            ratio = (q[idx] - older[idx]) / span[idx]
-            a = values[ii]
-            b = values[jj]
-            out[idx, :3] = a[:, :3] + (b[:, :3] - a[:, :3]) * ratio[:, None]
-            out[idx, 3:] = _slerp_many(a[:, 3:], b[:, 3:], ratio)
-        return out, p_old, ok
+        if latest.any():
+            search = StampSearch(np.where(latest, last, ts))
+        elif search is None:
+            search = StampSearch(ts)
+        i, j, ratio, ok, at_newer = search.locate(stamps)
+        p_old = parents[i]
+        p_new = parents[j]
+        changed = p_old != p_new
+        if changed.any():
+            # Different parents: no interpolation; the older sample wins, the newer only
+            # at its exact stamp.
+            ratio = np.where(changed, np.where(at_newer, 1.0, 0.0), ratio)
+            parent = np.where(at_newer, p_new, p_old).astype(np.int64)
+        else:
+            parent = p_old.astype(np.int64)
+        a = np.take(columns, i, axis=1)
+        b = np.take(columns, j, axis=1)
+        r0 = 1.0 - ratio
+        out = a
+        # Translation: linear.
+        t = out[:3]
+        t *= r0
+        t += b[:3] * ratio
+        # Rotation: shortest-path slerp with the per-interval angle.
+        th = theta[i]
+        k = inv[i]
+        s0 = np.sin(r0 * th)
+        s0 *= k
+        s1 = np.sin(ratio * th)
+        s1 *= k
+        s1 *= sign[i]
+        fixed = still[i]
+        if fixed.any():
+            s0[fixed] = 1.0
+            s1[fixed] = 0.0
+        q = out[3:]
+        q *= s0
+        q += b[3:] * s1
+        return out, parent, ok
 
     # --- introspection ---------------------------------------------------------------
 
@@ -394,16 +468,16 @@ class StaticCache:
             "buffer" % format_seconds(t),
         )
 
-    def get_many(self, ts):
+    def get_many(self, ts, search=None):
         count = len(ts)
         if self.data is None:
             return (
-                np.zeros((count, 7)),
+                np.zeros((7, count)),
                 np.zeros(count, dtype=np.int64),
                 np.zeros(count, dtype=bool),
             )
         return (
-            np.broadcast_to(np.array(self.data[:7]), (count, 7)).copy(),
+            np.repeat(np.array(self.data[:7], dtype=np.float64)[:, None], count, axis=1),
             np.full(count, self.data[7], dtype=np.int64),
             np.ones(count, dtype=bool),
         )

@@ -1,0 +1,323 @@
+"""Benchmark of the transform store (BufferCore) against pytransform3d's
+TemporalTransformManager on the same trees, in the same run.
+
+    .venv/bin/python bench/bench_buffer.py [--quick]
+
+Trees: a chain root f0 <- f1 <- ... <- fD (depth D links), 10 s of history at 100 Hz per
+link (1001 samples), a slowly turning rotation per link. Every figure is the best of several
+repeats (the machine is shared, the minimum is the least disturbed), printed as a cost per
+operation or a rate, with pytransform3d's figure and the ratio (>1 means tf2py is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import platform
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from tf2py import Time, make_transform
+from tf2py.buffer.core import BufferCore
+
+NS = 1_000_000_000
+BASE_NS = 1_700_000_000 * NS
+PERIOD_NS = 10_000_000  # 100 Hz
+SAMPLES = 1001  # 10 s inclusive
+LATEST_NS = BASE_NS + (SAMPLES - 1) * PERIOD_NS
+
+
+def names(depth):
+    return ["f%d" % i for i in range(depth + 1)]
+
+
+def link_values(k, i):
+    """(tx, ty, tz, qx, qy, qz, qw) of link i at sample k: a translation and a yaw that
+    drift with time, plus a fixed roll so that every component is non-trivial."""
+    yaw = 0.002 * k + 0.3 * i
+    roll = 0.1 * (i + 1)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    # q = yaw(z) * roll(x)
+    return (1.0 + 0.001 * k, 0.5 * i, 0.1, cy * sr, sy * sr, sy * cr, cy * cr)
+
+
+def build_core(depth):
+    core = BufferCore()
+    frames = names(depth)
+    for k in range(SAMPLES):
+        stamp = BASE_NS + k * PERIOD_NS
+        for i in range(depth):
+            core.set_transform_values(frames[i], frames[i + 1], stamp, *link_values(k, i), "bench")
+    return core
+
+
+def build_pt3d(depth):
+    from pytransform3d.transform_manager import NumpyTimeseriesTransform, TemporalTransformManager
+
+    manager = TemporalTransformManager(strict_check=False, check=False)
+    frames = names(depth)
+    times = (BASE_NS + np.arange(SAMPLES) * PERIOD_NS - BASE_NS) / NS  # seconds from BASE
+    for i in range(depth):
+        rows = np.array([link_values(k, i) for k in range(SAMPLES)])
+        # pytransform3d's pq is (x, y, z, qw, qx, qy, qz).
+        pqs = np.column_stack((rows[:, :3], rows[:, 6], rows[:, 3:6]))
+        manager.add_transform(frames[i + 1], frames[i], NumpyTimeseriesTransform(times, pqs))
+    return manager
+
+
+def best_per_op(fn, number, repeat):
+    """Best time per call of fn() in seconds over ``repeat`` runs of ``number`` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.disable()
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - t0
+        gc.enable()
+        best = min(best, elapsed / number)
+    return best
+
+
+ROWS = []
+
+
+def row(name, ours, theirs, unit, target=None, lower_is_better=True):
+    """Record and print one figure; ``theirs`` may be None (no equivalent)."""
+    if theirs is None:
+        ratio = "n/a"
+    elif lower_is_better:
+        ratio = "%.1fx" % (theirs / ours)
+    else:
+        ratio = "%.1fx" % (ours / theirs)
+    met = ""
+    if target is not None:
+        ok = ours <= target if lower_is_better else ours >= target
+        met = ("met" if ok else "NOT met") + " (target %s %s)" % (
+            "<=" if lower_is_better else ">=",
+            fmt(target, unit),
+        )
+    line = "%-44s %14s %16s %8s  %s" % (
+        name,
+        fmt(ours, unit),
+        "-" if theirs is None else fmt(theirs, unit),
+        ratio,
+        met,
+    )
+    ROWS.append(line)
+    print(line, flush=True)
+
+
+def fmt(value, unit):
+    if unit == "us":
+        return "%.2f us" % (value * 1e6)
+    if unit == "/s":
+        return "%.0f /s" % value
+    if unit == "B":
+        return "%.1f B" % value
+    return str(value)
+
+
+def bench_single(quick):
+    repeat = 3 if quick else 7
+    number = 2000 if quick else 10000
+    targets = {
+        (3, "between"): 10e-6,
+        (3, "zero"): 6e-6,
+        (10, "between"): 30e-6,
+        (10, "zero"): 30e-6,
+        (10, "back"): 30e-6,
+    }
+    for depth in (1, 3, 10):
+        core = build_core(depth)
+        manager = build_pt3d(depth)
+        frames = names(depth)
+        root, leaf = frames[0], frames[-1]
+        cases = {
+            "between": LATEST_NS - PERIOD_NS // 2,
+            "zero": 0,
+            "back": LATEST_NS - 5 * NS - PERIOD_NS // 2,
+        }
+        labels = {
+            "between": "between the two newest samples",
+            "zero": "at time 0 (latest)",
+            "back": "5 s back",
+        }
+        for case, t_ns in cases.items():
+            t = Time.from_nanoseconds(t_ns)
+            ours = best_per_op(lambda: core.lookup_transform(root, leaf, t), number, repeat)
+            t_pt = ((LATEST_NS if t_ns == 0 else t_ns) - BASE_NS) / NS
+            theirs = best_per_op(
+                lambda: manager.get_transform_at_time(leaf, root, t_pt), number // 10, repeat
+            )
+            row(
+                "lookup_transform depth %d, %s" % (depth, labels[case]),
+                ours,
+                theirs,
+                "us",
+                targets.get((depth, case), 30e-6 if depth == 10 else None),
+            )
+        t = Time.from_nanoseconds(cases["between"])
+        ours = best_per_op(lambda: core.can_transform(root, leaf, t), number, repeat)
+        row("can_transform depth %d" % depth, ours, None, "us")
+        # Sanity: both libraries agree on the transform.
+        ours_m = core.lookup_transform(root, leaf, t).transform.as_matrix()
+        theirs_m = manager.get_transform_at_time(leaf, root, (cases["between"] - BASE_NS) / NS)
+        assert np.allclose(ours_m, theirs_m, atol=1e-6), (ours_m, theirs_m)
+
+
+def bench_inserts(quick):
+    count = 20000 if quick else 100000
+    repeat = 3 if quick else 5
+    stamps = [BASE_NS + k * PERIOD_NS for k in range(count)]
+    rows = [link_values(k, 0) for k in range(count)]
+    messages = [
+        make_transform("odom", "base_link", r[:3], r[3:], Time.from_nanoseconds(s))
+        for s, r in zip(stamps, rows)
+    ]
+
+    def run_messages():
+        core = BufferCore()
+        st = core.set_transform
+        t0 = time.perf_counter()
+        for m in messages:
+            st(m, "bench")
+        return time.perf_counter() - t0
+
+    def run_values():
+        core = BufferCore()
+        sv = core.set_transform_values
+        t0 = time.perf_counter()
+        for s, r in zip(stamps, rows):
+            sv("odom", "base_link", s, r[0], r[1], r[2], r[3], r[4], r[5], r[6], "bench")
+        return time.perf_counter() - t0
+
+    array_rows = np.array(rows)
+    array_stamps = np.array(stamps, dtype=np.int64)
+    batch = 50  # a /tf message of 50 transforms, as a listener inserts it
+
+    def run_batches():
+        core = BufferCore()
+        t0 = time.perf_counter()
+        for start in range(0, count, batch):
+            end = start + batch
+            core.set_transforms(
+                ["odom"] * batch,
+                ["base_link"] * batch,
+                array_stamps[start:end],
+                array_rows[start:end],
+                "bench",
+            )
+        return time.perf_counter() - t0
+
+    for name, fn, target in (
+        ("set_transform (TransformStamped) inserts", run_messages, 300_000),
+        ("set_transform_values inserts", run_values, 300_000),
+        ("set_transforms inserts (50 rows per call)", run_batches, 300_000),
+    ):
+        best = min(fn() for _ in range(repeat))
+        row(name, count / best, None, "/s", target, lower_is_better=False)
+
+
+def bench_batch(quick):
+    from pytransform3d.transform_manager import TemporalTransformManager  # noqa: F401
+
+    n = 100_000
+    repeat = 3 if quick else 5
+    rng = np.random.default_rng(0)
+    for depth in (3, 10):
+        core = build_core(depth)
+        manager = build_pt3d(depth)
+        frames = names(depth)
+        root, leaf = frames[0], frames[-1]
+        offsets = rng.uniform(0.0, 10.0, n)
+        times = (BASE_NS + offsets * NS) / NS  # float seconds (ns resolution ~0.2 us)
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ours_m = core.lookup_transforms(root, leaf, times)
+            best = min(best, time.perf_counter() - t0)
+        theirs_best = float("inf")
+        for _ in range(max(1, repeat - 2)):
+            t0 = time.perf_counter()
+            theirs_m = manager.get_transform_at_time(leaf, root, offsets)
+            theirs_best = min(theirs_best, time.perf_counter() - t0)
+        assert np.allclose(ours_m, theirs_m, atol=1e-5)
+        row(
+            "lookup_transforms N=100000 depth %d" % depth,
+            n / best,
+            n / theirs_best,
+            "/s",
+            3_000_000 if depth == 3 else None,
+            lower_is_better=False,
+        )
+
+
+def bench_memory(quick):
+    frames = 100 if quick else 1000
+    samples = 1000
+    stamps = BASE_NS + np.arange(samples, dtype=np.int64) * PERIOD_NS
+    values = np.array([link_values(k, 0) for k in range(samples)])
+    parents = ["root"] * samples
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    core = BufferCore()
+    for f in range(frames):
+        core.set_transforms(parents, ["frame%d" % f] * samples, stamps, values, "bench")
+    ours = (tracemalloc.get_traced_memory()[0] - before) / (frames * samples)
+    tracemalloc.stop()
+    del core
+    gc.collect()
+
+    from pytransform3d.transform_manager import NumpyTimeseriesTransform, TemporalTransformManager
+
+    times = (stamps - BASE_NS) / NS
+    pqs = np.column_stack((values[:, :3], values[:, 6], values[:, 3:6]))
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    manager = TemporalTransformManager(strict_check=False, check=False)
+    for f in range(frames):
+        manager.add_transform("frame%d" % f, "root", NumpyTimeseriesTransform(times.copy(), pqs.copy()))
+    theirs = (tracemalloc.get_traced_memory()[0] - before) / (frames * samples)
+    tracemalloc.stop()
+    del manager
+    row("memory per stored sample (%d frames x %d)" % (frames, samples), ours, theirs, "B", 100)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke test)")
+    parser.add_argument(
+        "--only", choices=("single", "inserts", "batch", "memory"), help="run one group"
+    )
+    args = parser.parse_args()
+    try:
+        load = "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        load = "?"
+    print(
+        "tf2py bench_buffer: python %s, numpy %s, %s, %d cpus, load average %s"
+        % (platform.python_version(), np.__version__, platform.machine(), os.cpu_count(), load)
+    )
+    print("%-44s %14s %16s %8s" % ("", "tf2py", "pytransform3d", "ratio"))
+    groups = {
+        "single": bench_single,
+        "inserts": bench_inserts,
+        "batch": bench_batch,
+        "memory": bench_memory,
+    }
+    for name, fn in groups.items():
+        if args.only in (None, name):
+            fn(args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
