@@ -250,6 +250,12 @@ class StampingBuffer(Buffer):
         self.latencies.append(time.time_ns() - int(stamps_ns[0]))
         return result
 
+    def set_transform_values(self, parent, child, stamp_ns, *rest, **kwargs):
+        # The listener's path for one-transform messages.
+        result = super().set_transform_values(parent, child, stamp_ns, *rest, **kwargs)
+        self.latencies.append(time.time_ns() - stamp_ns)
+        return result
+
 
 def raw_latency(sub_endpoint, pub_endpoint, mode, count, topic=b"/tf"):
     ctx = zmq.Context.instance()
@@ -375,6 +381,11 @@ def section_fanout(listeners=10, window=5.0):
 
 
 class NullSink:
+    """Takes messages and stores nothing: the transport's own cost, without the Buffer."""
+
+    def set_transform_values(self, *args):
+        return True
+
     def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
         from tf2py.buffer.core import BatchResult
 

@@ -132,6 +132,17 @@ def test_listener_started_before_the_core_connects_when_it_comes_up():
             wait_for(lambda: "odom" in buffer.children(is_static=True))
 
 
+def test_broadcaster_started_before_the_core_connects_when_it_comes_up():
+    from transport_support import free_port_pair
+
+    address = f"tcp://127.0.0.1:{free_port_pair()}"
+    buffer = RecordingBuffer()
+    with TransformBroadcaster(address) as b, TransformListener(buffer, address):
+        b.send_transform(make_transform("world", "lost"))  # no core yet: dropped, no error
+        with Core(address):
+            send_until(b, make_transform("world", "arm"), lambda: "arm" in buffer.children())
+
+
 # -- bad input: each kind is dropped and counted, and good data after it still arrives -----
 
 BAD_MESSAGES = {
