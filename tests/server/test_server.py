@@ -153,6 +153,18 @@ def test_invalid_argument_is_answered_at_once_despite_a_timeout(server, client):
     assert server.stats()["waited"] == 0
 
 
+def test_goal_older_than_the_cache_window_is_answered_at_once_without_waiting(buffer, server):
+    for stamp in (30.0, 31.0):
+        buffer.set_transform(make_transform("map", "fresh", (1, 0, 0), stamp=stamp), "test")
+    with _raw_dealer(server.address) as dealer:
+        dealer.send(protocol.pack_goal(4, "map", "fresh", 5_000_000_000, 0, "", False,
+                                       60_000_000_000))
+        answer = unpack(dealer.recv())  # the result itself, no "accepted" first
+    assert answer[1:5] == ["result", 4, 3, "backward"]
+    assert "No data can make this transform available" in answer[5]
+    assert server.pending_count == 0
+
+
 def test_cancel_forgets_the_goal_on_the_server(buffer, server, client):
     future = client.lookup_transform_async("map", "never", 0, timeout=60.0)
     wait_for(lambda: server.pending_count == 1, message="goal pending")

@@ -23,8 +23,8 @@ from collections import deque
 
 import zmq
 
-from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.buffer import _waited_message  # the same wording as a local Buffer's wait
+from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.time import Time
 from ..transport.address import server_address
 from . import protocol
@@ -323,6 +323,11 @@ class BufferServer:
         except Exception as exc:
             self._answer_error(identity, goal.goal_id, exc, "answered_at_once")
             return
+        if future.done():
+            # Decided at once after all: an error no data can cure (a time older than the
+            # cache window), or data that arrived since the first try.
+            self._answer_future(identity, goal.goal_id, future, "answered_at_once")
+            return
         pending.future = future
         self._pending[key] = pending
         heapq.heappush(self._deadlines, (pending.deadline_ns, seq, key))
@@ -354,15 +359,19 @@ class BufferServer:
             if pending_goals.get(key) is not pending:
                 continue  # cancelled or timed out meanwhile
             del pending_goals[key]
-            future = pending.future
-            exc = future.exception()
-            if exc is None:
-                self._counts["answered"] += 1
-                self._counts["answered_on_insert"] += 1
-                self._send(pending.identity, protocol.pack_result(pending.goal.goal_id, future.result()))
-            else:
-                self._answer_error(pending.identity, pending.goal.goal_id, exc, "answered_on_insert")
+            self._answer_future(
+                pending.identity, pending.goal.goal_id, pending.future, "answered_on_insert"
+            )
         self._compact_deadlines()
+
+    def _answer_future(self, identity, goal_id, future, how: str) -> None:
+        exc = future.exception()
+        if exc is None:
+            self._counts["answered"] += 1
+            self._counts[how] += 1
+            self._send(identity, protocol.pack_result(goal_id, future.result()))
+        else:
+            self._answer_error(identity, goal_id, exc, how)
 
     def _expire(self) -> None:
         now = time.monotonic_ns()
@@ -379,9 +388,9 @@ class BufferServer:
             try:
                 transform = self._lookup(pending.goal)
             except Exception as exc:
+                exc = _with_wait(exc, now - pending.wait_started_ns, pending.goal.timeout_ns)
                 self._answer_error(
-                    pending.identity, pending.goal.goal_id, _with_wait(exc, now - pending.wait_started_ns, pending.goal.timeout_ns),
-                    "answered_at_timeout",
+                    pending.identity, pending.goal.goal_id, exc, "answered_at_timeout"
                 )
             else:
                 self._counts["answered"] += 1
