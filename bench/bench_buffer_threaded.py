@@ -78,9 +78,13 @@ def bench_lookups(repeat):
          lambda b: (lambda: b.lookup_transform("map", "laser", 0))),
         ("can_transform (depth 3)",
          lambda b: (lambda: b.can_transform("map", "laser", between))),
+        ("get_parent (the cheapest call: lock cost shows)",
+         lambda b: (lambda: b.get_parent("laser", between))),
     ):
-        c = per_call(make(core), 20000, repeat)
-        b = per_call(make(buffer), 20000, repeat)
+        c = b = float("inf")
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            c = min(c, per_call(make(core), 20000, 1))
+            b = min(b, per_call(make(buffer), 20000, 1))
         rows.append((label, c, b))
     print("\n== single calls: BufferCore vs Buffer ==")
     print(f"{'call':48s} {'BufferCore':>12s} {'Buffer':>12s} {'added':>12s}")

@@ -120,7 +120,7 @@ def test_cancel_removes_the_pending_request(buffer):
     assert buffer.pending_request_count == 1
     assert future.cancel()
     assert buffer.pending_request_count == 0
-    assert buffer._requests == {} and buffer._watch == {}
+    assert buffer._requests == {} and buffer._watch == {} and buffer._watch_any == {}
     buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
     with pytest.raises(CancelledError):
         future.result(0)

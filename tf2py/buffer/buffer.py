@@ -23,9 +23,11 @@ non-static data, after which older stamps are accepted again.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import types
 import weakref
+from bisect import bisect_left, bisect_right, insort
 from concurrent.futures import Future, InvalidStateError
 from time import monotonic
 
@@ -48,6 +50,7 @@ __all__ = ["Buffer"]
 _NS_PER_S = 1_000_000_000
 # tf2's walk gives up after this many links (a loop); the watch walks stop there too.
 _MAX_GRAPH_DEPTH = 1000
+_INF = float("inf")
 
 # The BufferCore implementations Buffer calls under its lock (bound once, not per call).
 _core_lookup_transform = BufferCore.lookup_transform
@@ -84,7 +87,7 @@ class _Request:
 
     __slots__ = (
         "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
-        "earliest_ns",
+        "earliest_ns", "serial",
     )
 
     def __init__(self, key, full, frames, times, pairs, args):
@@ -98,11 +101,46 @@ class _Request:
         # sample on the path can move).
         stamps = [t.nanoseconds for t in times]
         self.earliest_ns = 0 if 0 in stamps else min(stamps)
+        self.serial = next(_serials)  # orders requests with equal times in _Watchers.timed
         self.futures: dict[Future, None] = {}
         # Frames whose new data (as a child) could change the lookup's answer...
         self.watch: frozenset[str] = frozenset()
         # ... and requested frames that do not exist yet (created as a parent or a child).
         self.watch_any: frozenset[str] = frozenset()
+
+
+_serials = itertools.count()
+
+
+class _Watchers:
+    """The pending requests watching one child frame, split so an insertion finds the ones
+    it can affect without visiting the others: ``untimed`` (a requested time is 0, so any
+    new sample may move "latest") and ``timed``, sorted by earliest requested time (a
+    sample can only help requests whose times the frame's newest sample has reached)."""
+
+    __slots__ = ("untimed", "timed")
+
+    def __init__(self):
+        self.untimed: set = set()
+        self.timed: list = []  # (earliest_ns, serial, key), sorted
+
+    def add(self, request):
+        if request.earliest_ns:
+            insort(self.timed, (request.earliest_ns, request.serial, request.key))
+        else:
+            self.untimed.add(request.key)
+
+    def remove(self, request):
+        if request.earliest_ns:
+            timed = self.timed
+            i = bisect_left(timed, (request.earliest_ns, request.serial))
+            if i < len(timed) and timed[i][1] == request.serial:
+                del timed[i]
+        else:
+            self.untimed.discard(request.key)
+
+    def __bool__(self):
+        return bool(self.untimed) or bool(self.timed)
 
 
 def _forget_cancelled(buffer_ref, key):
@@ -236,7 +274,7 @@ class Buffer(BufferCore):
         self._inserting = False
         self._requests: dict[tuple, _Request] = {}
         # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
-        self._watch: dict[str, set[tuple]] = {}
+        self._watch: dict[str, _Watchers] = {}
         self._watch_any: dict[str, set[tuple]] = {}
         self._self_ref = weakref.ref(self)
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
@@ -504,30 +542,49 @@ class Buffer(BufferCore):
             names |= visited
         return frozenset(names), frozenset()
 
-    @staticmethod
-    def _reindex(index, key, old, new):
-        for name in old - new:
-            keys = index.get(name)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[name]
-        for name in new - old:
-            index.setdefault(name, set()).add(key)
-
     def _index(self, request: _Request):
         watch, watch_any = self._watched_frames(request)
         if watch != request.watch:
-            self._reindex(self._watch, request.key, request.watch, watch)
+            index = self._watch
+            for name in request.watch - watch:
+                watchers = index.get(name)
+                if watchers is not None:
+                    watchers.remove(request)
+                    if not watchers:
+                        del index[name]
+            for name in watch - request.watch:
+                watchers = index.get(name)
+                if watchers is None:
+                    watchers = index[name] = _Watchers()
+                watchers.add(request)
             request.watch = watch
         if watch_any != request.watch_any:
-            self._reindex(self._watch_any, request.key, request.watch_any, watch_any)
+            index = self._watch_any
+            key = request.key
+            for name in request.watch_any - watch_any:
+                keys = index.get(name)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[name]
+            for name in watch_any - request.watch_any:
+                index.setdefault(name, set()).add(key)
             request.watch_any = watch_any
 
     def _unindex(self, request: _Request):
         empty = frozenset()
-        self._reindex(self._watch, request.key, request.watch, empty)
-        self._reindex(self._watch_any, request.key, request.watch_any, empty)
+        for name in request.watch:
+            watchers = self._watch.get(name)
+            if watchers is not None:
+                watchers.remove(request)
+                if not watchers:
+                    del self._watch[name]
+        for name in request.watch_any:
+            keys = self._watch_any.get(name)
+            if keys is not None:
+                keys.discard(request.key)
+                if not keys:
+                    del self._watch_any[name]
         request.watch = request.watch_any = empty
 
     def _recheck(self, touched):
@@ -551,50 +608,40 @@ class Buffer(BufferCore):
             ready.append((list(request.futures), outcome))
         return ready
 
-    def _affected(self, parents, children) -> list:
+    def _affected(self, parents, children) -> set:
         """Keys of the pending requests an insertion of these (parent, child) frame ids can
         have made possible.
 
-        A request is skipped when every watched child the insertion touched is dynamic and
-        still has no sample at or after the request's earliest time: then its cache cannot
-        answer at those times before or after, and the frames above it are not reached (the
+        Requests with a missing frame are re-checked when it is named. The others watch the
+        child frames their lookup walks through; of those, a request whose times are all
+        non-zero is skipped while every touched child it watches is dynamic and still has no
+        sample at or after its earliest time: that frame's cache cannot answer at those
+        times before or after this insertion, and the frames above it are not reached (the
         walk fails there, or it is the common ancestor, whose own link is never needed).
         """
         watch, watch_any = self._watch, self._watch_any
-        forced: set = set()  # a missing frame named: always re-check
-        by_key: dict = {}  # key -> the watched children the insertion touched
+        keys: set = set()
         for name in children:
             if name and name[0] == "/":  # BufferCore strips one leading '/'
                 name = name[1:]
-            for key in watch.get(name, ()):
-                by_key.setdefault(key, []).append(name)
+            watchers = watch.get(name)
+            if watchers is not None:
+                keys |= watchers.untimed
+                timed = watchers.timed
+                if timed:
+                    try:  # the child's newest stamp (0 when static)
+                        latest = _core_get_latest_common_time(self, name, name).nanoseconds
+                    except TransformException:
+                        latest = 0
+                    end = len(timed) if latest == 0 else bisect_right(timed, (latest, _INF))
+                    keys.update(entry[2] for entry in itertools.islice(timed, end))
             if watch_any:
-                forced.update(watch_any.get(name, ()))
+                keys |= watch_any.get(name, set())
         if watch_any:
             for name in parents:
                 if name and name[0] == "/":
                     name = name[1:]
-                forced.update(watch_any.get(name, ()))
-        keys = list(forced)
-        latest: dict = {}  # child -> its newest stamp (ns; 0 when static), once per call
-        for key, names in by_key.items():
-            if key in forced:
-                continue
-            earliest = self._requests[key].earliest_ns
-            if earliest:
-                for name in names:
-                    stamp = latest.get(name)
-                    if stamp is None:
-                        try:
-                            stamp = _core_get_latest_common_time(self, name, name).nanoseconds
-                        except TransformException:
-                            stamp = 0
-                        latest[name] = stamp
-                    if stamp == 0 or stamp >= earliest:
-                        break
-                else:
-                    continue  # no touched child reaches the requested time yet
-            keys.append(key)
+                keys |= watch_any.get(name, set())
         return keys
 
     def _forget(self, key, future):
