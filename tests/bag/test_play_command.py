@@ -221,3 +221,13 @@ def test_play_into_record_reproduces_the_bags_transforms(spawn, tf2py_command, b
     assert Counter(got) == Counter(expected)
     statics = set(bag_rows(replayed, np.flatnonzero(replayed.is_static).tolist()))
     assert set(bag_rows(data, np.flatnonzero(data.is_static).tolist())) <= statics
+
+
+def test_play_without_a_core_says_so_and_still_finishes(spawn, tf2py_command):
+    from helpers import free_address
+
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--rate", "10", "--start", "21",
+                  "--core", free_address()])
+    assert proc.wait(timeout=60) == 0
+    assert "no core answered at" in proc.output()
+    assert "tf2py play: done" in proc.output()

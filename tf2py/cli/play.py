@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 
 from .common import CommandError, parse_core_argument
@@ -96,20 +97,29 @@ def _core_address(core) -> str:
     return core_address(core)
 
 
-def _wait_for_core(static_broadcaster, has_statics: bool) -> bool:
-    """Give the broadcasters' connections to the core time to come up, since /tf is not
-    latched and what a publisher sends before the core's subscription reaches it is lost.
-    With statics, their publication (done once the core subscribed) marks the moment;
-    the /tf socket connects alongside, so a short grace covers it. False if no core answered."""
-    answered = True
-    if has_statics:
-        deadline = time.monotonic() + _CONNECT_TIMEOUT_S
-        while static_broadcaster.published < 1:
-            if time.monotonic() > deadline:
-                answered = False
-                break
-            time.sleep(0.005)
-    time.sleep(_CONNECT_GRACE_S if has_statics else 2 * _CONNECT_GRACE_S)
+def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
+    """Wait until the core is up and our connections to it are, since /tf is not latched and
+    what a publisher sends before the core's subscription reaches it is lost.
+
+    With statics, the proof is seeing them come back from the core on a subscriber of our own
+    (the /tf socket connected alongside the static one, so a short grace covers it); False if
+    they do not within the timeout, i.e. no core answered. Without statics there is nothing
+    to echo, and only the grace is given."""
+    if not has_statics:
+        time.sleep(2 * _CONNECT_GRACE_S)
+        return True
+    from ..transport.listener import TransformSubscriber
+
+    echoed = threading.Event()
+    authority = static_broadcaster.authority
+
+    def on_batch(batch):
+        if batch.is_static and batch.authority == authority:
+            echoed.set()
+
+    with TransformSubscriber(core=core, on_batch=on_batch):
+        answered = echoed.wait(_CONNECT_TIMEOUT_S)
+    time.sleep(_CONNECT_GRACE_S)
     return answered
 
 
@@ -143,7 +153,7 @@ def run(args) -> int:
             TransformBroadcaster(core=args.core) as broadcaster:
         if statics:
             static_broadcaster.send_transform(statics)
-        if not _wait_for_core(static_broadcaster, bool(statics)):
+        if not _wait_for_core(args.core, static_broadcaster, bool(statics)):
             print(f"tf2py play: no core answered at {_core_address(args.core)} "
                   f"within {_CONNECT_TIMEOUT_S:g} s; publishing anyway", file=sys.stderr,
                   flush=True)
