@@ -7,6 +7,7 @@ latest time at which the whole chain is known).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -123,6 +124,14 @@ class _LocalSource:
         to ``timeout`` seconds for it)."""
         if self.buffer.can_transform(target_frame, source_frame, 0, timeout=timeout):
             return None
+        # tf2_echo prints canTransform's reason; BufferCore keeps that text (tf2_py's
+        # can_transform_core) behind a private name, so fall back to the lookup's own error.
+        can_transform_core = getattr(self.buffer, "_can_transform_core", None)
+        if can_transform_core is not None:
+            with getattr(self.buffer, "_lock", contextlib.nullcontext()):
+                possible, reason = can_transform_core(target_frame, source_frame, 0)
+            if not possible and reason:
+                return reason
         try:
             self.buffer.lookup_transform(target_frame, source_frame, 0)
         except Exception as exc:  # noqa: BLE001 - the reason is what we print

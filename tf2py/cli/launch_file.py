@@ -205,7 +205,11 @@ class _Parser:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else None
-            problem = " ".join(p for p in (exc.context, exc.problem) if p)
+            problem = exc.problem or exc.context or "unreadable"
+            if exc.context and exc.problem:
+                started = f" started on line {exc.context_mark.line + 1}" \
+                    if exc.context_mark is not None else ""
+                problem += f" ({exc.context}{started})"
             raise LaunchFileError(self.path, line, f"invalid YAML: {problem}") from None
         except yaml.YAMLError as exc:
             raise LaunchFileError(self.path, None, f"invalid YAML: {exc}") from None
@@ -232,9 +236,9 @@ class _Parser:
                                  f"static_transform or arg), got {sorted(action)}")
             (kind, (kind_node, body)), = action.items()
             if kind in ("process", "executable"):
-                spec = self.process(kind, body)
+                spec = self.process(kind, kind_node, body)
             elif kind == "static_transform":
-                spec = self.static_transform(body)
+                spec = self.static_transform(kind_node, body)
             elif kind == "arg":
                 self.arg(body)
                 continue
@@ -245,10 +249,10 @@ class _Parser:
                 raise self.error(kind_node, f"unknown action {kind!r}; known actions: "
                                  f"process, static_transform, arg{hint}")
             if spec.name in RESERVED_NAMES:
-                raise self.error(body, f"the name {spec.name!r} is reserved for launch's own "
+                raise self.error(kind_node, f"the name {spec.name!r} is reserved for launch's own "
                                  "messages")
             if spec.name in names:
-                raise self.error(body, f"two processes are named {spec.name!r} (the other is "
+                raise self.error(kind_node, f"two processes are named {spec.name!r} (the other is "
                                  f"on line {names[spec.name]}); give one a different 'name'")
             names[spec.name] = spec.line
             specs.append(spec)
@@ -258,7 +262,7 @@ class _Parser:
         return specs
 
     def keys(self, body, kind: str, allowed) -> dict:
-        fields = self.mapping(body, f"'{kind}'")
+        fields = self.mapping(body, kind)
         for key, (key_node, _) in fields.items():
             if key not in allowed:
                 raise self.error(key_node, f"unknown key {key!r} in {kind}; known keys: "
@@ -279,10 +283,11 @@ class _Parser:
             raise self.error(body, f"arg {name!r} has no default; give one or pass "
                              f"{name}:=VALUE on the command line")
 
-    def process(self, kind: str, body) -> ProcessSpec:
+    def process(self, kind: str, at, body) -> ProcessSpec:
+        """``at`` is the action's key node: whole-action problems are reported on its line."""
         fields = self.keys(body, kind, PROCESS_KEYS)
         if "cmd" not in fields:
-            raise self.error(body, f"{kind} needs a 'cmd' (the command line to run)")
+            raise self.error(at, f"{kind} needs a 'cmd' (the command line to run)")
         cmd_node = fields["cmd"][1]
         if isinstance(cmd_node, yaml.SequenceNode):
             cmd = [self.string(n, "each word of cmd") for n in cmd_node.value]
@@ -308,7 +313,7 @@ class _Parser:
         required = (self.boolean(fields["required"][1], "required")
                     if "required" in fields else False)
         if respawn and required:
-            raise self.error(body, "a process cannot be both respawn: true and required: true "
+            raise self.error(at, "a process cannot be both respawn: true and required: true "
                              "(a required process ends the launch when it exits)")
         delay = 1.0
         if "respawn_delay" in fields:
@@ -316,7 +321,7 @@ class _Parser:
             if delay < 0:
                 raise self.error(fields["respawn_delay"][1], "respawn_delay must not be negative")
         return ProcessSpec(name=name, cmd=argv, env=env, cwd=cwd, respawn=respawn,
-                           respawn_delay=delay, required=required, line=body.start_mark.line + 1)
+                           respawn_delay=delay, required=required, line=at.start_mark.line + 1)
 
     def environment(self, node) -> dict[str, str]:
         env = {}
@@ -347,8 +352,8 @@ class _Parser:
             raise self.error(node, f"program {program!r} not found on PATH")
         return list(cmd)
 
-    def static_transform(self, body) -> ProcessSpec:
-        fields = self.mapping(body, "'static_transform'")
+    def static_transform(self, at, body) -> ProcessSpec:
+        fields = self.mapping(body, "static_transform")
         normalized = {}
         for key, (key_node, value_node) in fields.items():
             canonical = key.replace("_", "-")
@@ -360,16 +365,16 @@ class _Parser:
             normalized[canonical] = value_node
         for key in ("frame-id", "child-frame-id"):
             if key not in normalized:
-                raise self.error(body, f"static_transform needs '{key}'")
+                raise self.error(at, f"static_transform needs '{key}'")
         frame_id = self.string(normalized["frame-id"], "frame-id")
         child_frame_id = self.string(normalized["child-frame-id"], "child-frame-id")
         if frame_id.lstrip("/") == child_frame_id.lstrip("/"):
-            raise self.error(body, f"cannot publish static transform from '{frame_id}' to "
+            raise self.error(at, f"cannot publish static transform from '{frame_id}' to "
                              f"'{child_frame_id}'")
         has_quaternion = any(k in normalized for k in ("qx", "qy", "qz", "qw"))
         has_euler = any(k in normalized for k in ("roll", "pitch", "yaw"))
         if has_quaternion and has_euler:
-            raise self.error(body, "Cannot specify both quaternion and Euler rotations")
+            raise self.error(at, "Cannot specify both quaternion and Euler rotations")
         argv = [sys.executable, "-m", "tf2py.cli.main", "static-transform-publisher",
                 f"--frame-id={frame_id}", f"--child-frame-id={child_frame_id}"]
         for key in STATIC_NUMBER_KEYS:
@@ -380,12 +385,12 @@ class _Parser:
             q = [self.number(normalized[k], k) if k in normalized else (1.0 if k == "qw" else 0.0)
                  for k in ("qx", "qy", "qz", "qw")]
             if not any(q):
-                raise self.error(body, "the quaternion (0, 0, 0, 0) is not a rotation")
+                raise self.error(at, "the quaternion (0, 0, 0, 0) is not a rotation")
         if "core" in normalized:
             argv.append(f"--core={self.string(normalized['core'], 'core')}")
         name = (self.string(normalized["name"], "name") if "name" in normalized
                 else f"static_transform_{child_frame_id}")
-        return ProcessSpec(name=name, cmd=argv, line=body.start_mark.line + 1)
+        return ProcessSpec(name=name, cmd=argv, line=at.start_mark.line + 1)
 
 
 def _describe(value) -> str:
