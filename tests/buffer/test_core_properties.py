@@ -77,3 +77,66 @@ def test_batch_agrees_with_single(core, a, b, times):
 def test_rotation_stays_unit(core, a, b, t):
     q = core.lookup_transform(a, b, t).transform.rotation
     assert abs(q.x**2 + q.y**2 + q.z**2 + q.w**2 - 1.0) < 1e-9
+
+
+@st.composite
+def forests(draw):
+    """Random forests (some frames without parent), links with data over random ranges,
+    a few reparented frames and static links."""
+    core = BufferCore()
+    for i in range(1, len(FRAMES)):
+        for _ in range(draw(st.integers(0, 3))):
+            parent = FRAMES[draw(st.integers(0, i - 1))]
+            t = draw(st.sampled_from([0.0, 1.0, 1.5, 2.0, 3.0]))
+            translation, rotation = draw(sample)
+            ts = make_transform(parent, FRAMES[i], translation, rotation, stamp=t)
+            if draw(st.integers(0, 4)) == 0:
+                core.set_transform_static(ts, "h")
+            else:
+                core.set_transform(ts, "h")
+    return core
+
+
+@settings(max_examples=150, deadline=None)
+@given(forests(), frame, frame, st.sampled_from([0.0, 0.5, 1.0, 1.25, 2.0, 2.5, 3.0, 4.0]))
+def test_can_transform_agrees_with_lookup(core, a, b, t):
+    try:
+        core.lookup_transform(a, b, t)
+        expected = True
+    except Exception as exc:  # noqa: BLE001 - any TransformException
+        from tf2py import TransformException
+
+        assert isinstance(exc, TransformException)
+        expected = False
+    assert core.can_transform(a, b, t) is expected
+    assert core._can_transform_core(a, b, t)[0] is expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    forests(),
+    frame,
+    frame,
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.25, 1.75, 2.0, 2.5, 3.0, 4.0]), min_size=1, max_size=8),
+)
+def test_batch_agrees_with_single_on_forests(core, a, b, times):
+    from tf2py import TransformException
+
+    expected = []
+    first_error = None
+    for t in times:
+        try:
+            expected.append(matrix(core, a, b, t))
+        except TransformException as exc:
+            first_error = exc
+            break
+    if first_error is None:
+        np.testing.assert_allclose(core.lookup_transforms(a, b, np.array(times)), expected, atol=1e-9)
+    else:
+        try:
+            core.lookup_transforms(a, b, np.array(times))
+        except TransformException as exc:
+            assert type(exc) is type(first_error)
+            assert str(exc) == str(first_error)
+        else:
+            raise AssertionError("lookup_transforms did not raise %r" % first_error)

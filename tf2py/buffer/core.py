@@ -178,8 +178,14 @@ def _identity_columns(n):
     return out
 
 
-def _time_ns(time) -> int:
-    return time._ns if time.__class__ is Time else to_nanoseconds(time)
+def _time_ns(time, name="time") -> int:
+    """Integer nanoseconds of a Time or seconds; InvalidArgumentException otherwise."""
+    if time.__class__ is Time:
+        return time._ns
+    try:
+        return to_nanoseconds(time, name)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException(str(exc)) from None
 
 
 def _suffix(source_frame, target_frame):
@@ -810,6 +816,45 @@ class BufferCore:
             return acc, None
         return _compose(_inverse(tacc), acc), None
 
+    def _reachable(self, target_id, source_id, t) -> bool:
+        """Whether ``_walk`` at ``t`` (non-zero) would succeed: the same walk, fetching only
+        parents (tf2's CanTransformAccum)."""
+        caches = self._caches
+        frame = source_id
+        top = frame
+        depth = 0
+        while True:
+            if frame == target_id:
+                return True
+            cache = caches[frame]
+            if cache is None:
+                top = frame
+                break
+            parent = cache.parent_at(t)
+            top = frame
+            if not parent:
+                break
+            frame = parent
+            depth += 1
+            if depth > MAX_GRAPH_DEPTH:
+                return False
+        frame = target_id
+        depth = 0
+        while frame != top:
+            if frame == source_id:
+                return True
+            cache = caches[frame]
+            if cache is None:
+                return False
+            parent = cache.parent_at(t)
+            if not parent:
+                return False
+            frame = parent
+            depth += 1
+            if depth > MAX_GRAPH_DEPTH:
+                return False
+        return True
+
     def _resolve(self, target_id, source_id, t):
         """``(values, t_used, None)`` or ``(None, t, (class, message))`` for ids."""
         if t == 0:
@@ -868,7 +913,7 @@ class BufferCore:
         (Backward/Forward/NoData subclasses) or ``InvalidArgumentException`` with tf2's
         messages.
         """
-        t = time._ns if time.__class__ is Time else to_nanoseconds(time)
+        t = time._ns if time.__class__ is Time else _time_ns(time)
         if target_frame == source_frame:
             return self._stamped(
                 target_frame, source_frame, self._identity_stamp(target_frame, t), time, _IDENTITY
@@ -937,7 +982,11 @@ class BufferCore:
             if message is not None:
                 return False, message
         ids = self._lookup_ids
-        _, _, error = self._resolve(ids[target_frame], ids[source_frame], t)
+        target_id = ids[target_frame]
+        source_id = ids[source_frame]
+        if t != 0 and self._reachable(target_id, source_id, t):
+            return True, ""
+        _, _, error = self._resolve(target_id, source_id, t)
         if error is not None:
             return False, error[1]
         return True, ""
@@ -951,12 +1000,12 @@ class BufferCore:
         source_id = ids.get(source_frame)
         if target_id is None or source_id is None:
             return False
-        t = time._ns if time.__class__ is Time else to_nanoseconds(time)
+        t = time._ns if time.__class__ is Time else _time_ns(time)
         if t == 0:
             t, error = self._common_time(target_id, source_id)
             if error is not None:
                 return False
-        return self._walk(target_id, source_id, t)[1] is None
+        return self._reachable(target_id, source_id, t)
 
     def _can_transform_full_core(
         self, target_frame, target_time, source_frame, source_time, fixed_frame
@@ -1121,12 +1170,15 @@ class BufferCore:
         source_id = self._frame_id(source_frame, "source_frame")
         if n == 0:
             return np.zeros((0, 4, 4))
+        requested = ts
         zero = ts == 0
+        zero_failed = False
         if zero.any():
+            # Time 0 means the latest common time; if that cannot be resolved, those stamps
+            # go through the one-by-one path below (which raises in stamp order).
             common, error = self._common_time(target_id, source_id)
-            if error is not None:
-                raise error[0](error[1])
-            ts = np.where(zero, common, ts)
+            zero_failed = error is not None
+            ts = np.where(zero, 0 if zero_failed else common, ts)
         plan = self._plan(target_id, source_id)
         if plan is None:
             bad = np.ones(n, dtype=bool)
@@ -1145,12 +1197,14 @@ class BufferCore:
                 values = _inverse_many(b)
             else:
                 values = _compose_many(_inverse_many(b), a)
+        if zero_failed:
+            bad |= zero
         if bad.any():
             # Stamps the plan does not cover (out of range, or a parent that changed):
             # look them up one by one, in order, so the first failure raises tf2's error.
             values = np.array(values, dtype=np.float64)
             for k in np.nonzero(bad)[0].tolist():
-                row, error = self._walk(target_id, source_id, int(ts[k]))
+                row, _, error = self._resolve(target_id, source_id, int(requested[k]))
                 if error is not None:
                     raise error[0](error[1])
                 values[:, k] = row[:7]
