@@ -127,7 +127,7 @@ class StaticTransformBroadcaster:
     def send_transform(self, transform) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = [transform] if not isinstance(transform, (list, tuple)) else list(transform)
+        items = [transform] if hasattr(transform, "child_frame_id") else list(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
         with self._lock:
             if self._closed:

@@ -215,7 +215,7 @@ def encode_transforms(transforms, authority: str) -> bytes:
     """One message body holding ``transforms`` (a TransformStamped or an iterable of them)."""
     if transforms.__class__ is TransformStamped:
         return _encode_one(transforms, authority)
-    if isinstance(transforms, TransformStamped):
+    if hasattr(transforms, "child_frame_id"):  # one transform of a TransformStamped-like class
         transforms = (transforms,)
     parents = []
     children = []
