@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from helpers import free_port
 from tf2py import Buffer, TransformListener
 from tf2py.demo import moving_transforms
 
@@ -20,31 +21,27 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(REPO, "launch", "demo.yaml")
 
 
-def _free_port(offset_free: bool = False) -> int:
+def free_bus_port() -> int:
+    """A free port whose successor is free too (a core uses PORT and PORT + 1)."""
     for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not offset_free:
-            return port
+        port = free_port()
         with socket.socket() as s:
             try:
-                s.bind(("127.0.0.1", port + 1))  # a core also uses PORT + 1
+                s.bind(("127.0.0.1", port + 1))
             except OSError:
                 continue
         return port
-    raise RuntimeError("no free ports")
+    raise RuntimeError("no two consecutive free ports")
 
 
 @pytest.fixture
 def demo(spawn, tf2py_command):
     """The demo launch running on free ports; yields (proc, env)."""
-    env = {"TF2PY_CORE": f"tcp://127.0.0.1:{_free_port(True)}"}
-    while True:
-        server = _free_port()
-        if server not in (int(env["TF2PY_CORE"].rsplit(":", 1)[1]) + i for i in (0, 1)):
-            break
-    env["TF2PY_SERVER"] = f"tcp://127.0.0.1:{server}"
+    core = free_bus_port()
+    server = free_port()
+    while server in (core, core + 1):
+        server = free_port()
+    env = {"TF2PY_CORE": f"tcp://127.0.0.1:{core}", "TF2PY_SERVER": f"tcp://127.0.0.1:{server}"}
     proc = spawn([*tf2py_command, "launch", DEMO], env=env)
     yield proc, env
 

@@ -11,34 +11,11 @@ import os
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 
+from helpers import free_address, free_port, wait_for  # noqa: F401 (re-exported)
 from tf2py import StaticTransformBroadcaster, Time, TransformBroadcaster
-
-
-def wait_until(condition, timeout: float = 15.0, message: str = ""):
-    """Call ``condition`` every 10 ms until it is truthy; fail the test at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s: {message or condition}")
-        time.sleep(0.01)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_address() -> str:
-    return f"tcp://127.0.0.1:{free_port()}"
 
 
 def free_bus_address() -> str:

@@ -7,7 +7,7 @@ import math
 import re
 import signal
 
-from cli_support import core, free_address, latch, repeat, tf2py, wait_until  # noqa: F401
+from cli_support import core, free_address, latch, repeat, tf2py, wait_for  # noqa: F401
 from tf2py import make_transform
 from tf2py.buffer.messages import quaternion_from_rpy
 from tf2py.cli.echo import format_block
@@ -79,7 +79,7 @@ def test_echo_composes_a_chain_of_frames(core, repeat, latch, tf2py):
 def test_echo_prints_a_block_at_the_rate_until_interrupted(core, repeat, spawn, tf2py_command):
     repeat(core, [yaw_90()])
     proc = spawn([*tf2py_command, "echo", "map", "base_link", "--rate", "20", "--core", core])
-    wait_until(lambda: proc.output().count("At time") >= 5, timeout=20, message=proc.output())
+    wait_for(lambda: proc.output().count("At time") >= 5, timeout=20, message=proc.output())
     proc.signal(signal.SIGINT)
     assert proc.wait() == 0
     blocks = proc.output().split("At time")[1:]
@@ -99,7 +99,7 @@ def test_echo_says_once_a_second_why_it_waits(core, repeat, spawn, tf2py_command
     line = proc.wait_for_line("Waiting for transform", timeout=20)
     assert line == ('Waiting for transform map ->  laser: Invalid frame ID "laser" passed to '
                     "canTransform argument source_frame - frame does not exist")
-    wait_until(lambda: proc.output().count("Waiting for transform") >= 2, timeout=20)
+    wait_for(lambda: proc.output().count("Waiting for transform") >= 2, timeout=20)
     assert "At time" not in proc.output()
 
 

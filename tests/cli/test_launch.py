@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from cli_support import free_bus_address, tf2py, wait_until  # noqa: F401 (fixtures)
+from cli_support import free_bus_address, tf2py, wait_for  # noqa: F401 (fixtures)
 from tf2py import Buffer, TransformListener
 
 # A process that prints a line, then waits to be stopped.
@@ -99,7 +99,7 @@ def test_launch_also_stops_what_a_process_started(tmp_path, spawn, tf2py_command
     grandchild = int(proc.wait_for_line("[parent] grandchild").split()[-1])
     proc.signal(signal.SIGINT)
     proc.wait()
-    wait_until(lambda: gone(grandchild), timeout=10)
+    wait_for(lambda: gone(grandchild), timeout=10)
 
 
 def test_launch_kills_a_process_that_ignores_sigint_and_sigterm(tmp_path, spawn, tf2py_command):
@@ -188,7 +188,7 @@ def test_respawn_restarts_a_process_that_exits(tmp_path, spawn, tf2py_command):
               respawn_delay: 0.1
         """)
     proc = launch(spawn, tf2py_command, path)
-    wait_until(lambda: proc.output().count("[flaky] up") >= 3, timeout=20)
+    wait_for(lambda: proc.output().count("[flaky] up") >= 3, timeout=20)
     proc.signal(signal.SIGINT)
     assert proc.wait() == 0
     assert "[launch] respawning flaky in 0.1 s" in proc.output()

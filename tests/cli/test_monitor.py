@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import signal
 
-from cli_support import core, latch, repeat, tf2py, wait_until  # noqa: F401 (fixtures)
+from cli_support import core, latch, repeat, tf2py, wait_for  # noqa: F401 (fixtures)
 from tf2py import make_transform
 
 NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?"
@@ -64,7 +64,7 @@ def test_monitor_of_a_pair_reports_the_chain_and_its_net_delay(core, repeat, lat
 def test_monitor_appends_a_report_each_period_until_stopped(core, repeat, spawn, tf2py_command):
     repeat(core, [make_transform("map", "odom")], live=True)
     proc = spawn([*tf2py_command, "monitor", "--period", "0.3", "--core", core])
-    wait_until(lambda: proc.output().count("RESULTS: for all Frames") >= 3, timeout=20)
+    wait_for(lambda: proc.output().count("RESULTS: for all Frames") >= 3, timeout=20)
     assert "\x1b[" not in proc.output()  # no terminal control codes when not on a terminal
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
