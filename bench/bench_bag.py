@@ -111,18 +111,24 @@ def main(argv=None) -> int:
         ("tf2py.bag.load (into a Buffer)", tf2py_load),
     ]
     results = {}
+    bests = {}
     print(f"{'loop':34} {'median ms':>10} {'best ms':>9} {'transforms/s':>14} {'us/transform':>13}")
     for name, fn in rows:
         median, best = measure(fn, path, args.repeat)
         results[name] = median
+        bests[name] = best
         print(f"{name:34} {median * 1e3:10.2f} {best * 1e3:9.2f} "
               f"{n_transforms / median:14,.0f} {median / n_transforms * 1e6:13.2f}")
-    load_s = results["tf2py.bag.load (into a Buffer)"]
     print()
-    print(f"load / rosbags read + deserialize : {load_s / results['rosbags read + deserialize']:.2f}x"
-          "   (target <= 2x)")
-    print(f"load / rosbags raw read           : {load_s / results['rosbags raw read (bytes only)']:.2f}x")
-    print(f"load / mcap-ros2 decode           : {load_s / results['mcap + mcap-ros2-support decode']:.2f}x")
+    print("ratios (median runs | best runs; on a shared machine the best runs are the steadier)")
+    load = "tf2py.bag.load (into a Buffer)"
+    for label, other, note in [
+        ("load / rosbags read + deserialize", "rosbags read + deserialize", "   (target <= 2x)"),
+        ("load / rosbags raw read          ", "rosbags raw read (bytes only)", ""),
+        ("load / mcap-ros2 decode          ", "mcap + mcap-ros2-support decode", ""),
+    ]:
+        print(f"{label}: {results[load] / results[other]:.2f}x | "
+              f"{bests[load] / bests[other]:.2f}x{note}")
     return 0
 
 

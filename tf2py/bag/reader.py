@@ -314,9 +314,7 @@ def read_transforms(
                 log_ns.append(timestamp)
                 offsets.append(len(columns))
                 static_flags.append(static_of[connection.id])
-        except BagError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # a damaged chunk or index, met while reading
             read_error = exc
     finally:
         try:
