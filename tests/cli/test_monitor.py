@@ -3,8 +3,13 @@ a pair, the chain and its net delay; appended reports when stdout is not a termi
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import signal
+import subprocess
+import time
 
 from cli_support import core, latch, repeat, tf2py, wait_for  # noqa: F401 (fixtures)
 from tf2py import make_transform
@@ -88,3 +93,26 @@ def test_monitor_refuses_a_bad_period(tf2py):
     assert result.returncode == 2
     assert result.stderr.strip() == ("tf2py monitor: error: --period must be a positive number "
                                      "of seconds, got '-1'")
+
+
+def test_monitor_refreshes_in_place_on_a_terminal(core, repeat, tf2py_command):
+    repeat(core, [make_transform("map", "odom")], live=True)
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([*tf2py_command, "monitor", "--period", "0.3", "--core", core],
+                            stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal,
+                            start_new_session=True)
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while seen.count(b"\x1b[H\x1b[2J") < 2 and time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.5)
+            if ready:
+                seen += os.read(controller, 65536)
+        assert seen.count(b"\x1b[H\x1b[2J") >= 2, seen
+        # Each report starts at the top of a cleared screen.
+        assert b"\x1b[H\x1b[2JRESULTS: for all Frames" in seen
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        os.close(controller)

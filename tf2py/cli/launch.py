@@ -21,7 +21,30 @@ NAME = "launch"
 HELP = "start the processes a launch file lists, and stop them all together"
 
 
+EPILOG = """\
+launch file (YAML, in the style of ROS 2 launch YAML):
+  launch:
+    - arg: {name: rate, default: "1.0"}            # $(var rate); override: rate:=5
+    - process:
+        name: core
+        cmd: tf2py core                            # or a list: [tf2py, core]
+        required: true                             # its exit stops everything
+    - static_transform: {frame-id: base_link, child-frame-id: laser, x: 0.2, yaw: 1.57}
+    - process:
+        cmd: tf2py echo map base_link --rate $(var rate)
+        env: {TF2PY_CORE: "$(env TF2PY_CORE tcp://127.0.0.1:7400)"}
+        respawn: true                              # restart it when it exits (respawn_delay: 1)
+  Keys of process: name, cmd, env, cwd, respawn, respawn_delay, required.
+  Keys of static_transform: the static-transform-publisher flags, name, core.
+  `tf2py` in cmd runs this tf2py; `python` runs this interpreter.
+"""
+
+
 def configure(parser) -> None:
+    import argparse
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
     parser.add_argument("file", metavar="FILE", help="the launch file (YAML), e.g. "
                         "launch/demo.yaml")
     parser.add_argument("arguments", nargs="*", metavar="NAME:=VALUE",

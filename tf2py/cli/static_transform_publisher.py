@@ -34,7 +34,15 @@ FRAME_FLAGS = ("frame-id", "child-frame-id")
 def configure(parser) -> None:
     import argparse
 
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    class Formatter(argparse.RawDescriptionHelpFormatter):
+        # The flags take nargs="?" only so that a missing value gets tf2's message; show them
+        # as taking one value.
+        def _format_args(self, action, default_metavar):
+            if action.const is _MISSING:
+                return "%s" % self._metavar_formatter(action, default_metavar)(1)
+            return super()._format_args(action, default_metavar)
+
+    parser.formatter_class = Formatter
     parser.epilog = EPILOG
     units = {"x": "metres", "y": "metres", "z": "metres", "roll": "radians, about x",
              "pitch": "radians, about y", "yaw": "radians, about z"}
