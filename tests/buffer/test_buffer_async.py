@@ -319,3 +319,16 @@ def test_time_zero_request_is_rechecked_by_any_sample_on_its_path(buffer, lookup
     assert not future.done()  # base known at 0.5 s only, odom from 1 s
     buffer.set_transform(make_transform("odom", "base", stamp=1.5), "test")
     assert future.result(0).header.stamp == Time.from_seconds(1.5)
+
+
+def test_static_frame_turning_dynamic_rechecks_its_timed_requests(buffer):
+    # a is static (under c) and c is under a: a loop, so the request fails. Then a becomes
+    # dynamic under b with an old sample: a is now the common ancestor and the lookup works,
+    # although a's new sample is older than the requested time.
+    buffer.set_transform(make_transform("a", "c", stamp=1.0), "test")
+    future = buffer.wait_for_transform_full_async("a", 1.0, "a", 1.0, "b")
+    buffer.set_transform_static(make_transform("c", "a"), "test")
+    buffer.set_transform_static(make_transform("a", "b"), "test")
+    assert not future.done()
+    buffer.set_transform(make_transform("b", "a", stamp=0.5), "test")
+    assert future.done() and future.result(0).header.frame_id == "a"

@@ -51,6 +51,7 @@ _NS_PER_S = 1_000_000_000
 # tf2's walk gives up after this many links (a loop); the watch walks stop there too.
 _MAX_GRAPH_DEPTH = 1000
 _INF = float("inf")
+_TIME_ZERO = Time()
 
 # The BufferCore implementations Buffer calls under its lock (bound once, not per call).
 _core_lookup_transform = BufferCore.lookup_transform
@@ -219,6 +220,14 @@ def _inserting(function, frames_named):
         with self._lock:
             if self._inserting:  # BufferCore calling one of its own insertions
                 return function(self, *args, **kwargs)
+            touched = static_before = None
+            if self._requests:
+                try:
+                    touched = frames_named(args, kwargs)
+                except Exception:  # an unusual call form: re-check everything
+                    pass
+                else:
+                    static_before = self._static_before(touched[1])
             self._inserting = True
             try:
                 result = function(self, *args, **kwargs)
@@ -229,11 +238,7 @@ def _inserting(function, frames_named):
             self._new_data = False
             if not self._requests:
                 return result
-            try:
-                touched = frames_named(args, kwargs)
-            except Exception:  # an unusual call form: re-check everything
-                touched = None
-            ready = self._recheck(touched)
+            ready = self._recheck(touched, static_before)
         if ready:
             _resolve(ready)
         return result
@@ -483,6 +488,21 @@ class Buffer(BufferCore):
         except Exception as exc:  # a bug must fail its future, never the inserting thread
             return exc
 
+    def _recheck_one(self, request: _Request):
+        """``_attempt`` for a pending request, cheaper while it still fails: can_transform
+        builds neither a result nor an exception message. Only a request that may have
+        become too old (its times are all non-zero) needs the exception's kind."""
+        try:
+            if request.full:
+                possible = _core_can_transform_full(self, *request.args)
+            else:
+                possible = _core_can_transform(self, *request.args)
+        except Exception:  # let _attempt report it
+            possible = True
+        if not possible and (not request.earliest_ns or self._too_old(request) is None):
+            return None
+        return self._attempt(request)
+
     def _too_old(self, request: _Request):
         """tf2's rule for a request that can never succeed: its time is more than the cache
         time older than the latest common time of its frames (new data that old is refused)."""
@@ -587,19 +607,19 @@ class Buffer(BufferCore):
                     del self._watch_any[name]
         request.watch = request.watch_any = empty
 
-    def _recheck(self, touched):
+    def _recheck(self, touched, static_before=frozenset()):
         """Under the lock, after an insertion naming ``touched`` = (parents, children) (None:
         unknown): try the pending requests it can have affected; return those now done."""
         if touched is None:
             keys = list(self._requests)
         else:
-            keys = self._affected(*touched)
+            keys = self._affected(touched[0], touched[1], static_before)
         ready = []
         for key in keys:
             request = self._requests.get(key)
             if request is None:
                 continue
-            outcome = self._attempt(request)
+            outcome = self._recheck_one(request)
             if outcome is None:
                 self._index(request)  # the tree may have changed shape
                 continue
@@ -608,16 +628,40 @@ class Buffer(BufferCore):
             ready.append((list(request.futures), outcome))
         return ready
 
-    def _affected(self, parents, children) -> set:
+    def _static_before(self, children) -> frozenset:
+        """Before an insertion: the touched children that timed requests watch and that hold
+        a static sample (or one stamped 0) now. Such a frame answers at every time before the
+        insertion; if it becomes dynamic, its new samples' stamps say nothing about what
+        changed, so the stamp bound of ``_affected`` must not skip its watchers."""
+        watch = self._watch
+        if not watch:
+            return frozenset()
+        static = set()
+        for name in children:
+            if name and name[0] == "/":
+                name = name[1:]
+            watchers = watch.get(name)
+            if watchers is None or not watchers.timed:
+                continue
+            try:
+                latest = _core_get_latest_common_time(self, name, name).nanoseconds
+                if latest == 0 and _core_get_parent(self, name, _TIME_ZERO) is not None:
+                    static.add(name)
+            except TransformException:
+                static.add(name)  # cannot tell: do not skip
+        return frozenset(static)
+
+    def _affected(self, parents, children, static_before=frozenset()) -> set:
         """Keys of the pending requests an insertion of these (parent, child) frame ids can
         have made possible.
 
         Requests with a missing frame are re-checked when it is named. The others watch the
         child frames their lookup walks through; of those, a request whose times are all
         non-zero is skipped while every touched child it watches is dynamic and still has no
-        sample at or after its earliest time: that frame's cache cannot answer at those
-        times before or after this insertion, and the frames above it are not reached (the
-        walk fails there, or it is the common ancestor, whose own link is never needed).
+        sample at or after its earliest time, and was not static before (``static_before``):
+        that frame's cache could not answer at those times before this insertion and cannot
+        after it, and the frames above it are not reached (the walk fails there, or it is
+        the common ancestor, whose own link is never needed).
         """
         watch, watch_any = self._watch, self._watch_any
         keys: set = set()
@@ -633,7 +677,10 @@ class Buffer(BufferCore):
                         latest = _core_get_latest_common_time(self, name, name).nanoseconds
                     except TransformException:
                         latest = 0
-                    end = len(timed) if latest == 0 else bisect_right(timed, (latest, _INF))
+                    if latest == 0 or name in static_before:
+                        end = len(timed)
+                    else:
+                        end = bisect_right(timed, (latest, _INF))
                     keys.update(entry[2] for entry in itertools.islice(timed, end))
             if watch_any:
                 keys |= watch_any.get(name, set())
