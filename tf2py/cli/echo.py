@@ -165,7 +165,7 @@ class _ServerSource:
         self.where = f"the buffer server at {self.address}"
         self.answered = False
         try:
-            self.client = BufferClient(self.address, timeout_padding=2.0)
+            self.client = BufferClient(self.address, timeout_padding=1.0)
         except ValueError as exc:
             raise CommandError(str(exc), 2) from None
 
