@@ -154,7 +154,7 @@ def bench_single(quick):
             ours = best_per_op(lambda: core.lookup_transform(root, leaf, t), number, repeat)
             t_pt = ((LATEST_NS if t_ns == 0 else t_ns) - BASE_NS) / NS
             theirs = best_per_op(
-                lambda: manager.get_transform_at_time(leaf, root, t_pt), number // 10, repeat
+                lambda: manager.get_transform_at_time(leaf, root, t_pt), max(20, number // 100), 3
             )
             row(
                 "lookup_transform depth %d, %s" % (depth, labels[case]),
