@@ -55,24 +55,24 @@ class Statistics:
 
     def on_batch(self, batch) -> None:
         received_ns = batch.received_ns
-        transforms = batch.transforms
+        arrays = batch.arrays  # columns: no message object per transform
+        children = arrays.children
         if self.buffer is not None:
-            for t in transforms:
-                try:
-                    self.buffer.set_transform(t, batch.authority, is_static=batch.is_static)
-                except Exception:  # noqa: BLE001 - an invalid transform is counted, not fatal
-                    self.invalid += 1
+            try:
+                result = self.buffer.set_transforms(arrays.parents, children, arrays.stamps_ns,
+                                                    arrays.values, batch.authority,
+                                                    is_static=batch.is_static)
+                self.invalid += len(result.invalid)
+            except Exception:  # noqa: BLE001 - a bad message is counted, never fatal
+                self.invalid += len(children)
+        delays = ((received_ns - arrays.stamps_ns) / 1e9).tolist()
         with self.lock:
-            total = 0.0
-            for t in transforms:
-                child = t.child_frame_id
-                delay = (received_ns - t.header.stamp.nanoseconds) / 1e9
-                total += delay
+            for child, delay in zip(children, delays):
                 self.frame_authority[child] = batch.authority
                 self.frame_static[child] = batch.is_static
                 self.frame_delays.setdefault(child, deque(maxlen=HISTORY)).append(delay)
                 self.frame_received.setdefault(child, deque(maxlen=HISTORY)).append(received_ns)
-            average = total / max(1, len(transforms))
+            average = sum(delays) / max(1, len(delays))
             self.authority_delays.setdefault(batch.authority, deque(maxlen=HISTORY)).append(average)
             self.authority_received.setdefault(batch.authority, deque(maxlen=HISTORY)).append(
                 received_ns)
