@@ -545,3 +545,11 @@ def test_get_parent(core):
     assert core.get_parent("base", 5.0) is None
     assert core.get_parent("odom", 1.0) is None
     assert core.get_parent("unknown", 1.0) is None
+
+
+def test_time_that_is_not_a_time_raises_invalid_argument(core):
+    put(core, "a", "b", 1.0)
+    with pytest.raises(InvalidArgumentException):
+        core.lookup_transform("a", "b", "yesterday")
+    with pytest.raises(InvalidArgumentException):
+        core.lookup_transform("a", "b", float("nan"))
