@@ -264,3 +264,51 @@ def test_get_many_matches_get():
         if single is not None:
             assert values[:, k] == pytest.approx(single[:7])
             assert parents[k] == single[7]
+
+
+# --- against a plain reference model of tf2's insert rules -----------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def reference_insert(model, stamp, cache_time):
+    """tf2's insertData (R2 §3.2) with the tf2py equal-stamp replacement, on a dict."""
+    if model:
+        latest = max(model)
+        for s in [s for s in model if s + cache_time < latest]:
+            del model[s]
+        if stamp < latest - cache_time:
+            return False
+    model[stamp] = stamp
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 400), min_size=1, max_size=300),
+    st.sampled_from([0, 5, 50, 100]),
+)
+def test_inserts_match_reference_model(stamps, cache_time):
+    cache = TimeCache(cache_time)
+    model = {}
+    for stamp in stamps:
+        assert put(cache, stamp, x=float(stamp)) == reference_insert(model, stamp, cache_time)
+        assert [s for s, _, _ in cache.samples()] == sorted(model)
+        assert [v[0] for _, v, _ in cache.samples()] == [float(s) for s in sorted(model)]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(-3, 10), min_size=100, max_size=1500), st.sampled_from([20, 100]))
+def test_long_mostly_ordered_streams_match_reference_model(steps, cache_time):
+    # Long streams exercise the start offset and the compaction of the pruned prefix.
+    cache = TimeCache(cache_time)
+    model = {}
+    stamp = 1000
+    for step in steps:
+        stamp += step
+        assert put(cache, stamp, x=float(stamp)) == reference_insert(model, stamp, cache_time)
+    assert [s for s, _, _ in cache.samples()] == sorted(model)
+    assert [v[0] for _, v, _ in cache.samples()] == [float(s) for s in sorted(model)]
+    for s in sorted(model):
+        assert cache.get(s)[0] == float(s)
