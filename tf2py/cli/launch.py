@@ -109,11 +109,11 @@ class _Child:
                                f"{exc.strerror}") from None
         self.pids.append(self.popen.pid)
         self.reported = False
+        self.output.say(f"started {self.spec.name} (pid {self.popen.pid}): "
+                        f"{' '.join(self.spec.cmd)}")
         self.reader = threading.Thread(target=self._read, args=(self.popen,), daemon=True,
                                        name=f"launch-output-{self.spec.name}")
         self.reader.start()
-        self.output.say(f"started {self.spec.name} (pid {self.popen.pid}): "
-                        f"{' '.join(self.spec.cmd)}")
 
     def _read(self, popen) -> None:
         for line in iter(popen.stdout.readline, b""):
@@ -138,16 +138,19 @@ class _Child:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def describe_exit(self, rc: int) -> str:
+    def describe_exit(self, rc: int, asked_to_stop: bool = False) -> str:
+        who = f"{self.spec.name} (pid {self.popen.pid})"
         if rc == 0:
-            return f"{self.spec.name} (pid {self.popen.pid}) finished cleanly"
+            return f"{who} finished cleanly"
         if rc < 0:
             try:
                 name = signal.Signals(-rc).name
             except ValueError:
                 name = f"signal {-rc}"
-            return f"{self.spec.name} (pid {self.popen.pid}) was stopped by {name}"
-        return f"{self.spec.name} (pid {self.popen.pid}) died with exit code {rc}"
+            return f"{who} was stopped by {name}"
+        if asked_to_stop:
+            return f"{who} stopped with exit code {rc}"
+        return f"{who} died with exit code {rc}"
 
 
 class _Launch:
@@ -262,7 +265,7 @@ class _Launch:
                 child.reader.join(timeout=1.0)
             if not child.reported and child.popen.returncode is not None:
                 child.reported = True
-                self.output.say(child.describe_exit(child.popen.returncode))
+                self.output.say(child.describe_exit(child.popen.returncode, asked_to_stop=True))
 
 
 def run(args) -> int:
