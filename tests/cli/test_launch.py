@@ -344,3 +344,19 @@ def test_an_unknown_command_line_argument_is_refused(tmp_path, tf2py):
     assert result.stderr.strip() == (f"tf2py launch: error: {path}: unknown launch argument(s) on "
                                      "the command line: speed (the file declares: none)")
     assert not (tmp_path / "started").exists()
+
+
+def test_ros_style_executable_with_env_list_and_cwd(tmp_path, tf2py):
+    (tmp_path / "work").mkdir()
+    path = write(tmp_path, """\
+        launch:
+          - executable:
+              name: ros-style
+              cmd: python -c "import os; print(os.environ['GREETING'], os.path.basename(os.getcwd()))"
+              cwd: $(dirname)/work
+              env:
+                - {name: GREETING, value: hi}
+        """)
+    result = tf2py("launch", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[ros-style] hi work" in result.stdout
