@@ -124,3 +124,10 @@ def test_batch_interpolates_between_parents_links_above_ancestor_not_needed():
         core.set_transform(make_transform("base", "right", (0, -t, 0), stamp=t), "x")
     batch = core.lookup_transforms("left", "right", np.array([1.0, 1.5, 2.0]))
     assert batch[:, 1, 3].tolist() == pytest.approx([-2.0, -3.0, -4.0])
+
+
+def test_batch_rejects_times_that_are_not_times(tree):
+    with pytest.raises(InvalidArgumentException, match="times"):
+        tree.lookup_transforms("map", "arm", ["soon", "later"])
+    with pytest.raises(InvalidArgumentException, match="finite"):
+        tree.lookup_transforms("map", "arm", np.array([11.0, np.nan]))

@@ -1103,9 +1103,14 @@ class BufferCore:
             except (TypeError, ValueError):
                 arr = None
             if arr is None or arr.dtype.kind not in "fiu":
-                return np.fromiter(
-                    (to_nanoseconds(t) for t in times), dtype=np.int64, count=len(times)
-                )
+                try:
+                    return np.fromiter(
+                        (to_nanoseconds(t) for t in times), dtype=np.int64, count=len(times)
+                    )
+                except (TypeError, ValueError) as exc:
+                    raise InvalidArgumentException(
+                        "lookup_transforms: times must be seconds or Times (%s)" % exc
+                    ) from None
         arr = arr.reshape(-1)
         if arr.dtype.kind == "f":
             if not np.isfinite(arr).all():
