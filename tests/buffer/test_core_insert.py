@@ -313,3 +313,14 @@ def test_set_transforms_equal_stamps_in_one_batch_last_wins(core):
     values = np.array([[1, 0, 0, 0, 0, 0, 1.0], [2, 0, 0, 0, 0, 0, 1.0]])
     core.set_transforms(["p", "p"], ["c", "c"], [S, S], values, "x")
     assert core.lookup_transform("p", "c", 1.0).transform.translation.x == 2.0
+
+
+def test_array_value_raises_invalid_argument(core):
+    with pytest.raises(InvalidArgumentException, match=r"translation\.x .* is not a number"):
+        core.set_transform_values("p", "c", 0, np.array([1.0, 2.0]), 0, 0, 0, 0, 0, 1, "x")
+    _assert_nothing_stored(core)
+
+
+def test_numpy_scalars_are_accepted(core):
+    core.set_transform_values("p", "c", np.int64(5), np.float64(1), 0, 0, 0, 0, 0, np.float32(1), "x")
+    assert core.lookup_transform("p", "c", 5e-9).transform.translation.x == 1.0

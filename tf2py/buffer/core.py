@@ -24,7 +24,6 @@ import numpy as np
 
 from .exceptions import (
     ConnectivityException,
-    ExtrapolationException,
     InvalidArgumentException,
     LookupException,
     TransformException,
@@ -98,11 +97,6 @@ def _inverse(a):
         qz,
         qw,
     )
-
-
-def _inverse_compose(b, a):
-    """b⁻¹ ∘ a."""
-    return _compose(_inverse(b), a)
 
 
 # --- vectorised versions on (7, N) column arrays (one row per component) ---------------
@@ -328,7 +322,7 @@ class BufferCore:
                         self._authority[child_id] = authority
                         return True
                     return False
-        except TypeError:
+        except (TypeError, ValueError):  # unhashable names, non-numbers: the slow path says
             pass
         return self._store(
             parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw), authority, is_static
@@ -511,7 +505,7 @@ class BufferCore:
                 and parent.__class__ is str
                 and child.__class__ is str
             )
-        except TypeError:
+        except (TypeError, ValueError):
             fast = False
         if fast:
             p = parent[1:] if parent[:1] == "/" else parent
