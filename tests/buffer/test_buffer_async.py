@@ -332,3 +332,18 @@ def test_static_frame_turning_dynamic_rechecks_its_timed_requests(buffer):
     assert not future.done()
     buffer.set_transform(make_transform("b", "a", stamp=0.5), "test")
     assert future.done() and future.result(0).header.frame_id == "a"
+
+
+def test_refused_old_insert_that_prunes_rechecks_pending_requests():
+    # b's 0.5 s sample closes a loop a -> b -> a at 0.5 s. Inserting b at 0.5 s again is
+    # refused (older than 5 s - 4 s), but prunes that sample first, as tf2 does; the loop
+    # is gone and the request can be answered.
+    buffer = Buffer(cache_time=4.0)
+    buffer.set_transform(make_transform("a", "b", stamp=0.5), "test")
+    buffer.set_transform(make_transform("a", "b", stamp=5.0), "test")
+    buffer.set_transform(make_transform("b", "a", stamp=0.5), "test")
+    buffer.set_transform_static(make_transform("a", "c"), "test")
+    future = buffer.wait_for_transform_async("c", "a", 0.5)
+    assert not future.done()
+    assert buffer.set_transform(make_transform("a", "b", stamp=0.5), "test") is False
+    assert future.done() and future.result(0).header.frame_id == "c"

@@ -5,6 +5,7 @@ transform()."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -58,7 +59,11 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# TF2PY_PROPERTY_EXAMPLES=20000 searches harder (minutes) than the default CI run (seconds).
+EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "300"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=40), st.sampled_from([4.0, 100.0]))
 def test_no_pending_request_is_possible_after_any_insertion(operations, cache_time):
     """Requests skipped by the index must be exactly those no insertion has made possible:

@@ -234,7 +234,13 @@ def _inserting(function, frames_named):
             finally:
                 self._inserting = False
             if not self._new_data:
-                return result
+                # Refused as older than the cache window (tf2's TF_OLD_DATA): nothing stored,
+                # but the cache was pruned first, as tf2 prunes, and a pruned sample can have
+                # been what made a lookup fail (a loop through old data).
+                if not (result is False or getattr(result, "old", 0)):
+                    return result
+                if self._waiting:
+                    self._condition.notify_all()
             self._new_data = False
             if not self._requests:
                 return result
