@@ -98,7 +98,8 @@ class Statistics:
                     rate = "Rate: one sample"
                 else:  # intervals between samples, not tf2's count/span (which says
                     # 100000 Hz for a single sample)
-                    rate = f"Rate: {_g((len(received) - 1) / ((received[-1] - received[0]) / 1e9))} Hz"
+                    span = max(0.00001, (received[-1] - received[0]) / 1e9)
+                    rate = f"Rate: {_g((len(received) - 1) / span)} Hz"
                 lines.append(
                     f"Frame: {frame}, published by {self.frame_authority[frame]}, "
                     f"Average Delay: {_g(sum(delays) / len(delays))}, Max Delay: {_g(max(delays))}"
@@ -137,7 +138,10 @@ class NetDelay:
             return
         self.error = None
         diff = (time.time_ns() - t.header.stamp.nanoseconds) / 1e9
-        self.average = diff if self.average is None else LOWPASS * diff + (1 - LOWPASS) * self.average
+        if self.average is None:
+            self.average = diff
+        else:
+            self.average = LOWPASS * diff + (1 - LOWPASS) * self.average
         self.maximum = max(self.maximum, diff)
 
 
