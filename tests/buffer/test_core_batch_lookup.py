@@ -131,3 +131,15 @@ def test_batch_rejects_times_that_are_not_times(tree):
         tree.lookup_transforms("map", "arm", ["soon", "later"])
     with pytest.raises(InvalidArgumentException, match="finite"):
         tree.lookup_transforms("map", "arm", np.array([11.0, np.nan]))
+
+
+def test_inserts_work_while_a_batch_lookup_exception_is_alive(tree):
+    # The exception's traceback keeps the lookup's frames alive; no numpy view on the
+    # caches' arrays may survive in them, or the next insert could not grow the arrays.
+    try:
+        tree.lookup_transforms("map", "arm", np.array([11.0, 99.0]))
+    except ForwardExtrapolationException as exc:
+        kept = exc
+    for k in range(200):
+        assert tree.set_transform(make_transform("map", "odom", stamp=21.0 + k * 0.01), "x")
+    assert kept.__traceback__ is not None

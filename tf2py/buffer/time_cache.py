@@ -332,7 +332,10 @@ class TimeCache:
         table = self._table
         if table is None:
             start = self.start
-            columns = np.frombuffer(self.values, dtype=np.float64).reshape(-1, 7)[start:].T.copy()
+            # Slicing the array.array copies it: numpy never holds a view on the cache's own
+            # arrays (an exported buffer would make the next insert fail to resize them).
+            live = np.frombuffer(self.values[start * 7 :], dtype=np.float64)
+            columns = live.reshape(-1, 7).T.copy()
             qa = columns[3:, :-1]
             qb = columns[3:, 1:]
             dot = np.einsum("ij,ij->j", qa, qb)
@@ -360,8 +363,9 @@ class TimeCache:
                 np.zeros(count, dtype=np.int64),
                 np.zeros(count, dtype=bool),
             )
-        stamps = np.frombuffer(self.stamps, dtype=np.int64)[start:]
-        parents = np.frombuffer(self.parents, dtype=np.int32)[start:]
+        # Copies (array slices), never views on the cache's arrays: see _slerp_table.
+        stamps = np.frombuffer(self.stamps[start:], dtype=np.int64)
+        parents = np.frombuffer(self.parents[start:], dtype=np.int32)
         columns, sign, theta, inv, still = self._slerp_table()
         last = stamps[-1]
         latest = ts == 0
