@@ -78,7 +78,7 @@ def test_echo_composes_a_chain_of_frames(core, repeat, latch, tf2py):
 
 def test_echo_prints_a_block_at_the_rate_until_interrupted(core, repeat, spawn, tf2py_command):
     repeat(core, [yaw_90()])
-    proc = spawn([*tf2py_command, "echo", "map", "base_link", "--rate", "20", "--core", core])
+    proc = spawn([*tf2py_command, "echo", "map", "base_link", "20", "--core", core])
     wait_for(lambda: proc.output().count("At time") >= 5, timeout=20, message=proc.output())
     proc.signal(signal.SIGINT)
     assert proc.wait() == 0
@@ -147,6 +147,20 @@ def test_echo_refuses_a_rate_that_is_not_a_number(tf2py):
     assert result.returncode == 2
     assert result.stderr.strip() == ("tf2py echo: error: Failed to convert rate argument 'fast' "
                                      "to a floating-point number")
+
+
+def test_echo_takes_the_rate_as_a_third_argument_as_tf2_echo_does(tf2py):
+    result = tf2py("echo", "map", "base_link", "x1")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("tf2py echo: error: Failed to convert rate argument 'x1' "
+                                     "to a floating-point number")
+
+
+def test_echo_refuses_two_rates(tf2py):
+    result = tf2py("echo", "map", "base_link", "2", "--rate", "3")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("tf2py echo: error: give the rate once: as the third "
+                                     "argument or as --rate")
 
 
 def test_echo_refuses_a_rate_that_is_not_positive(tf2py):

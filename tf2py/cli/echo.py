@@ -23,7 +23,10 @@ def configure(parser) -> None:
                         help="the frame the transform maps into (tf2_echo's first argument)")
     parser.add_argument("source_frame", metavar="SOURCE",
                         help="the frame whose pose is printed, expressed in TARGET")
-    parser.add_argument("--rate", metavar="HZ", default="1.0",
+    parser.add_argument("echo_rate", metavar="RATE", nargs="?", default=None,
+                        help="blocks printed per second, as tf2_echo's third argument (same as "
+                        "--rate)")
+    parser.add_argument("--rate", metavar="HZ", default=None,
                         help="blocks printed per second (default 1.0)")
     parser.add_argument("--once", action="store_true",
                         help="print one block as soon as the transform is available, then exit")
@@ -200,7 +203,9 @@ class _ServerSource:
 
 
 def run(args) -> int:
-    rate = parse_rate(args.rate)
+    if args.rate is not None and args.echo_rate is not None:
+        raise CommandError("give the rate once: as the third argument or as --rate", 2)
+    rate = parse_rate(args.rate or args.echo_rate or "1.0")
     deadline = None
     if args.timeout is not None:
         deadline = time.monotonic() + _positive_seconds(args.timeout, "--timeout")
