@@ -68,7 +68,8 @@ def test_launch_prefixes_output_and_stops_every_process_on_ctrl_c(tmp_path, spaw
     assert "[launch] stopping everything: SIGINT received" in proc.output()
 
 
-def test_launch_stops_everything_on_sigterm(tmp_path, spawn, tf2py_command):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_launch_stops_everything_on_sigterm_and_sighup(tmp_path, spawn, tf2py_command, sig):
     path = write(tmp_path, f"""\
         launch:
           - process: {{name: a, cmd: "{LOOP_QUOTED}"}}
@@ -78,9 +79,10 @@ def test_launch_stops_everything_on_sigterm(tmp_path, spawn, tf2py_command):
     proc.wait_for_line("[a] hello")
     proc.wait_for_line("[b] hello")
     pids = started_pids(proc.output())
-    proc.signal(signal.SIGTERM)
+    proc.signal(sig)
     assert proc.wait() == 0
     assert all(gone(pid) for pid in pids.values())
+    assert f"[launch] stopping everything: {sig.name} received" in proc.output()
 
 
 def test_launch_also_stops_what_a_process_started(tmp_path, spawn, tf2py_command):

@@ -1,7 +1,7 @@
 """``tf2py launch FILE``: start every process a launch file lists, prefix their output with
 their names, and stop them all together (see ``launch_file`` for the format).
 
-Stopping: on Ctrl-C, SIGTERM, or the exit of a ``required`` process, every child's process
+Stopping: on Ctrl-C, SIGTERM, SIGHUP, or the exit of a ``required`` process, every child's process
 group gets SIGINT, then SIGTERM after the grace period, then SIGKILL after another. A second
 Ctrl-C skips to the next step. Only our own children (by PID and process group) are signalled.
 """
@@ -169,8 +169,10 @@ class _Launch:
             self.stop_reason = f"{signal.Signals(signum).name} received"
 
     def run(self) -> int:
+        # SIGHUP too: children run in their own sessions, so a closed terminal reaches only
+        # launch, which must not leave them running.
         previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+                    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             try:
                 for child in self.children:
