@@ -347,3 +347,19 @@ def test_refused_old_insert_that_prunes_rechecks_pending_requests():
     assert not future.done()
     assert buffer.set_transform(make_transform("a", "b", stamp=0.5), "test") is False
     assert future.done() and future.result(0).header.frame_id == "c"
+
+
+def test_resolved_and_cancelled_requests_leave_nothing_behind(buffer):
+    futures = []
+    for i in range(200):
+        futures.append(buffer.wait_for_transform_async("map", "odom", 3 + i / 100))
+        futures.append(buffer.wait_for_transform_async("map", f"robot{i}", 0))
+        futures.append(buffer.wait_for_transform_full_async("map", 0, "odom", 3 + i, "map"))
+    for future in futures[2::3]:
+        future.cancel()
+    buffer.set_transform(make_transform("map", "odom", stamp=6), "test")
+    for i in range(200):
+        buffer.set_transform(make_transform("map", f"robot{i}", stamp=1), "test")
+    assert all(f.done() for f in futures)
+    assert buffer.pending_request_count == 0
+    assert buffer._requests == {} and buffer._watch == {} and buffer._watch_any == {}

@@ -55,7 +55,7 @@ def full_request(draw):
 
 operation = st.one_of(
     insertion(), insertion(), insertion(), static_insertion(), batch(),
-    simple_request(), full_request(),
+    simple_request(), full_request(), st.just(("clear",)),
 )
 
 
@@ -87,6 +87,8 @@ def test_no_pending_request_is_possible_after_any_insertion(operations, cache_ti
                 np.array([[r[3], 0, 0, 0, 0, 0, 1.0] for r in rows]),
                 "p",
             )
+        elif kind == "clear":
+            buffer.clear()
         elif kind == "request":
             _, target, source, t = op
             pending.append((buffer.wait_for_transform_async(target, source, t), op))
