@@ -420,9 +420,11 @@ def measure_receiver(address, batch, count, rate, make):
 
 
 class RawLoop:
-    """The floor: a bare pyzmq SUB + msgpack.unpackb of each message, on a thread."""
+    """The floor: a bare pyzmq SUB + msgpack.unpackb of each message, on a thread.
+    ``tight``: frames read with copy=False (the fastest pyzmq receive), else recv_multipart."""
 
-    def __init__(self, address):
+    def __init__(self, address, tight=False):
+        self.tight = tight
         port = int(address.rsplit(":", 1)[1])
         self.sub = zmq.Context.instance().socket(zmq.SUB)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"/tf")
@@ -434,6 +436,18 @@ class RawLoop:
 
     def run(self):
         sub, unpackb = self.sub, msgpack.unpackb
+        if self.tight:
+            recv = sub.recv
+            while not self.stop:
+                if sub.poll(100):
+                    for _ in range(1000):
+                        try:
+                            recv(zmq.NOBLOCK, copy=False)
+                        except zmq.Again:
+                            break
+                        obj = unpackb(recv(0, copy=False))
+                        self.count += len(obj[2])
+            return
         while not self.stop:
             if sub.poll(100):
                 for _ in range(1000):
@@ -454,10 +468,13 @@ def section_floor():
     print(f"\n== listener CPU per received transform vs raw pyzmq+msgpack floor ({load_note()})")
     core, address = start_core()
     try:
-        for batch, count, rate in ((1, 40_000, 10_000), (50, 4_000, 1_000)):
-            def raw():
-                r = RawLoop(address)
-                return r, lambda: r.count
+        for batch, count, rate in ((1, 30_000, 10_000), (1, 60_000, 30_000),
+                                   (50, 4_000, 1_000)):
+            def raw(tight):
+                def make():
+                    r = RawLoop(address, tight)
+                    return r, lambda: r.count
+                return make
 
             def listener_with(buffer):
                 def make():
@@ -465,13 +482,17 @@ def section_floor():
                     return lst, lambda: lst.received_transforms
                 return make
 
-            floor, n0 = measure_receiver(address, batch, count, rate, raw)
+            floor, n0 = measure_receiver(address, batch, count, rate, raw(False))
+            tight, n3 = measure_receiver(address, batch, count, rate, raw(True))
             sink, n1 = measure_receiver(address, batch, count, rate, listener_with(NullSink()))
             real, n2 = measure_receiver(address, batch, count, rate,
                                         listener_with(Buffer(cache_time=1e6)))
-            print(f"   batch {batch:>2} at {rate * batch:,}/s: floor {floor:.2f} us/transform "
-                  f"(n={n0:,}); listener->no-op sink {sink:.2f} us ({sink / floor:.2f}x, "
-                  f"n={n1:,}); listener->Buffer {real:.2f} us ({real / floor:.2f}x, n={n2:,})")
+            print(f"   batch {batch:>2} at {rate * batch:>6,}/s: floor (recv_multipart+unpackb) "
+                  f"{floor:.2f} us/transform, tight floor (copy=False frames) {tight:.2f} us; "
+                  f"listener->no-op sink {sink:.2f} us ({sink / floor:.2f}x floor, "
+                  f"{sink / tight:.2f}x tight); listener->Buffer {real:.2f} us "
+                  f"({real / floor:.2f}x, {real / tight:.2f}x tight)  "
+                  f"[n={n0:,}/{n3:,}/{n1:,}/{n2:,}]")
     finally:
         core.send_signal(2)
         core.wait(10)
