@@ -23,8 +23,8 @@ def test_frames_prints_the_tree_with_parent_broadcaster_rate_and_age(core, repea
         rf"`-- odom  \(parent map, broadcaster {re.escape(sender.authority)}, "
         r"(\d+\.\d\d) Hz, (\d+\.\d{3}) s old\)", lines[2])
     rate, age = (float(v) for v in re.search(r"(\S+) Hz, (\S+) s old", lines[2]).groups())
-    assert 5.0 < rate < 40.0  # sent every 50 ms
-    assert 0.0 <= age < 1.0
+    assert 2.0 < rate < 200.0  # sent every 50 ms (generous: a loaded machine bunches)
+    assert 0.0 <= age < 5.0
     assert lines[3].startswith("    `-- base_link  (parent odom, ")
     assert lines[4] == (f"        `-- laser  (parent base_link, broadcaster "
                         f"{statics.authority}, static)")

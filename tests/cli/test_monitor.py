@@ -32,14 +32,14 @@ def test_monitor_reports_delay_and_rate_per_frame_and_per_broadcaster(core, repe
                          rf"Delay: ({NUMBER}), Max Delay: ({NUMBER}), Rate: ({NUMBER}) Hz", line)
         assert m, line
         average, maximum, rate = (float(v) for v in m.groups())
-        assert 0 <= average <= maximum < 1.0  # stamped just before sending, on loopback
-        assert 5.0 < rate < 40.0  # sent every 50 ms
+        assert 0 <= average <= maximum < 5.0  # stamped just before sending, on loopback
+        assert 2.0 < rate < 200.0  # sent every 50 ms (generous: a loaded machine bunches)
     broadcasters = lines[lines.index("All Broadcasters:") + 1:]
     assert len(broadcasters) == 1
     m = re.fullmatch(rf"Node: {re.escape(sender.authority)} ({NUMBER}) Hz, Average Delay: "
                      rf"({NUMBER}) Max Delay: ({NUMBER})", broadcasters[0])
     assert m, broadcasters[0]
-    assert 5.0 < float(m.group(1)) < 40.0
+    assert 2.0 < float(m.group(1)) < 200.0
 
 
 def test_monitor_marks_static_frames(core, latch, tf2py):
@@ -61,7 +61,7 @@ def test_monitor_of_a_pair_reports_the_chain_and_its_net_delay(core, repeat, lat
     assert lines[3] == "Chain is: map -> odom -> base_link -> laser"
     m = re.fullmatch(rf"Net delay     avg = ({NUMBER}): max = ({NUMBER})", lines[4])
     assert m, lines[4]
-    assert 0 <= float(m.group(1)) <= float(m.group(2)) < 1.0
+    assert 0 <= float(m.group(1)) <= float(m.group(2)) < 5.0
     frames = [line.split(",")[0] for line in lines if line.startswith("Frame: ")]
     assert frames == ["Frame: base_link", "Frame: laser", "Frame: odom"]  # not 'elsewhere'
 

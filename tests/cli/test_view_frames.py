@@ -44,7 +44,7 @@ def test_view_frames_writes_gv_pdf_and_svg_of_what_it_heard(core, repeat, latch,
     edge = re.search(r'"map" -> "odom"\[label=" (.*)"\];', gv).group(1).split("\\n")
     assert edge[0] == f"Broadcaster: {sender.authority}"
     assert re.fullmatch(r"Average rate: \d+\.\d+", edge[1])
-    assert 5.0 < float(edge[1].split(": ")[1]) < 40.0
+    assert 2.0 < float(edge[1].split(": ")[1]) < 200.0
     assert re.fullmatch(r"Buffer length: \d+\.\d+", edge[2])
     assert re.fullmatch(r"Most recent transform: \d{10}\.\d+", edge[3])
     assert re.fullmatch(r"Oldest transform: \d{10}\.\d+", edge[4])
