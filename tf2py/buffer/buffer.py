@@ -4,15 +4,24 @@ Every public ``BufferCore`` call runs under one re-entrant lock, so many reader 
 a listener thread inserting data may share a buffer. Waiting is woken by the insertion
 itself: ``BufferCore`` calls ``_notify_new_data`` once at the end of every insertion call
 that stored something, and that notifies a ``threading.Condition`` (tf2 instead polls every
-10 ms in C++ and 20 ms in Python).
+10 ms in C++ and 20 ms in Python). An insertion refused as too old counts too: tf2 prunes the
+cache before refusing, and pruning can change an answer.
 
 Asynchronous requests (``wait_for_transform_async`` and its full form, used by the buffer
-server) are futures. They are re-checked once per insertion call, not per transform, and only
-those the insertion can have affected: each pending request is indexed by the frames its
-lookup walked through when it last failed (the frames themselves, their ancestors at the
-requested times and at the latest data); an insertion naming none of them cannot change that
-lookup's answer, so it is skipped. Requests for the same frames and times share one check.
-Futures are resolved outside the lock, so their callbacks may call back into the buffer.
+server) are futures, re-checked once per insertion call (not per transform), and only when
+the insertion can have changed their answer:
+
+- a request naming a frame that does not exist yet waits for that name to be inserted;
+- otherwise it watches the child frames its lookup walks through (the requested frames and
+  their ancestors at the requested times, at the latest data and at the resolved latest
+  common time): data for any other frame cannot change that lookup's answer;
+- a request whose times are all non-zero is also skipped while the watched frame's newest
+  sample is older than its earliest time (kept sorted per frame, so an insertion finds the
+  requests it reached by bisection, whatever else is pending).
+
+Requests for the same frames and times share one check; a re-check tries ``can_transform``
+first (no result or message built while it still fails). Futures are resolved outside the
+lock, so their callbacks may call back into the buffer; they hold the buffer only weakly.
 
 Backward time jumps: tf2_ros's ``Buffer`` clears itself when its ROS clock jumps back (more
 than 1 s in Python). ``Buffer`` has no clock, so it does nothing automatically; whoever
