@@ -98,40 +98,85 @@ class StampSearch:
         self.order = None
         self.sorted_ts = None
         self.searches = 0
-        self.is_sorted = len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1]))
+        self.is_sorted = None  # computed when a second binary search is needed
 
     def locate(self, stamps):
-        """``(i, j, ratio, ok, at_newer)`` for a sorted int64 ``stamps`` array of n >= 2:
-        ``i``/``j`` the older/newer neighbours (a query at the last stamp gets i = n - 2,
-        ratio 1), ``ok`` whether the query lies within [first, last]."""
+        """``(i, ratio, 1 - ratio, ok, at_newer)`` for a sorted int64 ``stamps`` array of
+        n >= 2: ``i``/``i + 1`` the older/newer neighbours (a query at the last stamp gets
+        i = n - 2, ratio 1), ``ok`` whether the query lies within [first, last]."""
         for known, result in self.memo:
             if known is stamps or (known.shape == stamps.shape and np.array_equal(known, stamps)):
                 return result
         ts = self.ts
-        if self.is_sorted or self.searches == 0:
-            i = np.searchsorted(stamps, ts, side="right")
-        else:
-            # A binary search per key is slow on unsorted keys; sorted keys let numpy
-            # narrow each search from the previous one.
-            if self.order is None:
-                self.order = np.argsort(ts, kind="stable")
-                self.sorted_ts = ts[self.order]
-            i = np.empty(len(ts), dtype=np.intp)
-            i[self.order] = np.searchsorted(stamps, self.sorted_ts, side="right")
-        self.searches += 1
         n = len(stamps)
-        i -= 1
-        ok = i >= 0
-        ok &= ts <= stamps[-1]
-        np.clip(i, 0, n - 2, out=i)
-        j = i + 1
+        first = int(stamps[0])
+        last = int(stamps[-1])
+        i = self._guess(stamps, n, first, last) if last > first else None
+        if i is None:
+            i = self._search(stamps)
+            i -= 1
+            np.clip(i, 0, n - 2, out=i)
+        self.searches += 1
+        ok = ts >= first
+        ok &= ts <= last
         older = stamps[i]
-        newer = stamps[j]
+        newer = stamps[i + 1]
         ratio = (ts - older) / (newer - older)
+        r0 = 1.0 - ratio
         at_newer = ts == newer
-        result = (i, j, ratio, ok, at_newer)
+        result = (i, ratio, r0, ok, at_newer)
         self.memo.append((stamps, result))
         return result
+
+    def _search(self, stamps):
+        """searchsorted(stamps, ts, "right"): binary searches, on sorted keys if needed."""
+        ts = self.ts
+        if self.searches and self.is_sorted is None:
+            self.is_sorted = len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1]))
+        if self.searches == 0 or self.is_sorted:
+            return np.searchsorted(stamps, ts, side="right")
+        # A binary search per key is slow on unsorted keys; sorted keys let numpy narrow
+        # each search from the previous one.
+        if self.order is None:
+            self.order = np.argsort(ts, kind="stable")
+            self.sorted_ts = ts[self.order]
+        i = np.empty(len(ts), dtype=np.intp)
+        i[self.order] = np.searchsorted(stamps, self.sorted_ts, side="right")
+        return i
+
+    def _guess(self, stamps, n, first, last):
+        """The older-neighbour index of every query, clipped to [0, n - 2], found by
+        guessing from the mean sample rate and correcting a few steps (stamps of a
+        periodic publisher are close to evenly spaced); binary searches only for the
+        queries still off after that. None when guessing does not pay."""
+        ts = self.ts
+        if n < 16 or len(ts) < 64:
+            return None
+        g = (ts - first).astype(np.float64)
+        g *= (n - 1) / (last - first)
+        np.clip(g, 0, n - 2, out=g)
+        i = g.astype(np.intp)
+        top = n - 2
+        for _ in range(3):
+            # Move left where stamps[i] > t, right where stamps[i + 1] <= t.
+            left = stamps[i] > ts
+            left &= i > 0
+            right = stamps[i + 1] <= ts
+            right &= i < top
+            moving = left | right
+            if not moving.any():
+                return i
+            i -= left
+            i += right
+        left = stamps[i] > ts
+        left &= i > 0
+        right = stamps[i + 1] <= ts
+        right &= i < top
+        off = np.nonzero(left | right)[0]
+        if len(off):
+            found = np.searchsorted(stamps, ts[off], side="right") - 1
+            i[off] = np.clip(found, 0, top)
+        return i
 
 
 class TimeCache:
@@ -327,8 +372,11 @@ class TimeCache:
     # --- vectorised lookups ----------------------------------------------------------
 
     def _slerp_table(self):
-        """Per pair of neighbouring samples: the live samples as (7, n) columns, and the
-        sign, half-angle and 1/sin(angle) of the shortest-path slerp between them."""
+        """Per pair of neighbouring samples k, k+1 (cached until the next insert): the live
+        samples as (7, n) columns; the newer sample of each pair as (7, n - 1) columns with
+        its quaternion negated where the pair's dot product is negative (shortest path);
+        the angle and 1/sin(angle) of the slerp; where that angle is zero; and the parent
+        id if every sample has the same one (else None)."""
         table = self._table
         if table is None:
             start = self.start
@@ -336,23 +384,28 @@ class TimeCache:
             # arrays (an exported buffer would make the next insert fail to resize them).
             live = np.frombuffer(self.values[start * 7 :], dtype=np.float64)
             columns = live.reshape(-1, 7).T.copy()
+            newer = columns[:, 1:].copy()
             qa = columns[3:, :-1]
-            qb = columns[3:, 1:]
+            qb = newer[3:]
             dot = np.einsum("ij,ij->j", qa, qb)
-            sign = np.where(dot < 0.0, -1.0, 1.0)
+            negative = dot < 0.0
+            qb[:, negative] *= -1.0
             theta = np.arccos(np.minimum(np.abs(dot), 1.0))
             still = theta == 0.0  # tf2 returns the first quaternion when the angle is zero
             inv = 1.0 / np.sin(np.where(still, 1.0, theta))
             inv[still] = 0.0
-            table = self._table = (columns, sign, theta, inv, still)
+            parents = np.frombuffer(self.parents[start:], dtype=np.int32)
+            uniform = int(parents[0]) if parents.min() == parents.max() else None
+            table = self._table = (columns, newer, theta, inv, still if still.any() else None, uniform)
         return table
 
     def get_many(self, ts, search=None):
         """Vectorised ``get`` over an int64 array of N stamps (``search``: a StampSearch
         over the same stamps, shared between caches).
 
-        Returns ``(values (7, N), parents (N,), ok (N,) bool)``, one column per stamp;
-        columns where ``ok`` is False are garbage (``get`` would have returned None).
+        Returns ``(values (7, N), parents, ok (N,) bool)``, one column per stamp; columns
+        where ``ok`` is False are garbage (``get`` would have returned None there).
+        ``parents`` is an (N,) int64 array, or one int when every sample has that parent.
         """
         start = self.start
         n = len(self.stamps) - start
@@ -363,57 +416,57 @@ class TimeCache:
                 np.zeros(count, dtype=np.int64),
                 np.zeros(count, dtype=bool),
             )
-        # Copies (array slices), never views on the cache's arrays: see _slerp_table.
+        columns, newer, theta, inv, still, uniform = self._slerp_table()
+        # A copy (array slice), never a view on the cache's array: see _slerp_table.
         stamps = np.frombuffer(self.stamps[start:], dtype=np.int64)
-        parents = np.frombuffer(self.parents[start:], dtype=np.int32)
-        columns, sign, theta, inv, still = self._slerp_table()
         last = stamps[-1]
         latest = ts == 0
         if n == 1:
             ok = (ts == last) | latest
-            return (
-                np.repeat(columns, count, axis=1),
-                np.full(count, parents[0], dtype=np.int64),
-                ok,
-            )
+            return np.repeat(columns, count, axis=1), uniform, ok
         if latest.any():
             search = StampSearch(np.where(latest, last, ts))
         elif search is None:
             search = StampSearch(ts)
-        i, j, ratio, ok, at_newer = search.locate(stamps)
-        p_old = parents[i]
-        p_new = parents[j]
-        changed = p_old != p_new
-        if changed.any():
-            # Different parents: no interpolation; the older sample wins, the newer only
-            # at its exact stamp.
-            ratio = np.where(changed, np.where(at_newer, 1.0, 0.0), ratio)
-            parent = np.where(at_newer, p_new, p_old).astype(np.int64)
+        i, ratio, r0, ok, at_newer = search.locate(stamps)
+        if uniform is not None:
+            parent = uniform
         else:
-            parent = p_old.astype(np.int64)
-        a = np.take(columns, i, axis=1)
-        b = np.take(columns, j, axis=1)
-        r0 = 1.0 - ratio
-        out = a
+            parents = np.frombuffer(self.parents[start:], dtype=np.int32)
+            p_old = parents[i]
+            p_new = parents[i + 1]
+            changed = p_old != p_new
+            parent = np.where(at_newer, p_new, p_old).astype(np.int64)
+            if changed.any():
+                # Different parents: no interpolation; the older sample wins, the newer
+                # only at its exact stamp.
+                ratio = np.where(changed, np.where(at_newer, 1.0, 0.0), ratio)
+                r0 = 1.0 - ratio
+        out = np.take(columns, i, axis=1)
+        b = np.take(newer, i, axis=1)
         # Translation: linear.
         t = out[:3]
         t *= r0
-        t += b[:3] * ratio
+        b[:3] *= ratio
+        t += b[:3]
         # Rotation: shortest-path slerp with the per-interval angle.
         th = theta[i]
         k = inv[i]
-        s0 = np.sin(r0 * th)
+        s0 = r0 * th
+        np.sin(s0, out=s0)
         s0 *= k
-        s1 = np.sin(ratio * th)
+        s1 = ratio * th
+        np.sin(s1, out=s1)
         s1 *= k
-        s1 *= sign[i]
-        fixed = still[i]
-        if fixed.any():
+        if still is not None:
+            fixed = still[i]
             s0[fixed] = 1.0
             s1[fixed] = 0.0
         q = out[3:]
         q *= s0
-        q += b[3:] * s1
+        qb = b[3:]
+        qb *= s1
+        q += qb
         return out, parent, ok
 
     # --- introspection ---------------------------------------------------------------
@@ -482,7 +535,7 @@ class StaticCache:
             )
         return (
             np.repeat(np.array(self.data[:7], dtype=np.float64)[:, None], count, axis=1),
-            np.full(count, self.data[7], dtype=np.int64),
+            self.data[7],
             np.ones(count, dtype=bool),
         )
 
