@@ -549,9 +549,11 @@ class Buffer(BufferCore):
         requested time, at the latest data (time 0 resolves through the latest samples) and
         at the resolved latest common time.
         """
-        missing = frozenset(f for f in request.frames if not self._frame_exists(f))
-        if missing:
-            return frozenset(), missing
+        if request.watch_any or not request.watch:  # new, or a frame was missing: look
+            missing = frozenset(f for f in request.frames if not self._frame_exists(f))
+            if missing:
+                return frozenset(), missing
+        # (frame names are never removed, so frames that existed still exist)
         times = set(request.times)
         times.add(Time())
         for frame_a, frame_b, time_ns in request.pairs:
