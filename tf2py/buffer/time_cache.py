@@ -182,7 +182,7 @@ class StampSearch:
 class TimeCache:
     """The history of one child frame over a sliding window of ``cache_time_ns``."""
 
-    __slots__ = ("cache_time_ns", "stamps", "values", "parents", "start", "_table")
+    __slots__ = ("cache_time_ns", "stamps", "values", "parents", "start", "_table", "_last")
 
     is_static = False
 
@@ -193,12 +193,13 @@ class TimeCache:
         self.parents = array("i")
         self.start = 0
         self._table = None  # per-interval slerp table for batch lookups (see _slerp_table)
+        self._last = None  # the latest sample as a get() result, built on first use
 
     # --- insertion -------------------------------------------------------------------
 
     def insert(self, stamp, tx, ty, tz, qx, qy, qz, qw, parent) -> bool:
         """Store one sample; False if it is older than the window (tf2's TF_OLD_DATA)."""
-        self._table = None
+        self._table = self._last = None
         stamps = self.stamps
         n = len(stamps)
         start = self.start
@@ -252,7 +253,7 @@ class TimeCache:
         self.start = 0
 
     def _reset(self):
-        self._table = None
+        self._table = self._last = None
         self.stamps = array("q")
         self.values = array("d")
         self.parents = array("i")
@@ -273,8 +274,11 @@ class TimeCache:
             return None
         last = stamps[-1]
         if t == last or t == 0:
-            j = n * 7 - 7
-            return (*self.values[j : j + 7], self.parents[-1])
+            result = self._last
+            if result is None:
+                j = n * 7 - 7
+                result = self._last = (*self.values[j : j + 7], self.parents[-1])
+            return result
         if t > last or n - start == 1:
             return None
         first = stamps[start]
