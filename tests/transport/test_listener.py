@@ -372,3 +372,32 @@ def test_static_into_real_buffer_is_valid_at_any_time(core):
         with TransformListener(buffer, core.address):
             t = buffer.lookup_transform("base", "camera", 12345.0, timeout=10.0)
             assert t.transform.translation.z == 1.0
+
+
+def test_core_keeps_the_latest_static_per_child_across_broadcasters(core):
+    with StaticTransformBroadcaster(core.address, authority="first@h:1") as first, \
+            StaticTransformBroadcaster(core.address, authority="second@h:2") as second:
+        first.send_transform(make_transform("map", "shared", (1, 0, 0)))
+        wait_for(lambda: core.latched_frames() == ["shared"])
+        second.send_transform(make_transform("map", "shared", (2, 0, 0)))
+        wait_for(lambda: core.static_messages >= 2)
+        buffer = RecordingBuffer()
+        with TransformListener(buffer, core.address):
+            wait_for(lambda: "shared" in buffer.children(is_static=True))
+            authority, _, _, _, _, row = buffer.rows()[0]
+        assert (authority, row[0]) == ("second@h:2", 2.0)
+
+
+def test_static_of_a_future_version_is_passed_on_and_counted_by_the_listener(core):
+    buffer = RecordingBuffer()
+    publisher = raw_socket(zmq.PUB, core.address)
+    try:
+        with TransformListener(buffer, core.address) as listener:
+            open_path(lambda: publisher.send_multipart(
+                [wire.TOPIC_STATIC_LATCH, good_body("probe")]), listener)
+            publisher.send_multipart([wire.TOPIC_STATIC_LATCH, msgpack.packb([7, "future"])])
+            wait_for(lambda: listener.stats()["dropped"].get("version") == 1)
+            assert core.dropped.snapshot() == {"version": 1}
+            assert core.latched_frames() == ["probe"]
+    finally:
+        publisher.close()

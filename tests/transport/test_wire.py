@@ -148,3 +148,13 @@ def test_default_authority_names_program_host_and_pid():
 
     authority = wire.default_authority()
     assert authority.endswith(f":{os.getpid()}") and "@" in authority
+
+
+def test_documented_example_encodes_to_the_bytes_in_protocol_doc():
+    body = wire.encode_transforms(make_transform("world", "base", (1, 2, 3), stamp=1.5), "me@h")
+    expected = (
+        b"\x96\x01\xa4me@h\x91\xa5world\x91\xa4base"
+        + b"\xc4\x08" + bytes.fromhex("002f685900000000")
+        + b"\xc4\x38" + np.array([1, 2, 3, 0, 0, 0, 1], dtype="<f8").tobytes()
+    )
+    assert body == expected
