@@ -181,7 +181,7 @@ def load_note() -> str:
 # -- ingest ----------------------------------------------------------------------------------
 
 
-def run_ingest(address, batch, count_per_proc, rate, procs=2):
+def run_ingest(address, batch, count_per_proc, rate, procs=2, core_pid=None):
     buffer = Buffer(cache_time=1e6)
     listener = TransformListener(buffer, address)
     senders = [spawn([PY, "-c", BROADCASTER, address, str(k), str(count_per_proc), str(batch),
@@ -190,6 +190,7 @@ def run_ingest(address, batch, count_per_proc, rate, procs=2):
         for s in senders:
             expect(s, "ready")
         expected = procs * count_per_proc * batch
+        core0 = proc_cpu_seconds(core_pid) if core_pid else 0.0
         c0 = time.process_time()
         t0 = time.perf_counter()
         for s in senders:
@@ -205,6 +206,7 @@ def run_ingest(address, batch, count_per_proc, rate, procs=2):
                 break
         elapsed = last_change - t0
         cpu = time.process_time() - c0
+        core_cpu = (proc_cpu_seconds(core_pid) if core_pid else 0.0) - core0
         for s in senders:
             expect(s, "done")
         stats = listener.stats()
@@ -215,7 +217,8 @@ def run_ingest(address, batch, count_per_proc, rate, procs=2):
     received = stats["received_transforms"]
     return dict(batch=batch, rate=rate, expected=expected, received=received,
                 loss=1 - received / expected, per_s=received / elapsed, elapsed=elapsed,
-                cpu_per_transform_us=cpu / max(received, 1) * 1e6, dropped=stats["dropped"])
+                cpu_per_transform_us=cpu / max(received, 1) * 1e6, dropped=stats["dropped"],
+                core_us_per_message=core_cpu / max(received / batch, 1) * 1e6)
 
 
 def section_ingest():
@@ -226,11 +229,12 @@ def section_ingest():
         for batch, rates in ((1, (25_000, 40_000, 50_000, 60_000)),
                              (50, (2_000, 3_000, 4_000, 5_000))):
             for rate in rates:  # messages/s per broadcaster process
-                res = run_ingest(address, batch, rate * 2, rate)
+                res = run_ingest(address, batch, rate * 2, rate, core_pid=core.pid)
                 print(f"   batch {batch:>2} offered {rate * batch * 2:>8,}/s: received "
                       f"{res['per_s']:>9,.0f}/s, loss {res['loss']:6.2%} "
                       f"({res['received']:,}/{res['expected']:,}), listener CPU "
-                      f"{res['cpu_per_transform_us']:.2f} us/transform  ({load_note()})")
+                      f"{res['cpu_per_transform_us']:.2f} us/transform, core CPU "
+                      f"{res['core_us_per_message']:.2f} us/message  ({load_note()})")
             flat = run_ingest(address, batch, 150_000 // batch * 2 if batch > 1 else 150_000, 0)
             print(f"   batch {batch:>2} flat out       : received {flat['per_s']:>9,.0f}/s, "
                   f"loss {flat['loss']:6.2%} ({flat['received']:,}/{flat['expected']:,}), "

@@ -180,28 +180,34 @@ class Core:
                     while injector.poll(0):
                         injector.recv()  # subscriptions forwarded by the XSUB; nothing to do
                 if tap in events:
-                    while tap.poll(0):
+                    # Subscriptions that arrive together get one replay (after the updates
+                    # read with them), so a crowd of listeners joining at once costs one
+                    # replay per wake-up, not one per listener.
+                    replay = False
+                    for _ in range(10_000):
+                        if not tap.poll(0):
+                            break
                         frames = tap.recv_multipart()
                         try:
-                            self._on_tap(frames, injector)
+                            replay = self._on_tap(frames, injector) or replay
                         except Exception as exc:  # never let bad input stop the core
                             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+                    if replay and self._latched:
+                        self._replay(injector)
         except zmq.ZMQError as exc:
             if exc.errno != zmq.ETERM:
                 logger.error("tf2py core: latch thread stopped: %s", exc)
 
-    def _on_tap(self, frames, injector) -> None:
+    def _on_tap(self, frames, injector) -> bool:
+        """Handle one captured message; True when it is a subscription that needs a replay."""
         first = frames[0]
         if len(frames) == 1 and first[:1] == b"\x01":
-            prefix = first[1:]
-            if wire.TOPIC_TF_STATIC.startswith(prefix) and self._latched:
-                self._replay(injector)
-            return
+            return wire.TOPIC_TF_STATIC.startswith(first[1:])
         if first != wire.TOPIC_STATIC_LATCH:
-            return
+            return False
         if len(frames) != 2:
             self.dropped.drop("shape", f"a latch message has 2 frames, got {len(frames)}")
-            return
+            return False
         body = frames[1]
         try:
             arrays = wire.decode_transforms(body)
@@ -209,10 +215,10 @@ class Core:
             # Not latched (we cannot read it), but passed on: newer listeners may.
             self.dropped.drop("version", str(exc))
             injector.send_multipart([wire.TOPIC_TF_STATIC, body])
-            return
+            return False
         except wire.WireError as exc:
             self.dropped.drop(exc.cause, str(exc))
-            return
+            return False
         self.static_messages += 1
         with self._lock:
             for i, child in enumerate(arrays.children):
@@ -226,6 +232,7 @@ class Core:
                     arrays.authority,
                 )
         injector.send_multipart([wire.TOPIC_TF_STATIC, body])
+        return False
 
     def _replay(self, injector) -> None:
         """Re-publish every latched static transform, one message per authority."""
