@@ -282,6 +282,25 @@ def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
         obj = _unpackb(data)
     except Exception as exc:
         raise WireError(_undecodable(exc), "garbage") from None
+    # Fast path: a well-formed version-1 message with one transform (the common /tf case).
+    if obj.__class__ is list and len(obj) == 6:
+        version, authority, parents, children, stamps_bin, values_bin = obj
+        if (
+            version == 1
+            and version.__class__ is int
+            and authority.__class__ is str
+            and parents.__class__ is list
+            and children.__class__ is list
+            and len(parents) == 1
+            and len(children) == 1
+            and parents[0].__class__ is str
+            and children[0].__class__ is str
+            and stamps_bin.__class__ is bytes
+            and values_bin.__class__ is bytes
+            and len(stamps_bin) == 8
+            and len(values_bin) == 56
+        ):
+            return authority, parents, children, stamps_bin, values_bin
     if obj.__class__ is not list or not obj:
         raise WireError(f"a transforms message is a msgpack array, got {_describe(obj)}")
     version = obj[0]
