@@ -140,3 +140,12 @@ def test_batch_agrees_with_single_on_forests(core, a, b, times):
             assert str(exc) == str(first_error)
         else:
             raise AssertionError("lookup_transforms did not raise %r" % first_error)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), frame, frame, frame, when, when)
+def test_full_lookup_is_composition_through_fixed_frame(core, target, source, fixed, tt, ts):
+    full = core.lookup_transform_full(target, tt, source, ts, fixed).transform.as_matrix()
+    np.testing.assert_allclose(
+        full, matrix(core, target, fixed, tt) @ matrix(core, fixed, source, ts), atol=1e-9
+    )
