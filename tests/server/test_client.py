@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from helpers import free_address, wait_for
-from tf2py import LookupException, TimeoutException, make_transform
+from tf2py import InvalidArgumentException, LookupException, TimeoutException, make_transform
 from tf2py.server.client import BufferClient
 
 # A buffer server in its own process: map -> odom static, and "late" once told on stdin.
@@ -168,9 +168,28 @@ def test_async_full_form_resolves(buffer, client):
     )
 
 
-def test_frame_that_is_not_a_string_raises_type_error(client):
-    with pytest.raises(TypeError, match="target_frame must be a str"):
-        client.lookup_transform(3, "odom", 0)
+@pytest.mark.parametrize(
+    "args",
+    [(3, "odom", 0), ("map", None, 0), ("map", "odom", "noon"), ("map", "odom", float("nan"))],
+)
+def test_bad_argument_raises_the_local_invalid_argument_without_a_round_trip(
+    buffer, server, client, args
+):
+    with pytest.raises(InvalidArgumentException) as local:
+        buffer.lookup_transform(*args)
+    with pytest.raises(InvalidArgumentException) as remote:
+        client.lookup_transform(*args)
+    assert str(remote.value) == str(local.value)
+    assert server.stats()["goals"] == 0
+
+
+def test_bad_fixed_frame_raises_the_local_invalid_argument(buffer, client):
+    args = ("map", 0, "odom", 0, 5)
+    with pytest.raises(InvalidArgumentException) as local:
+        buffer.lookup_transform_full(*args)
+    with pytest.raises(InvalidArgumentException) as remote:
+        client.lookup_transform_full(*args)
+    assert str(remote.value) == str(local.value)
 
 
 def test_close_fails_waiting_futures_and_leaves_no_threads(server):

@@ -207,6 +207,45 @@ def test_answerable_goal_returns_fast_while_50_clients_hold_waiting_goals(server
     wait_for(lambda: server.pending_count == 0, message="closed clients cancel their goals")
 
 
+def test_answerable_goal_returns_fast_while_500_goals_wait(server):
+    with _raw_dealer(server.address) as dealer:
+        for goal_id in range(500):
+            dealer.send(protocol.pack_goal(goal_id, "map", f"missing_{goal_id}", 0, 0, "", False,
+                                           60_000_000_000))
+        wait_for(lambda: server.pending_count == 500, message="500 goals pending")
+        with BufferClient(server.address) as fast:
+            fast.lookup_transform("map", "laser", 2.0)  # connect before timing
+            started = time.perf_counter()
+            fast.lookup_transform("map", "laser", 2.0)
+            elapsed = time.perf_counter() - started
+    assert elapsed < 0.1
+
+
+def test_goals_that_time_out_together_do_not_hold_back_an_answerable_goal(server):
+    with _raw_dealer(server.address) as dealer:
+        for goal_id in range(1000):  # all due in 50 ms, each answered with a lookup
+            dealer.send(protocol.pack_goal(goal_id, "map", f"missing_{goal_id}", 0, 0, "", False,
+                                           50_000_000))
+        wait_for(lambda: server.stats()["goals"] == 1000, message="1000 goals read")
+        with BufferClient(server.address) as fast:
+            answer = fast.lookup_transform("map", "laser", 2.0)
+        assert answer.child_frame_id == "laser"
+        timed_out = 0
+        while timed_out < 1000:
+            message = unpack(dealer.recv())
+            if message[1] == "result":
+                assert message[3] == 1  # LookupException: the frame does not exist
+                timed_out += 1
+    assert server.pending_count == 0
+
+
+def test_huge_timeout_is_clamped_not_refused(server, client):
+    future = client.lookup_transform_async("map", "never", 0, timeout=1e12)
+    wait_for(lambda: server.pending_count == 1, message="goal pending")
+    future.cancel()
+    wait_for(lambda: server.pending_count == 0, message="goal cancelled")
+
+
 def test_finished_goals_leave_no_state_behind(buffer, server, client):
     for i in range(300):
         client.lookup_transform("map", "laser", 2.0)

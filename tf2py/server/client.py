@@ -33,7 +33,7 @@ from concurrent.futures import Future, InvalidStateError
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ..buffer.exceptions import TimeoutException, TransformException
+from ..buffer.exceptions import InvalidArgumentException, TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
 from ..transport.address import server_address
 from . import protocol
@@ -46,6 +46,9 @@ _OP_GOAL = b"G"
 _OP_CANCEL = b"C"
 _OP_CLOSE = b"X"
 _BATCH = 256
+_MAX_TIMEOUT_NS = 2**63 - 1
+# The longest single poll (ms): far deadlines are reached in several polls.
+_MAX_POLL_MS = 3_600_000
 _instance_ids = itertools.count()
 
 
@@ -89,9 +92,28 @@ class _Goal:
 
 
 def _check_frame(value, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    """The frame id, or the InvalidArgumentException a local Buffer raises for it."""
+    if value.__class__ is not str and not isinstance(value, str):
+        raise InvalidArgumentException(
+            "Invalid argument %r passed to lookupTransform argument %s - frame ids must be "
+            "strings" % (value, name)
+        )
     return value
+
+
+def _timeout_ns(timeout) -> int:
+    """A timeout (seconds or Duration; None or <= 0: do not wait) in int64 nanoseconds."""
+    if not timeout:
+        return 0
+    return min(max(0, duration_to_nanoseconds(timeout, "timeout")), _MAX_TIMEOUT_NS)
+
+
+def _time_ns(value) -> int:
+    """Nanoseconds of a Time or seconds; InvalidArgumentException as a local Buffer."""
+    try:
+        return to_nanoseconds(value, "time")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException(str(exc)) from None
 
 
 class _Channel:
@@ -240,7 +262,7 @@ class BufferClient:
         ``target_frame`` at ``time`` (0 = latest common time), or with tf2's exception.
         The server waits up to ``timeout`` for the data; ``future.cancel()`` cancels the goal
         on the server too."""
-        t = to_nanoseconds(time)
+        t = _time_ns(time)
         return self._submit(
             _check_frame(target_frame, "target_frame"),
             _check_frame(source_frame, "source_frame"),
@@ -252,11 +274,12 @@ class BufferClient:
     ) -> Future:
         """The time-travel form of ``lookup_transform_async``: ``source_frame`` at
         ``source_time`` into ``target_frame`` at ``target_time``, through ``fixed_frame``."""
+        target_ns = _time_ns(target_time)
+        source_ns = _time_ns(source_time)
         return self._submit(
             _check_frame(target_frame, "target_frame"),
             _check_frame(source_frame, "source_frame"),
-            to_nanoseconds(source_time, "source_time"),
-            to_nanoseconds(target_time, "target_time"),
+            source_ns, target_ns,
             _check_frame(fixed_frame, "fixed_frame"),
             True, timeout,
         )
@@ -269,7 +292,7 @@ class BufferClient:
         ExtrapolationException subclasses, InvalidArgumentException), and TimeoutException when
         the server does not answer within ``timeout + timeout_padding``.
         """
-        t = to_nanoseconds(time)
+        t = _time_ns(time)
         return self._call(
             _check_frame(target_frame, "target_frame"),
             _check_frame(source_frame, "source_frame"),
@@ -282,11 +305,12 @@ class BufferClient:
         """The time-travel lookup: data in ``source_frame`` at ``source_time`` into
         ``target_frame`` at ``target_time``, ``fixed_frame`` being the frame that does not
         change over time. Raises as ``lookup_transform``."""
+        target_ns = _time_ns(target_time)
+        source_ns = _time_ns(source_time)
         return self._call(
             _check_frame(target_frame, "target_frame"),
             _check_frame(source_frame, "source_frame"),
-            to_nanoseconds(source_time, "source_time"),
-            to_nanoseconds(target_time, "target_time"),
+            source_ns, target_ns,
             _check_frame(fixed_frame, "fixed_frame"),
             True, timeout,
         )
@@ -363,7 +387,7 @@ class BufferClient:
 
     def _submit(self, target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
                 advanced, timeout) -> Future:
-        timeout_ns = max(0, duration_to_nanoseconds(timeout, "timeout"))
+        timeout_ns = _timeout_ns(timeout)
         goal_id = next(self._ids)
         now = time.monotonic_ns()
         future = Future()
@@ -409,7 +433,7 @@ class BufferClient:
     def _call(self, target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
               advanced, timeout):
         """A blocking lookup on the calling thread's own socket."""
-        timeout_ns = max(0, duration_to_nanoseconds(timeout, "timeout"))
+        timeout_ns = _timeout_ns(timeout)
         channel = self._channel()
         goal_id = next(self._ids)
         sent_ns = time.monotonic_ns()
@@ -437,7 +461,7 @@ class BufferClient:
                     raise ServerTimeoutException(
                         _no_answer(self.address, time.monotonic_ns() - sent_ns, timeout_ns,
                                    self._padding_ns))
-                for ready, _ in poll(-(-wait_ns // 1_000_000)):
+                for ready, _ in poll(min(-(-wait_ns // 1_000_000), _MAX_POLL_MS)):
                     if ready is sock:
                         for _ in range(_BATCH):
                             try:
@@ -489,7 +513,7 @@ class BufferClient:
             while running:
                 if deadlines:
                     wait_ns = deadlines[0][0] - time.monotonic_ns()
-                    timeout = max(0, -(-wait_ns // 1_000_000))
+                    timeout = min(max(0, -(-wait_ns // 1_000_000)), _MAX_POLL_MS)
                 else:
                     timeout = None
                 for sock, _ in poller.poll(timeout):

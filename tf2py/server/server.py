@@ -40,6 +40,8 @@ _MAX_FRAME_BYTES = 1024 * 1024
 # Messages handled per socket per loop turn, so a flood on one socket cannot starve the
 # answers of waiting goals or the deadlines.
 _BATCH = 256
+# The longest single poll (ms): far deadlines are reached in several polls.
+_MAX_POLL_MS = 3_600_000
 
 _instance_ids = itertools.count()
 
@@ -180,9 +182,11 @@ class BufferServer:
         poller.register(wake, zmq.POLLIN)
         try:
             while not self._closed:
-                if self._deadlines:
+                if self._ready:
+                    timeout = 0  # answers left over from the last turn
+                elif self._deadlines:
                     wait_ms = (self._deadlines[0][0] - time.monotonic_ns()) / 1e6
-                    timeout = max(0, math.ceil(wait_ms))
+                    timeout = min(max(0, math.ceil(wait_ms)), _MAX_POLL_MS)
                 else:
                     timeout = None
                 events = poller.poll(timeout)
@@ -353,7 +357,8 @@ class BufferServer:
     def _answer_ready(self) -> None:
         ready = self._ready
         pending_goals = self._pending
-        while ready:
+        # At most a batch per turn, so new goals are read between batches of answers.
+        for _ in range(min(len(ready), _BATCH)):
             pending = ready.popleft()
             key = (pending.identity, pending.goal.goal_id)
             if pending_goals.get(key) is not pending:
@@ -377,12 +382,16 @@ class BufferServer:
         now = time.monotonic_ns()
         deadlines = self._deadlines
         pending_goals = self._pending
-        while deadlines and deadlines[0][0] <= now:
+        # At most a batch of lookups per turn (many goals may share a deadline); the rest
+        # are due at once on the next turn, after the sockets are read.
+        budget = _BATCH
+        while deadlines and deadlines[0][0] <= now and budget:
             _, seq, key = heapq.heappop(deadlines)
             pending = pending_goals.get(key)
             if pending is None or pending.seq != seq:
                 continue
             del pending_goals[key]
+            budget -= 1
             pending.future.cancel()
             # tf2 answers a goal whose time ran out with the reason the lookup fails now.
             try:
