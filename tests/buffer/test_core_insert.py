@@ -324,3 +324,15 @@ def test_array_value_raises_invalid_argument(core):
 def test_numpy_scalars_are_accepted(core):
     core.set_transform_values("p", "c", np.int64(5), np.float64(1), 0, 0, 0, 0, 0, np.float32(1), "x")
     assert core.lookup_transform("p", "c", 5e-9).transform.translation.x == 1.0
+
+
+def test_set_transforms_non_numeric_values_raise(core):
+    with pytest.raises(InvalidArgumentException, match="float array"):
+        core.set_transforms(["p"], ["c"], [0], [["a"] * 7], "x")
+    _assert_nothing_stored(core)
+
+
+def test_set_transforms_mismatched_lengths_raise(core):
+    with pytest.raises(InvalidArgumentException, match="as many children"):
+        core.set_transforms(["p", "p"], ["c"], [0, 1], np.zeros((2, 7)) + [0, 0, 0, 0, 0, 0, 1], "x")
+    _assert_nothing_stored(core)

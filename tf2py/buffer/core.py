@@ -344,7 +344,12 @@ class BufferCore:
         ``parents``/``children``: N frame ids; ``stamps_ns``: N int nanoseconds; ``values``:
         float64 array (N, 7) of ``[tx, ty, tz, qx, qy, qz, qw]``.
         """
-        values = np.asarray(values, dtype=np.float64)
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentException(
+                "set_transforms needs a float array of values, shape (N, 7): %s" % exc
+            ) from None
         n = len(parents)
         if values.ndim != 2 or values.shape[1] != 7 or values.shape[0] != n:
             raise InvalidArgumentException(
