@@ -336,3 +336,11 @@ def test_set_transforms_mismatched_lengths_raise(core):
     with pytest.raises(InvalidArgumentException, match="as many children"):
         core.set_transforms(["p", "p"], ["c"], [0, 1], np.zeros((2, 7)) + [0, 0, 0, 0, 0, 0, 1], "x")
     _assert_nothing_stored(core)
+
+
+def test_array_value_for_known_frames_raises_and_keeps_data(core):
+    core.set_transform_values("p", "c", 0, 1.0, 0, 0, 0, 0, 0, 1, "x")  # names known
+    with pytest.raises(InvalidArgumentException, match="is not a number"):
+        core.set_transform_values("p", "c", 1, np.array([2.0]), 0, 0, 0, 0, 0, 1, "x", True)
+    assert core.lookup_transform("p", "c", 0).transform.translation.x == 1.0
+    assert not core.frames_info()["c"]["is_static"]

@@ -307,9 +307,13 @@ class BufferCore:
                 and stamp_ns.__class__ is int
             ):
                 norm2 = qx * qx + qy * qy + qz * qz + qw * qw
-                # NaN or ±inf anywhere makes this NaN (inf * 0 = NaN).
-                if tx * 0.0 + ty * 0.0 + tz * 0.0 + norm2 * 0.0 == 0.0 and (
-                    -_QUATERNION_TOLERANCE < norm2 - 1.0 < _QUATERNION_TOLERANCE
+                # NaN or ±inf anywhere makes this NaN (inf * 0 = NaN); anything but plain
+                # numbers (an array, say) makes it something other than a float.
+                check = tx * 0.0 + ty * 0.0 + tz * 0.0 + norm2 * 0.0
+                if (
+                    check == 0.0
+                    and isinstance(check, float)
+                    and -_QUATERNION_TOLERANCE < norm2 - 1.0 < _QUATERNION_TOLERANCE
                 ):
                     if norm2 != 1.0:
                         scale = 1.0 / sqrt(norm2)
@@ -507,7 +511,8 @@ class BufferCore:
             check = tx * 0.0 + ty * 0.0 + tz * 0.0 + qx * 0.0 + qy * 0.0 + qz * 0.0 + qw * 0.0
             norm2 = qx * qx + qy * qy + qz * qz + qw * qw
             fast = (
-                check == 0.0
+                isinstance(check, float)
+                and check == 0.0
                 and -_QUATERNION_TOLERANCE < norm2 - 1.0 < _QUATERNION_TOLERANCE
                 and parent.__class__ is str
                 and child.__class__ is str
