@@ -301,22 +301,46 @@ def test_goal_of_an_unknown_version_gets_invalid_argument(server):
 
 
 @pytest.mark.parametrize(
-    "frames",
+    "frames, cause",
     [
-        [b"\xc1 garbage"],
-        [pack({"not": "a goal"})],
-        [b"\x00" * (protocol.MAX_GOAL_BYTES + 100)],
-        [_answerable_goal(1), b"an extra frame"],
+        ([b"\xc1 garbage"], "undecodable"),
+        ([pack({"not": "a goal"})], "no goal id"),
+        ([b"\x00" * (protocol.MAX_GOAL_BYTES + 100)], "oversized"),
+        ([_answerable_goal(1), b"an extra frame"], "framing"),
     ],
     ids=["garbage", "no-id", "oversized", "two-frames"],
 )
-def test_unanswerable_message_is_dropped_and_counted_and_the_server_goes_on(server, frames):
+def test_unanswerable_message_is_dropped_and_counted_and_the_server_goes_on(
+    server, frames, cause
+):
     with _raw_dealer(server.address) as dealer:
         dealer.send_multipart(frames)
         dealer.send(_answerable_goal(7))
         answer = unpack(dealer.recv())
         assert answer[2:4] == [7, 0]  # the next message is the good goal's answer
     assert server.stats()["dropped"] == 1
+    assert server.stats()["dropped_by_cause"] == {cause: 1}
+
+
+def test_bad_input_is_logged_once_per_cause(server, caplog):
+    with caplog.at_level("WARNING", logger="tf2py.server"):
+        with _raw_dealer(server.address) as dealer:
+            for _ in range(3):
+                dealer.send(b"\xc1 garbage")
+            dealer.send(_answerable_goal(8))
+            assert unpack(dealer.recv())[2] == 8
+    assert server.stats()["dropped"] == 3
+    assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
+
+
+def test_goal_of_a_client_that_went_away_times_out_without_harm(server, client):
+    with _raw_dealer(server.address) as dealer:
+        dealer.send(protocol.pack_goal(1, "map", "never", 0, 0, "", False, 100_000_000))
+        wait_for(lambda: server.pending_count == 1, message="goal pending")
+    # the client is gone; its goal is answered into the void at its deadline
+    wait_for(lambda: server.stats()["answered_at_timeout"] == 1, message="goal timed out")
+    assert server.pending_count == 0
+    assert client.lookup_transform("map", "laser", 2.0).child_frame_id == "laser"
 
 
 # --- resources ------------------------------------------------------------------------------

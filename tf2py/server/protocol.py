@@ -70,9 +70,10 @@ class ProtocolError(ValueError):
     """A message that does not follow the protocol. ``goal_id`` is set when the message
     carried a usable goal id, so the server can answer it with INVALID_ARGUMENT."""
 
-    def __init__(self, message: str, goal_id: int | None = None):
+    def __init__(self, message: str, goal_id: int | None = None, cause: str = "malformed"):
         super().__init__(message)
         self.goal_id = goal_id
+        self.cause = cause  # a short category, for counting and logging once per cause
 
 
 class Goal:
@@ -249,14 +250,16 @@ def parse_client_message(data: bytes):
     ``goal_id`` is the message's id when one could be read (answer it), else None (drop it).
     """
     if len(data) > MAX_GOAL_BYTES:
-        raise ProtocolError(f"message of {len(data)} bytes exceeds {MAX_GOAL_BYTES}")
+        raise ProtocolError(
+            f"message of {len(data)} bytes exceeds {MAX_GOAL_BYTES}", cause="oversized"
+        )
     try:
         msg = unpack(data)
     except WireError as exc:
-        raise ProtocolError(f"undecodable message: {exc}") from None
+        raise ProtocolError(f"undecodable message: {exc}", cause="undecodable") from None
     goal_id = _goal_id_of(msg)
     if goal_id is None:
-        raise ProtocolError("message without a goal id")
+        raise ProtocolError("message without a goal id", cause="no goal id")
     if msg[0] != PROTOCOL_VERSION:
         raise ProtocolError(
             f"unsupported protocol version {msg[0]!r} (this server speaks {PROTOCOL_VERSION})",

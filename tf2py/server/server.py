@@ -78,6 +78,7 @@ class BufferServer:
         self._wake_lock = threading.Lock()
         self._closed = False
         self._logged_causes: set = set()
+        self._dropped_by_cause: dict = {}
         self._counts = {
             "goals": 0,
             "answered": 0,
@@ -135,9 +136,11 @@ class BufferServer:
     def stats(self) -> dict:
         """Counters since start: goals, answered (at once / on insert / at timeout), waited,
         cancelled, duplicates, invalid_answered (INVALID_ARGUMENT for an unreadable goal),
-        dropped (messages without a usable goal id), pending."""
+        dropped (messages without a usable goal id), dropped_by_cause ({cause: count}: "undecodable",
+        "oversized", "no goal id", "framing"), pending."""
         counts = dict(self._counts)
         counts["pending"] = len(self._pending)
+        counts["dropped_by_cause"] = dict(self._dropped_by_cause)
         return counts
 
     def close(self) -> None:
@@ -234,10 +237,11 @@ class BufferServer:
             try:
                 self._handle(identity, data)
             except Exception as exc:  # never let one message stop the server
-                self._drop(f"error:{type(exc).__name__}", f"a message that raised {exc!r}")
+                self._drop(f"error {type(exc).__name__}", f"a message that raised {exc!r}")
 
     def _drop(self, cause: str, what: str) -> None:
         self._counts["dropped"] += 1
+        self._dropped_by_cause[cause] = self._dropped_by_cause.get(cause, 0) + 1
         if cause not in self._logged_causes:
             self._logged_causes.add(cause)
             _log.warning("tf2py server: dropped %s (logged once per cause)", what)
@@ -250,7 +254,7 @@ class BufferServer:
             kind, goal_id, goal = protocol.parse_client_message(data)
         except ProtocolError as exc:
             if exc.goal_id is None:
-                self._drop(f"protocol:{str(exc)[:40]}", f"an unreadable message ({exc})")
+                self._drop(exc.cause, f"an unreadable message ({exc})")
             else:
                 self._counts["invalid_answered"] += 1
                 if "invalid" not in self._logged_causes:
