@@ -175,6 +175,19 @@ def test_cancel_forgets_the_goal_on_the_server(buffer, server, client):
     assert server.stats()["cancelled"] == 1
 
 
+def test_resent_goal_is_not_a_second_goal_and_keeps_the_earlier_deadline(server):
+    with _raw_dealer(server.address) as dealer:
+        dealer.send(protocol.pack_goal(12, "map", "never", 0, 0, "", False, 60_000_000_000))
+        assert unpack(dealer.recv())[1:3] == ["accepted", 12]
+        dealer.send(protocol.pack_goal(12, "map", "never", 0, 0, "", False, 100_000_000))
+        assert unpack(dealer.recv())[1:3] == ["accepted", 12]
+        assert server.pending_count == 1
+        answer = unpack(dealer.recv())  # at the 0.1 s deadline, not the 60 s one
+        assert answer[1:4] == ["result", 12, 1]
+        assert "timeout was 60." in answer[5]
+    assert server.stats()["duplicates"] == 1
+
+
 def test_cancel_is_acknowledged(server):
     with _raw_dealer(server.address) as dealer:
         dealer.send(protocol.pack_goal(11, "map", "never", 0, 0, "", False, 60_000_000_000))

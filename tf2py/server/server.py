@@ -284,9 +284,16 @@ class BufferServer:
     def _handle_goal(self, identity: bytes, goal) -> None:
         self._counts["goals"] += 1
         key = (identity, goal.goal_id)
-        if key in self._pending:
-            # The same goal again: a client re-sending after reconnecting. It already waits.
+        waiting = self._pending.get(key)
+        if waiting is not None:
+            # The same goal again: a client re-sending after reconnecting, with the time it
+            # has left. It already waits; keep the earlier of the two deadlines.
             self._counts["duplicates"] += 1
+            deadline_ns = time.monotonic_ns() + max(0, goal.timeout_ns)
+            if deadline_ns < waiting.deadline_ns:
+                waiting.deadline_ns = deadline_ns
+                waiting.seq = next(self._seq)
+                heapq.heappush(self._deadlines, (deadline_ns, waiting.seq, key))
             self._send(identity, protocol.pack_accepted(goal.goal_id))
             return
         try:
