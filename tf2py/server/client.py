@@ -37,7 +37,7 @@ from ..buffer.exceptions import InvalidArgumentException, TimeoutException, Tran
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
 from ..transport.address import server_address
 from . import protocol
-from .protocol import ACCEPTED, RESULT, ProtocolError
+from .protocol import RESULT, ProtocolError
 
 __all__ = ["BufferClient"]
 
