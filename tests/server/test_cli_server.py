@@ -53,8 +53,10 @@ def test_server_port_zero_prints_the_chosen_port_and_stops_on_sigint(spawn, tf2p
     assert server.wait(timeout=15) == 0
 
 
-def test_server_refuses_a_bad_cache_time_with_one_line(spawn, tf2py_command):
-    proc = spawn(tf2py_command + ["server", "--cache-time", "-1", "--address", "tcp://127.0.0.1:0"])
+@pytest.mark.parametrize("cache_time", ["-1", "0", "inf", "nan"])
+def test_server_refuses_a_bad_cache_time_with_one_line(spawn, tf2py_command, cache_time):
+    proc = spawn(tf2py_command + ["server", f"--cache-time={cache_time}", "--address",
+                                  "tcp://127.0.0.1:0"])
     assert proc.wait(timeout=15) != 0
     assert proc.output().strip().count("\n") == 0
     assert "--cache-time" in proc.output()

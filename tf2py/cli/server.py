@@ -36,8 +36,10 @@ def run(args) -> int:
     from ..server.server import BufferServer
     from ..transport.listener import TransformListener
 
-    if not args.cache_time > 0:
-        raise CommandError(f"--cache-time must be a positive number of seconds, got {args.cache_time}")
+    if not 0 < args.cache_time < float("inf"):
+        raise CommandError(
+            f"--cache-time must be a positive number of seconds, got {args.cache_time:g}"
+        )
     buffer = Buffer(cache_time=args.cache_time)
     listener = server = None
     try:
