@@ -6,11 +6,15 @@ from __future__ import annotations
 import math
 import re
 import signal
+import time
+
+import pytest
 
 from cli_support import core, free_address, latch, repeat, tf2py, wait_for  # noqa: F401
 from tf2py import make_transform
 from tf2py.buffer.messages import quaternion_from_rpy
-from tf2py.cli.echo import format_block
+from tf2py.cli.common import CommandError
+from tf2py.cli.echo import format_block, wait_until_available
 
 YAW_90_BLOCK = [
     "At time 5.050000000",
@@ -186,3 +190,54 @@ def test_echo_needs_two_frames(tf2py):
     result = tf2py("echo", "map")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_echo_refuses_an_empty_frame_id_at_once(tf2py):
+    result = tf2py("echo", "", "base_link", "--timeout", "30")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        'tf2py echo: error: Invalid frame ID "" passed to lookupTransform argument target_frame'
+        " - in tf2 frame_ids cannot be empty")
+
+
+def test_echo_refuses_a_frame_id_with_a_leading_slash_at_once(tf2py):
+    result = tf2py("echo", "map", "/base_link", "--timeout", "30")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        'tf2py echo: error: Invalid frame ID "/base_link" passed to lookupTransform argument '
+        "source_frame - in tf2 frame_ids cannot start with a '/' (write 'base_link')")
+
+
+def test_echo_refuses_a_malformed_server_address_in_one_line(tf2py):
+    result = tf2py("echo", "a", "b", "--server", "junk", "--timeout", "1")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("tf2py echo: error: invalid address 'junk'")
+
+
+class _AnswersAtOnce:
+    """An echo source that is never ready and says why without waiting (as a server's
+    immediate error would)."""
+
+    where = "a test source"
+
+    def __init__(self):
+        self.calls = 0
+
+    def wait(self, target_frame, source_frame, timeout):
+        self.calls += 1
+        return "not yet"
+
+    def hint(self):
+        return ""
+
+
+def test_echo_waiting_lines_stay_one_per_period_when_the_source_answers_at_once(capsys):
+    source = _AnswersAtOnce()
+    deadline = time.monotonic() + 0.5
+    with pytest.raises(CommandError, match="within 0.5 s: not yet"):
+        wait_until_available(source, "map", "base_link", deadline, "0.5", period=0.1)
+    # 0.5 s at one line per 0.1 s: about 5 (a busy loop made thousands).
+    waiting = capsys.readouterr().err.count("Waiting for transform map ->  base_link: not yet")
+    assert 1 <= waiting <= 6
+    assert source.calls <= 7

@@ -161,6 +161,8 @@ class _ServerSource:
     """Lookups through a BufferClient on a buffer server."""
 
     def __init__(self, address):
+        import zmq
+
         from ..server.client import BufferClient
         from ..transport.address import server_address
 
@@ -169,8 +171,8 @@ class _ServerSource:
         self.answered = False
         try:
             self.client = BufferClient(self.address, timeout_padding=1.0)
-        except ValueError as exc:
-            raise CommandError(str(exc), 2) from None
+        except (ValueError, zmq.ZMQError) as exc:  # a malformed address (ZeroMQ refuses it)
+            raise CommandError(f"invalid address {self.address!r}: {exc}", 2) from None
 
     def wait(self, target_frame, source_frame, timeout):
         from ..buffer.exceptions import TimeoutException, TransformException
@@ -202,6 +204,43 @@ class _ServerSource:
         self.client.close()
 
 
+def check_frame_id(frame: str, which: str) -> None:
+    """Refuse at once a frame id no lookup can ever accept (tf2's InvalidArgument text), rather
+    than wait for it forever: empty, or with a leading '/' (which broadcasts have stripped)."""
+    if not frame:
+        raise CommandError(f'Invalid frame ID "" passed to lookupTransform argument {which} - '
+                           "in tf2 frame_ids cannot be empty", 2)
+    if frame.startswith("/"):
+        hint = f" (write {frame.lstrip('/')!r})" if frame.lstrip("/") else ""
+        raise CommandError(f'Invalid frame ID "{frame}" passed to lookupTransform argument '
+                           f"{which} - in tf2 frame_ids cannot start with a '/'{hint}", 2)
+
+
+def wait_until_available(source, target_frame, source_frame, deadline, timeout_text,
+                         period=1.0) -> None:
+    """Return once ``source`` can look the transform up; meanwhile print tf2_echo's waiting
+    line with tf2's reason, at most once per ``period`` seconds even when the source answers
+    at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s)."""
+    while True:
+        started = time.monotonic()
+        wait = period if deadline is None else max(0.0, min(period, deadline - started))
+        reason = source.wait(target_frame, source_frame, wait)
+        if reason is None:
+            return
+        if deadline is not None and time.monotonic() >= deadline:
+            raise CommandError(
+                f"no transform {target_frame} -> {source_frame} from {source.where} within "
+                f"{timeout_text} s: {reason}{source.hint()}"
+            )
+        print(f"Waiting for transform {target_frame} ->  {source_frame}: {reason}",
+              file=sys.stderr, flush=True)
+        # Pace the loop: the source may have answered before its wait was up.
+        end = started + period if deadline is None else min(started + period, deadline)
+        remaining = end - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
+
+
 def run(args) -> int:
     if args.rate is not None and args.echo_rate is not None:
         raise CommandError("give the rate once: as the third argument or as --rate", 2)
@@ -211,22 +250,12 @@ def run(args) -> int:
         deadline = time.monotonic() + _positive_seconds(args.timeout, "--timeout")
     target_frame, source_frame = args.target_frame, args.source_frame
 
+    for which, frame in (("target_frame", target_frame), ("source_frame", source_frame)):
+        check_frame_id(frame, which)
+
     source = _ServerSource(args.server) if args.server is not None else _LocalSource(args.core)
     try:
-        # tf2_echo: one line a second while the transform cannot be looked up, with tf2's reason.
-        while True:
-            wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
-            reason = source.wait(target_frame, source_frame, wait)
-            if reason is None:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                raise CommandError(
-                    f"no transform {target_frame} -> {source_frame} from {source.where} within "
-                    f"{args.timeout} s: {reason}{source.hint()}"
-                )
-            print(f"Waiting for transform {target_frame} ->  {source_frame}: {reason}",
-                  file=sys.stderr, flush=True)
-
+        wait_until_available(source, target_frame, source_frame, deadline, args.timeout)
         period_ns = int(1e9 / rate)
         next_ns = time.monotonic_ns()
         while True:
