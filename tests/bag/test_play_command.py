@@ -231,3 +231,20 @@ def test_play_without_a_core_says_so_and_still_finishes(spawn, tf2py_command):
     assert proc.wait(timeout=60) == 0
     assert "no core answered at" in proc.output()
     assert "tf2py play: done" in proc.output()
+
+
+def test_play_refuses_a_malformed_core_address_in_one_line(spawn, tf2py_command):
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--core", "junk"])
+    assert proc.wait(timeout=30) == 2
+    assert proc.output().strip() == ("tf2py play: error: invalid address 'junk': expected "
+                                     "tcp://HOST:PORT, e.g. tcp://127.0.0.1:7400")
+
+
+def test_play_warns_when_the_dynamic_topic_has_no_transforms(spawn, tf2py_command, bus):
+    address, collector = bus
+    proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--tf-topic", "/nope", "--core",
+                  address])
+    assert proc.wait(timeout=60) == 0
+    assert ("tf2py play: warning: turtlesim_example.bag has no transforms on /nope (read: "
+            "/tf_static); only the static ones are published") in proc.output()
+    wait_for(lambda: collector.has_static_child("carrot"), timeout=20)

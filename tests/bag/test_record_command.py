@@ -143,3 +143,13 @@ def test_bad_duration_is_a_usage_error(spawn, tf2py_command, tmp_path):
     assert proc.wait(timeout=30) == 2
     assert "--duration must be a number of seconds" in proc.output()
     assert not (tmp_path / "x.mcap").exists()
+
+
+def test_malformed_core_address_is_a_usage_error_and_creates_no_file(spawn, tf2py_command,
+                                                                     tmp_path):
+    out = tmp_path / "x.mcap"
+    proc = spawn([*tf2py_command, "record", str(out), "--core", "junk"])
+    assert proc.wait(timeout=30) == 2
+    assert proc.output().strip() == ("tf2py record: error: invalid address 'junk': expected "
+                                     "tcp://HOST:PORT, e.g. tcp://127.0.0.1:7400")
+    assert not out.exists()

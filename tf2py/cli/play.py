@@ -126,6 +126,12 @@ def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
 def run(args) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
+    from ..transport.address import bus_endpoints
+
+    try:
+        bus_endpoints(args.core)  # a malformed address: refused before reading the bag
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from None
 
     from ..bag import BagError, read_transforms
 
@@ -145,6 +151,10 @@ def run(args) -> int:
     dynamic = np.flatnonzero(~data.message_static & (data.message_log_ns >= begin_ns)).tolist()
     log_ns = data.message_log_ns
     statics = _latest_statics(data)
+    if not (~data.message_static).any():
+        print(f"tf2py play: warning: {data.name} has no transforms on {args.tf_topic} "
+              f"(read: {', '.join(sorted(data.topics))}); only the static ones are published",
+              file=sys.stderr, flush=True)
     progress = _Progress(total_s, enabled=sys.stdout.isatty() and not args.quiet)
 
     sent_messages = 0
