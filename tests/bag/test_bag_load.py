@@ -145,3 +145,10 @@ def test_transforms_older_than_a_given_buffers_window_are_counted(tmp_path):
     ])
     with pytest.warns(BagWarning, match="1 transforms older than the cache window"):
         load(path, buffer=core)
+
+
+def test_a_bag_without_dynamic_transforms_loads_its_statics_with_a_warning():
+    with pytest.warns(BagWarning, match=r"tf_example.bag: read 1 transforms in 1 messages; no "
+                      r"transforms on /odom, only the 1 static ones on /tf_static"):
+        buffer = load(TF_EXAMPLE_ROS1, tf_topic="/odom")
+    assert buffer.get_frames() == ["base_footprint", "base_link"]

@@ -245,6 +245,6 @@ def test_play_warns_when_the_dynamic_topic_has_no_transforms(spawn, tf2py_comman
     proc = spawn([*tf2py_command, "play", str(TURTLESIM), "--tf-topic", "/nope", "--core",
                   address])
     assert proc.wait(timeout=60) == 0
-    assert ("tf2py play: warning: turtlesim_example.bag has no transforms on /nope (read: "
-            "/tf_static); only the static ones are published") in proc.output()
+    assert ("tf2py play: warning: turtlesim_example.bag: read 1 transforms in 1 messages; no "
+            "transforms on /nope, only the 1 static ones on /tf_static\n") in proc.output()
     wait_for(lambda: collector.has_static_child("carrot"), timeout=20)

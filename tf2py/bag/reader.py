@@ -266,7 +266,8 @@ def read_transforms(
     transform message. Messages that do not decode are skipped; with ``strict`` (the
     default) any skipped message or read error raises ``BagError``, without it they are
     reported in a ``BagWarning`` with counts and the readable rest is returned (this also
-    recovers the complete chunks of an MCAP file whose end is missing).
+    recovers the complete chunks of an MCAP file whose end is missing). A bag with static
+    transforms only (no ``tf_topic``, or nothing on it) is read with a ``BagWarning``.
     """
     path = Path(path)
     reader, kind = _open(path)
@@ -336,6 +337,11 @@ def read_transforms(
             f"{path.name}: no transforms on {tf_topic} or {tf_static_topic}"
             + (f" ({'; '.join(problems)})" if problems else "")
         )
+    if not any(not static for static in static_flags):
+        # Only static transforms: a wrong tf_topic, or a recording without /tf; not an error
+        # (the statics are real data), but never to be taken for a complete recording.
+        problems.append(f"no transforms on {tf_topic}, only the {len(columns)} static ones "
+                        f"on {tf_static_topic}")
     if problems:
         warnings.warn(
             f"{path.name}: read {len(columns)} transforms in {len(log_ns)} messages; "

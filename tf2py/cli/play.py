@@ -133,12 +133,18 @@ def run(args) -> int:
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
 
-    from ..bag import BagError, read_transforms
+    from ..bag import BagError, BagWarning, read_transforms
+
+    import warnings
 
     try:
-        data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", BagWarning)
+            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic)
     except BagError as exc:
         raise CommandError(str(exc)) from None
+    for warning in caught:  # one line each, not Python's file:line warning format
+        print(f"tf2py play: warning: {warning.message}", file=sys.stderr, flush=True)
 
     import numpy as np
 
@@ -151,10 +157,6 @@ def run(args) -> int:
     dynamic = np.flatnonzero(~data.message_static & (data.message_log_ns >= begin_ns)).tolist()
     log_ns = data.message_log_ns
     statics = _latest_statics(data)
-    if not (~data.message_static).any():
-        print(f"tf2py play: warning: {data.name} has no transforms on {args.tf_topic} "
-              f"(read: {', '.join(sorted(data.topics))}); only the static ones are published",
-              file=sys.stderr, flush=True)
     progress = _Progress(total_s, enabled=sys.stdout.isatty() and not args.quiet)
 
     sent_messages = 0
