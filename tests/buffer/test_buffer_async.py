@@ -363,3 +363,40 @@ def test_resolved_and_cancelled_requests_leave_nothing_behind(buffer):
     assert all(f.done() for f in futures)
     assert buffer.pending_request_count == 0
     assert buffer._requests == {} and buffer._watch == {} and buffer._watch_any == {}
+
+
+def test_clear_resolves_a_request_that_only_dynamic_data_blocked():
+    # a -> b -> a at 1 s is a loop, so c <- a fails; clear() forgets the loop (c under a is
+    # static and stays), and the request is answered by clear() itself.
+    buffer = Buffer()
+    buffer.set_transform(make_transform("a", "b", stamp=1), "test")
+    buffer.set_transform(make_transform("b", "a", stamp=1), "test")
+    buffer.set_transform_static(make_transform("a", "c"), "test")
+    future = buffer.wait_for_transform_async("c", "a", 1)
+    assert not future.done()
+    buffer.clear()
+    assert future.done() and future.result(0).header.frame_id == "c"
+
+
+def test_identical_requests_that_fail_get_their_own_exceptions(buffer):
+    # 0.5 s is before the first sample: pending (older data may still come) until the
+    # window moves past it.
+    first = buffer.wait_for_transform_async("map", "odom", 0.5)
+    second = buffer.wait_for_transform_async("map", "odom", 0.5)
+    assert not first.done()
+    buffer.set_transform(make_transform("map", "odom", stamp=30), "test")
+    buffer.set_transform(make_transform("map", "odom", stamp=31), "test")
+    errors = [first.exception(0), second.exception(0)]
+    assert all(isinstance(e, BackwardExtrapolationException) for e in errors)
+    assert errors[0] is not errors[1] and str(errors[0]) == str(errors[1])
+
+
+def test_future_cancelled_while_others_resolve_is_skipped(buffer):
+    first = buffer.wait_for_transform_async("map", "odom", 3)
+    second = buffer.wait_for_transform_async("map", "odom", 3)
+    first.add_done_callback(lambda _f: second.cancel())
+    second.add_done_callback(lambda _f: first.cancel())
+    buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
+    # whichever was resolved first cancelled the other before it could be resolved
+    assert sorted([first.cancelled(), second.cancelled()]) == [False, True]
+    assert buffer.pending_request_count == 0
