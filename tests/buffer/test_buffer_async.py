@@ -400,3 +400,10 @@ def test_future_cancelled_while_others_resolve_is_skipped(buffer):
     # whichever was resolved first cancelled the other before it could be resolved
     assert sorted([first.cancelled(), second.cancelled()]) == [False, True]
     assert buffer.pending_request_count == 0
+
+
+def test_request_before_the_first_sample_is_resolved_by_older_data(buffer):
+    future = buffer.wait_for_transform_async("map", "odom", 0.5)
+    assert not future.done()
+    buffer.set_transform(make_transform("map", "odom", (0.0, 0.0, 0.0), stamp=0.25), "test")
+    assert future.result(0).transform.translation.x == pytest.approx(1.0 / 3.0)
