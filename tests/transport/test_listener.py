@@ -401,3 +401,25 @@ def test_static_of_a_future_version_is_passed_on_and_counted_by_the_listener(cor
             assert core.latched_frames() == ["probe"]
     finally:
         publisher.close()
+
+
+def test_close_while_the_buffer_is_stuck_returns_and_the_thread_ends_later(core, caplog):
+    release = threading.Event()
+    entered = threading.Event()
+
+    class Stuck(RecordingBuffer):
+        def set_transforms(self, *args, **kwargs):
+            entered.set()
+            release.wait(30)
+            return super().set_transforms(*args, **kwargs)
+
+    listener = TransformListener(Stuck(), core.address)
+    listener.close_timeout = 0.2
+    with TransformBroadcaster(core.address) as b:
+        send_until(b, [make_transform("w", "a"), make_transform("w", "b")], entered.is_set)
+    with caplog.at_level("WARNING", logger="tf2py.transport"):
+        listener.close()
+    assert "still busy" in caplog.text
+    release.set()
+    wait_for(lambda: "tf2py-transform-listener" not in tf2py_threads(),
+             message="receive thread ends once released")

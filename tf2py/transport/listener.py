@@ -67,6 +67,8 @@ class _BusReceiver:
     """A SUB socket on the core's subscriber port, read by one named daemon thread."""
 
     _name = "tf2py-receiver"
+    #: How long close() waits for the thread (busy in the buffer or a callback) to stop.
+    close_timeout = 5.0
 
     def __init__(self, core: str | None = None):
         _, self._subscribe_endpoint = bus_endpoints(core)
@@ -118,8 +120,10 @@ class _BusReceiver:
         time_ns = time.time_ns
         try:
             while True:
-                events = poller.poll()
-                if any(sock is stop for sock, _ in events):
+                # The stop pipe wakes us at once; the timeout is a backstop for a close()
+                # that gave up waiting while we were busy in the buffer or a callback.
+                events = poller.poll(1000)
+                if self._closed or any(sock is stop for sock, _ in events):
                     return
                 for _ in range(_DRAIN):
                     # Frames (copy=False) carry the "more" flag for free; asking the socket
@@ -158,9 +162,15 @@ class _BusReceiver:
                         self._handle(columns, is_static, received_ns)
                     except Exception as exc:  # a long-running listener never dies
                         self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+                    if self._closed:
+                        return
         except zmq.ZMQError as exc:
             if exc.errno != zmq.ETERM:
                 logger.error("%s stopped: %s", self._name, exc)
+        finally:
+            if self._closed:
+                for sock in self._sockets:
+                    sock.close(0)
 
     def stats(self) -> dict:
         """Counters: messages and transforms received, and drops per cause (messages for
@@ -184,7 +194,13 @@ class _BusReceiver:
                 except zmq.ZMQError:
                     pass
         if thread is not None and thread is not threading.current_thread():
-            thread.join(5)
+            thread.join(self.close_timeout)
+            if thread.is_alive():
+                # Still inside the buffer or the callback: its sockets are closed by the
+                # thread itself when it ends (a socket must not be closed under its user).
+                logger.warning("%s: receive thread still busy after %.1f s; it will close "
+                               "its sockets when it ends", self._name, self.close_timeout)
+                return
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
@@ -199,8 +215,9 @@ class _BusReceiver:
 class TransformListener(_BusReceiver):
     """Fills ``buffer`` from /tf and /tf_static on a background thread (tf2_ros's listener).
 
-    Each message is inserted with ONE ``buffer.set_transforms(...)`` call, with the sender's
-    authority; invalid transforms (NaN, empty frame id, ...) are dropped and counted, the rest
+    Each message is inserted with ONE call, with the sender's authority:
+    ``buffer.set_transform_values(...)`` for a single transform, ``buffer.set_transforms(...)``
+    for several (a buffer with only ``set_transform`` also works); invalid transforms (NaN, empty frame id, ...) are dropped and counted, the rest
     of the message is stored. Undecodable messages are dropped and counted per cause (see
     ``stats()``), logged once per cause. A listener started before the core connects when it
     comes up; on (re)connection the core re-sends every latched static transform.
