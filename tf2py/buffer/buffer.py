@@ -411,7 +411,9 @@ class Buffer(BufferCore):
         now, else by the first insertion that makes it possible. Errors no data can cure (an
         invalid frame id, a time older than the cache window) are set as its exception.
         ``future.cancel()`` drops the request at once. There is no timeout: use
-        ``future.result(timeout)``, or ``lookup_transform(..., timeout)``."""
+        ``future.result(timeout)`` (and cancel), or ``lookup_transform(..., timeout)``.
+        Futures hold the buffer only weakly; if the buffer is garbage-collected, its pending
+        futures are cancelled."""
         time_ns = to_nanoseconds(time, "time")
         key = ("simple", target_frame, source_frame, time_ns)
         stamp = Time.from_nanoseconds(time_ns)
