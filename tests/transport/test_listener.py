@@ -303,6 +303,32 @@ def test_slow_listener_neither_blocks_the_broadcaster_nor_queues_without_bound(c
     assert received < sent, "nothing was dropped: the queues are not bounded"
 
 
+def test_a_stuck_listener_does_not_hold_back_another_listener(core):
+    release = threading.Event()
+
+    class Stuck(RecordingBuffer):
+        def set_transforms(self, *args, **kwargs):
+            release.wait(30)
+            return super().set_transforms(*args, **kwargs)
+
+    stuck_buffer, buffer = Stuck(), RecordingBuffer()
+    try:
+        with TransformListener(stuck_buffer, core.address) as stuck, \
+                TransformListener(buffer, core.address) as healthy, \
+                TransformBroadcaster(core.address) as b:
+            probe = [make_transform("world", "p"), make_transform("world", "q")]
+            send_until(b, probe, lambda: healthy.received_messages and stuck.received_messages)
+            before = healthy.received_messages
+            for i in range(5000):
+                b.send_transform([make_transform("world", "x", stamp=i + 1),
+                                  make_transform("world", "y", stamp=i + 1)])
+            wait_for(lambda: healthy.received_messages >= before + 5000)
+            assert stuck.received_messages <= 2  # still inside its first insert
+            release.set()
+    finally:
+        release.set()
+
+
 def test_subscriber_calls_back_with_decoded_batches(core):
     batches = []
     with TransformSubscriber(core.address, on_batch=batches.append), \
