@@ -221,15 +221,21 @@ def encode_transforms(transforms, authority: str) -> bytes:
     children = []
     stamps = []
     flat = []
+    add_parent = parents.append
+    add_child = children.append
+    add_stamp = stamps.append
+    add_values = flat.extend
     try:
         for ts in transforms:
             h = ts.header
-            t = ts.transform.translation
-            r = ts.transform.rotation
-            parents.append(h.frame_id)
-            children.append(ts.child_frame_id)
-            stamps.append(_stamp_ns(h.stamp))
-            flat += (t.x, t.y, t.z, r.x, r.y, r.z, r.w)
+            transform = ts.transform
+            t = transform.translation
+            r = transform.rotation
+            add_parent(h.frame_id)
+            add_child(ts.child_frame_id)
+            stamp = h.stamp
+            add_stamp(stamp._ns if stamp.__class__ is Time else _stamp_ns(stamp))
+            add_values((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
     except AttributeError as exc:
         raise TypeError(f"send_transform takes TransformStamped objects: {exc}") from None
     n = len(parents)
@@ -244,9 +250,7 @@ def encode_transforms(transforms, authority: str) -> bytes:
         values_bin = struct.pack(f"<{7 * n}d", *flat)
     except struct.error as exc:
         raise TypeError(f"transform values must be numbers and stamps int64 ns: {exc}") from None
-    return msgpack.packb(
-        [WIRE_VERSION, authority, parents, children, stamps_bin, values_bin], use_bin_type=True
-    )
+    return _packb([WIRE_VERSION, authority, parents, children, stamps_bin, values_bin])
 
 
 def encode_arrays(parents, children, stamps_ns, values, authority: str) -> bytes:
