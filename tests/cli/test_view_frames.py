@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -98,3 +99,38 @@ def test_view_frames_reports_an_unwritable_output_in_one_line(core, tf2py, tmp_p
     assert result.returncode == 1
     assert re.fullmatch(r"tf2py view-frames: error: cannot write .*missing/x\.gv: "
                         r"No such file or directory", result.stderr.strip().splitlines()[-1])
+
+
+def _buffer_with(edges, authority="test"):
+    from tf2py import Buffer
+
+    buffer = Buffer()
+    for parent, child in edges:
+        buffer.set_transform(make_transform(parent, child, stamp=1.0), authority)
+        buffer.set_transform(make_transform(parent, child, stamp=3.3333333), authority)
+    return buffer
+
+
+def test_view_frames_data_is_the_yaml_report_read_back():
+    import yaml
+
+    from tf2py.cli.view_frames import view_frames_data
+
+    buffer = _buffer_with([("map", "odom")])
+    buffer.set_transform(make_transform("odom", "laser", stamp=1.0), "other", is_static=True)
+    assert view_frames_data(buffer) == yaml.safe_load(buffer.all_frames_as_yaml())
+
+
+@pytest.mark.parametrize("child", ["x: y", "yes", "123", 'we"ird', "back\\slash", "#hash"])
+def test_view_frames_draws_frames_whose_names_are_not_plain_yaml(child, tmp_path):
+    from tf2py.cli.view_frames import view_frames_data
+
+    buffer = _buffer_with([("map", child)], authority='a "quoted" node')
+    dot = generate_dot(view_frames_data(buffer), 1.0)
+    quoted = child.replace("\\", "\\\\").replace('"', '\\"')
+    assert f'"map" -> "{quoted}"[label=" Broadcaster: a \\"quoted\\" node\\n' in dot
+    if shutil.which("dot") is not None:  # and Graphviz reads it
+        (tmp_path / "t.gv").write_text(dot)
+        result = subprocess.run(["dot", "-Tsvg", str(tmp_path / "t.gv")],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr

@@ -29,6 +29,12 @@ def configure(parser) -> None:
     parse_core_argument(parser)
 
 
+def _quoted(text) -> str:
+    """Text for inside a dot string: tf2 writes names as they are, which breaks the file for
+    a frame or broadcaster name holding a quote or a backslash; those are escaped."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
 def generate_dot(data: dict, recorded_time: float) -> str:
     """The Graphviz text of tf2's view_frames for the parsed ``all_frames_as_yaml()``."""
     if not data:
@@ -36,9 +42,9 @@ def generate_dot(data: dict, recorded_time: float) -> str:
     dot = "digraph G {\n"
     root = None
     for child, entry in data.items():
-        dot += f'"{entry["parent"]}" -> "{child}"'
+        dot += f'"{_quoted(entry["parent"])}" -> "{_quoted(child)}"'
         dot += '[label=" '
-        dot += f"Broadcaster: {entry['broadcaster']}\\n"
+        dot += f"Broadcaster: {_quoted(entry['broadcaster'])}\\n"
         dot += f"Average rate: {entry['rate']}\\n"
         dot += f"Buffer length: {entry['buffer_length']}\\n"
         dot += f"Most recent transform: {entry['most_recent_transform']}\\n"
@@ -51,17 +57,29 @@ def generate_dot(data: dict, recorded_time: float) -> str:
     dot += "edge [style=invis];\n"
     dot += ' subgraph cluster_legend { style=bold; color=black; label ="view_frames Result";\n'
     dot += f'"Recorded at time: {recorded_time}"[ shape=plaintext ] ;\n'
-    dot += f'}}->"{root}";\n}}'
+    dot += f'}}->"{_quoted(root)}";\n}}'
     return dot
 
 
-def frames_yaml_data(buffer) -> dict:
-    """tf2's view_frames reads the buffer's YAML report back; so do we, so that the numbers
-    in the labels are the report's floats re-printed by Python (``Average rate: 10000.0``)."""
-    import yaml
+def view_frames_data(buffer) -> dict:
+    """The data tf2's view_frames reads back from the buffer's YAML report, per child frame:
+    parent, broadcaster, and the report's numbers re-printed as Python floats (``Average
+    rate: 10000.0``). Built from ``frames_info()`` with the report's rounding rather than by
+    parsing the YAML, whose keys are frame names written unquoted (as tf2 writes them), so
+    that a name such as ``a: b``, ``yes`` or ``123`` cannot break or retype the picture."""
+    from ..buffer.time import format_seconds
 
-    data = yaml.safe_load(buffer.all_frames_as_yaml())
-    return data if isinstance(data, dict) else {}
+    return {
+        child: {
+            "parent": entry["parent"],
+            "broadcaster": entry["broadcaster"],
+            "rate": float("%.3f" % entry["rate"]),
+            "most_recent_transform": float(format_seconds(entry["most_recent_ns"])),
+            "oldest_transform": float(format_seconds(entry["oldest_ns"])),
+            "buffer_length": float("%.3f" % entry["buffer_seconds"]),
+        }
+        for child, entry in buffer.frames_info().items()
+    }
 
 
 def render(gv_path: str, name: str) -> list[str]:
@@ -96,7 +114,7 @@ def run(args) -> int:
     where = core_address(args.core)
     print(f"Listening to tf data on {where} during {wait_time:g} seconds...", flush=True)
     buffer = listen(args.core, wait_time)
-    data = frames_yaml_data(buffer)
+    data = view_frames_data(buffer)
     now = Time.now()
     dot = generate_dot(data, now.sec + now.nanosec / 1e9)
     if not data:
