@@ -90,6 +90,18 @@ def test_echo_prints_a_block_at_the_rate_until_interrupted(core, repeat, spawn, 
     assert all(("At time" + b).strip().splitlines() == YAW_90_BLOCK for b in blocks[:-1])
 
 
+def test_echo_at_a_tiny_rate_prints_one_block_and_waits_without_crashing(core, repeat, spawn,
+                                                                         tf2py_command):
+    # 1e-300 Hz: a period too long for time.sleep (and infinite in nanoseconds).
+    repeat(core, [yaw_90()])
+    proc = spawn([*tf2py_command, "echo", "map", "base_link", "1e-300", "--core", core])
+    proc.wait_for_line(YAW_90_BLOCK[-1], timeout=20)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0, proc.output()
+    assert "Traceback" not in proc.output()
+    assert proc.output().count("At time") == 1
+
+
 def test_echo_stops_cleanly_on_sigterm(core, spawn, tf2py_command):
     proc = spawn([*tf2py_command, "echo", "map", "nowhere", "--core", core])
     proc.wait_for_line("Waiting for transform")

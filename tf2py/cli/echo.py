@@ -15,6 +15,7 @@ import time
 from .common import CommandError, parse_core_argument
 
 NAME = "echo"
+_LONGEST_SLEEP_S = 3600.0  # time.sleep refuses far longer waits (a rate of 1e-12 Hz, say)
 HELP = "print a transform repeatedly, as ROS 2 tf2_echo does"
 
 
@@ -256,8 +257,9 @@ def run(args) -> int:
     source = _ServerSource(args.server) if args.server is not None else _LocalSource(args.core)
     try:
         wait_until_available(source, target_frame, source_frame, deadline, args.timeout)
-        period_ns = int(1e9 / rate)
-        next_ns = time.monotonic_ns()
+        # Seconds as floats: a tiny rate gives a huge (even infinite) period, slept in pieces.
+        period_s = 1.0 / rate
+        next_s = time.monotonic()
         while True:
             try:
                 transform = source.lookup(target_frame, source_frame)
@@ -277,11 +279,10 @@ def run(args) -> int:
                 print(format_block(transform), flush=True)
                 if args.once:
                     return 0
-            next_ns += period_ns
-            delay = next_ns - time.monotonic_ns()
-            if delay > 0:
-                time.sleep(delay / 1e9)
-            else:
-                next_ns = time.monotonic_ns()
+            next_s += period_s
+            if next_s <= time.monotonic():
+                next_s = time.monotonic()  # fell behind: no burst to catch up
+            while (delay := next_s - time.monotonic()) > 0:
+                time.sleep(min(delay, _LONGEST_SLEEP_S))
     finally:
         source.close()
