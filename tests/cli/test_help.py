@@ -1,4 +1,4 @@
-"""Every command of this area answers --help with a usage text and exit code 0."""
+"""Every command of the CLI and bag areas answers --help with a usage text and exit code 0."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from cli_support import tf2py  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize("command", ["echo", "static-transform-publisher", "frames",
-                                     "view-frames", "monitor", "launch"])
+                                     "view-frames", "monitor", "launch", "play", "record"])
 def test_help_prints_usage_and_exits_zero(tf2py, command):
     result = tf2py(command, "--help")
     assert result.returncode == 0
