@@ -69,8 +69,8 @@ def three_hosts():
             _run("ip", "-n", name, "link", "set", "lo", "up")
         for index, role in ((1, "bcast"), (2, "listen")):
             a, b = f"tc{index}{tag}", f"tp{index}{tag}"
-            _run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
             links.append(a)
+            _run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
             _run("ip", "link", "set", a, "netns", names["core"])
             _run("ip", "link", "set", b, "netns", names[role])
             _run("ip", "-n", names["core"], "addr", "add", f"10.231.{index}.1/24", "dev", a)
@@ -80,8 +80,11 @@ def three_hosts():
         yield names, "10.231.1.1", "10.231.2.1"
     finally:
         for name in names.values():
-            # Deleting a namespace also removes the veth ends inside it.
+            # Deleting a namespace also removes the veth pairs with an end inside it.
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
+        for link in links:
+            # A pair created but not yet moved (set-up failed half-way) is still here.
+            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
         leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
         assert not any(n in leftover.stdout for n in names.values())
 
