@@ -43,3 +43,10 @@ def test_invalid_address_raises_value_error_naming_it(bad):
 def test_port_zero_is_not_a_client_address():
     with pytest.raises(ValueError, match="real port"):
         bus_endpoints("tcp://127.0.0.1:0")
+
+
+def test_a_running_core_object_stands_for_its_address():
+    from tf2py.transport.core import Core
+
+    with Core("tcp://127.0.0.1:0") as core:
+        assert core_address(core) == core.address

@@ -25,8 +25,11 @@ DEFAULT_SERVER_ADDRESS = "tcp://127.0.0.1:7402"
 _TCP = re.compile(r"^tcp://(?P<host>\[[^\]]+\]|[^:/\[\]]+):(?P<port>\d+)$")
 
 
-def core_address(core: str | None = None) -> str:
-    """The bus address: ``core`` if given, else ``$TF2PY_CORE``, else tcp://127.0.0.1:7400."""
+def core_address(core=None) -> str:
+    """The bus address: ``core`` if given (a string, or a running ``Core``), else
+    ``$TF2PY_CORE``, else tcp://127.0.0.1:7400."""
+    if core is not None and not isinstance(core, str) and hasattr(core, "address"):
+        return str(core.address)
     if core:
         return str(core)
     return os.environ.get("TF2PY_CORE") or DEFAULT_CORE_ADDRESS
