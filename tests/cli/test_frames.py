@@ -4,6 +4,10 @@ alert for unconnected trees; a clear error when nothing is heard."""
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+
+import pytest
 
 from cli_support import core, free_bus_address, latch, repeat, tf2py  # noqa: F401 (fixtures)
 from tf2py import make_transform
@@ -66,6 +70,17 @@ def test_frames_refuses_a_bad_wait_time(tf2py):
 def info(parent, is_static=True):
     return {"parent": parent, "broadcaster": "b", "rate": 10000.0, "most_recent_ns": 0,
             "oldest_ns": 0, "buffer_length": 1, "is_static": is_static}
+
+
+def test_frames_with_a_huge_wait_time_listens_until_stopped(spawn, tf2py_command):
+    # 1e300 s is more than time.sleep accepts in one call; it used to crash at once.
+    proc = spawn([*tf2py_command, "frames", "--wait-time", "1e300", "--core",
+                  free_bus_address()])
+    with pytest.raises(subprocess.TimeoutExpired):  # still listening after 3 s
+        proc.popen.wait(timeout=3)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0, proc.output()
+    assert "Traceback" not in proc.output()
 
 
 def test_frame_trees_finds_frames_in_a_loop():

@@ -45,7 +45,9 @@ def listen(core, wait_time: float):
     except ValueError as exc:  # a malformed address
         raise CommandError(str(exc), 2) from None
     with listener:
-        time.sleep(wait_time)
+        end = time.monotonic() + wait_time
+        while (remaining := end - time.monotonic()) > 0:
+            time.sleep(min(remaining, 3600.0))  # time.sleep refuses far longer waits
     return buffer
 
 
