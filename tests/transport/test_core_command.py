@@ -190,3 +190,20 @@ def test_dynamic_transform_from_a_process_carries_its_authority(spawn, tf2py_com
     authority = buffer.rows()[0][0]
     assert authority.endswith(f":{proc.pid}") and "@" in authority
 
+
+
+def test_garbage_sent_to_the_subscriber_port_does_not_stop_the_core():
+    from tf2py import make_transform
+    from tf2py.transport.broadcaster import StaticTransformBroadcaster
+
+    with Core("tcp://127.0.0.1:0") as c, StaticTransformBroadcaster(c.address) as static:
+        rogue = raw_socket(zmq.XSUB, c.subscribe_address)
+        try:
+            for junk in (b"\xff\x00junk", b"", b"\x01", b"\x00/tf", b"\x01latch/tf_static"):
+                rogue.send(junk)
+            static.send_transform(make_transform("map", "still_works"))
+            buffer = RecordingBuffer()
+            with TransformListener(buffer, c.address):
+                wait_for(lambda: "still_works" in buffer.children(is_static=True))
+        finally:
+            rogue.close()

@@ -158,24 +158,21 @@ class StaticTransformBroadcaster:
         try:
             while True:
                 events = dict(poller.poll())
+                publish = False
                 if self._wake_in in events:
-                    command = self._wake_in.recv()
-                    if command == b"stop":
-                        return
                     while self._wake_in.poll(0):  # coalesce bursts of sends
                         if self._wake_in.recv() == b"stop":
                             return
-                    self._publish()
+                        publish = True
                 if self._socket in events:
-                    subscribed = False
                     while self._socket.poll(0):
                         message = self._socket.recv()
                         if message[:1] == b"\x01" and wire.TOPIC_STATIC_LATCH.startswith(
                             message[1:]
                         ):
-                            subscribed = True
-                    if subscribed:
-                        self._publish()
+                            publish = True  # a core (re)connected: give it the whole set
+                if publish:
+                    self._publish()
         except zmq.ZMQError as exc:
             if exc.errno != zmq.ETERM:
                 logger.error("tf2py static broadcaster stopped: %s", exc)

@@ -78,6 +78,8 @@ class _BusReceiver:
         self._closed = False
         self._close_lock = threading.Lock()
         self._thread = None
+        self._thread_done = False  # set by the thread as it ends (under _close_lock)
+        self._abandoned = False  # set by close() when it left the sockets to the thread
         self._sockets: list[zmq.Socket] = []
         try:
             self._sub = self._add(make_socket(
@@ -168,9 +170,12 @@ class _BusReceiver:
             if exc.errno != zmq.ETERM:
                 logger.error("%s stopped: %s", self._name, exc)
         finally:
-            if self._closed:
-                for sock in self._sockets:
-                    sock.close(0)
+            with self._close_lock:
+                self._thread_done = True
+                if self._abandoned:
+                    # close() gave up waiting for us and left the sockets to this thread.
+                    for sock in self._sockets:
+                        sock.close(0)
 
     def stats(self) -> dict:
         """Counters: messages and transforms received, and drops per cause (messages for
@@ -195,12 +200,15 @@ class _BusReceiver:
                     pass
         if thread is not None and thread is not threading.current_thread():
             thread.join(self.close_timeout)
-            if thread.is_alive():
-                # Still inside the buffer or the callback: its sockets are closed by the
-                # thread itself when it ends (a socket must not be closed under its user).
-                logger.warning("%s: receive thread still busy after %.1f s; it will close "
-                               "its sockets when it ends", self._name, self.close_timeout)
-                return
+            with self._close_lock:
+                if not self._thread_done:
+                    # Still inside the buffer or the callback: the thread closes the sockets
+                    # when it ends (a socket must never be closed under its user).
+                    self._abandoned = True
+                    logger.warning("%s: receive thread still busy after %.1f s; it will "
+                                   "close its sockets when it ends", self._name,
+                                   self.close_timeout)
+                    return
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
