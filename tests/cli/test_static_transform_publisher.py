@@ -9,7 +9,7 @@ import signal
 import numpy as np
 import pytest
 
-from cli_support import core, tf2py  # noqa: F401 (fixtures)
+from cli_support import core, free_bus_address, tf2py  # noqa: F401 (fixtures)
 from tf2py import Buffer, TransformListener
 from tf2py.buffer.messages import quaternion_from_rpy
 
@@ -85,6 +85,16 @@ def test_old_style_nine_arguments_are_x_y_z_and_a_quaternion(core, spawn, tf2py_
 
 def test_stops_cleanly_on_sigterm(core, spawn, tf2py_command):
     proc = publish(spawn, tf2py_command, core, "--frame-id", "a", "--child-frame-id", "b")
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0
+
+
+def test_says_when_no_core_answers_and_keeps_publishing(spawn, tf2py_command):
+    nowhere = free_bus_address()
+    proc = publish(spawn, tf2py_command, nowhere, "--frame-id", "a", "--child-frame-id", "b")
+    proc.wait_for_line(f"tf2py static-transform-publisher: no core answered at {nowhere} "
+                       "within 3 s (is `tf2py core` running there?); the transform stays "
+                       "latched for when one does", timeout=30)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 import time
 
 from .common import CommandError, parse_core_argument
+from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
+from .core_check import statics_echoed
 
 NAME = "play"
 HELP = "publish a bag's /tf and /tf_static on the bus with their original timing"
 
 # Longest single sleep while waiting for the next message, so the progress line stays live.
 _TICK_S = 0.1
-_CONNECT_TIMEOUT_S = 3.0
 _CONNECT_GRACE_S = 0.25
 
 
@@ -108,17 +108,7 @@ def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
     if not has_statics:
         time.sleep(2 * _CONNECT_GRACE_S)
         return True
-    from ..transport.listener import TransformSubscriber
-
-    echoed = threading.Event()
-    authority = static_broadcaster.authority
-
-    def on_batch(batch):
-        if batch.is_static and batch.authority == authority:
-            echoed.set()
-
-    with TransformSubscriber(core=core, on_batch=on_batch):
-        answered = echoed.wait(_CONNECT_TIMEOUT_S)
+    answered = statics_echoed(core, static_broadcaster, _CONNECT_TIMEOUT_S)
     time.sleep(_CONNECT_GRACE_S)
     return answered
 

@@ -132,7 +132,9 @@ def run(args) -> int:
 
     from ..buffer.messages import make_transform
     from ..buffer.time import Time
+    from ..transport.address import core_address
     from ..transport.broadcaster import StaticTransformBroadcaster
+    from .core_check import CONNECT_TIMEOUT_S, statics_echoed
 
     frame_id, child_frame_id, translation, rotation = parse(args)
     transform = make_transform(frame_id, child_frame_id, translation, rotation, stamp=Time.now())
@@ -149,6 +151,11 @@ def run(args) -> int:
             "from '%s' to '%s'" % (*translation, *rotation, frame_id, child_frame_id),
             flush=True,
         )
+        if not statics_echoed(args.core, broadcaster):
+            print(f"tf2py static-transform-publisher: no core answered at "
+                  f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s (is `tf2py core` "
+                  "running there?); the transform stays latched for when one does",
+                  file=sys.stderr, flush=True)
         stop = threading.Event()
         while not stop.wait(3600.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
             pass
