@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import wait_for
+from helpers import free_address, wait_for
 
 from tf2py import make_transform
 from tf2py.bag import BagWarning, read_transforms
@@ -154,3 +154,18 @@ def test_malformed_core_address_is_a_usage_error_and_creates_no_file(spawn, tf2p
     assert proc.output().strip() == ("tf2py record: error: invalid address 'junk': expected "
                                      "tcp://HOST:PORT, e.g. tcp://127.0.0.1:7400")
     assert not out.exists()
+
+
+def test_recording_nothing_says_so_and_still_writes_a_valid_file(spawn, tf2py_command,
+                                                                 tmp_path):
+    from mcap.reader import make_reader
+
+    out = tmp_path / "empty.mcap"
+    nowhere = free_address()
+    proc = spawn([*tf2py_command, "record", str(out), "--duration", "0.5", "--core", nowhere])
+    assert proc.wait(timeout=30) == 0
+    assert proc.output().splitlines()[-1] == (
+        f"tf2py record: nothing was received from the core at {nowhere} (is `tf2py core` "
+        "running there, and is anything broadcasting?)")
+    with open(out, "rb") as f:
+        assert make_reader(f).get_summary().statistics.message_count == 0

@@ -114,4 +114,8 @@ def run(args) -> int:
         + (f" ({recorder.failed} messages dropped)" if recorder.failed else ""),
         flush=True,
     )
+    if writer.message_count == 0 and not recorder.failed:
+        print(f"tf2py record: nothing was received from the core at {core_address(args.core)} "
+              "(is `tf2py core` running there, and is anything broadcasting?)",
+              file=sys.stderr, flush=True)
     return 0
