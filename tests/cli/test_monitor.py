@@ -77,8 +77,15 @@ def test_monitor_appends_a_report_each_period_until_stopped(core, repeat, spawn,
 
 def test_monitor_says_when_nothing_was_received(core, tf2py):
     result = tf2py("monitor", "--once", "--period", "0.2", "--core", core)
-    assert result.returncode == 0
     assert result.stdout.splitlines()[-1] == f"(no transforms received yet from {core})"
+
+
+def test_monitor_once_with_nothing_received_fails_with_one_line(core, tf2py):
+    result = tf2py("monitor", "--once", "--period", "0.2", "--core", core)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"tf2py monitor: error: no tf data received from the core at {core} in 0.2 s (is "
+        "`tf2py core` running there, and is anything broadcasting?)")
 
 
 def test_monitor_with_one_frame_is_a_usage_error(tf2py):

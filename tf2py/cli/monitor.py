@@ -220,4 +220,9 @@ def run(args) -> int:
                 sys.stdout.write("\n" + text + "\n")
             sys.stdout.flush()
             if args.once:
+                if not stats.authority_delays:  # as `tf2py frames`: nothing heard is an error
+                    raise CommandError(
+                        f"no tf data received from the core at {where} in {_g(period)} s (is "
+                        "`tf2py core` running there, and is anything broadcasting?)"
+                    )
                 return 0
