@@ -204,20 +204,17 @@ def test_echo_needs_two_frames(tf2py):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_echo_refuses_an_empty_frame_id_at_once(tf2py):
-    result = tf2py("echo", "", "base_link", "--timeout", "30")
+@pytest.mark.parametrize("frames, message", [
+    (("", "base_link"), 'Invalid frame ID "" passed to lookupTransform argument target_frame - '
+                        "in tf2 frame_ids cannot be empty"),
+    (("map", "/base_link"), 'Invalid frame ID "/base_link" passed to lookupTransform argument '
+                            "source_frame - in tf2 frame_ids cannot start with a '/' (write "
+                            "'base_link')"),
+], ids=["empty", "leading-slash"])
+def test_echo_refuses_a_frame_id_no_lookup_accepts_at_once(tf2py, frames, message):
+    result = tf2py("echo", *frames, "--timeout", "30")
     assert result.returncode == 2
-    assert result.stderr.strip() == (
-        'tf2py echo: error: Invalid frame ID "" passed to lookupTransform argument target_frame'
-        " - in tf2 frame_ids cannot be empty")
-
-
-def test_echo_refuses_a_frame_id_with_a_leading_slash_at_once(tf2py):
-    result = tf2py("echo", "map", "/base_link", "--timeout", "30")
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
-        'tf2py echo: error: Invalid frame ID "/base_link" passed to lookupTransform argument '
-        "source_frame - in tf2 frame_ids cannot start with a '/' (write 'base_link')")
+    assert result.stderr.strip() == f"tf2py echo: error: {message}"
 
 
 def test_echo_refuses_a_malformed_server_address_in_one_line(tf2py):
