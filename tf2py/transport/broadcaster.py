@@ -53,6 +53,8 @@ class TransformBroadcaster:
         else:
             transform = list(transform)
             n = len(transform)
+        if n == 0:
+            return  # nothing to say: no empty message on the bus
         body = wire.encode_transforms(transform, self.authority)
         with self._lock:
             if self._closed:
