@@ -56,9 +56,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 def main(argv=None) -> int:
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
+        return 2
+    if extra:
+        # Name the subcommand, whose --help lists what it takes.
+        print(
+            f"tf2py {args.command}: error: unrecognized arguments: {' '.join(extra)} "
+            f"(see tf2py {args.command} --help)",
+            file=sys.stderr,
+        )
         return 2
     install_signal_handlers()
     try:

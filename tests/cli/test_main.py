@@ -1,0 +1,39 @@
+"""The tf2py dispatcher: help, unknown commands and unknown flags."""
+
+import subprocess
+import sys
+
+TF2PY = [sys.executable, "-m", "tf2py.cli.main"]
+
+
+def run(*args):
+    return subprocess.run([*TF2PY, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_no_command_prints_help_and_exits_2():
+    result = run()
+    assert result.returncode == 2
+    assert "<command>" in result.stdout
+
+
+def test_help_lists_every_command():
+    result = run("--help")
+    assert result.returncode == 0
+    for name in ["core", "server", "echo", "static-transform-publisher", "frames",
+                 "view-frames", "monitor", "launch", "play", "record"]:
+        assert name in result.stdout
+
+
+def test_unknown_command_is_one_line_error():
+    result = run("nope")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "invalid choice: 'nope'" in result.stderr
+
+
+def test_unknown_flag_names_the_subcommand():
+    result = run("core", "--bogus")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "tf2py core: error: unrecognized arguments: --bogus (see tf2py core --help)\n"
+    )
+    assert "Traceback" not in result.stderr
