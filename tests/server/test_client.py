@@ -239,3 +239,12 @@ def test_insertion_answers_waiting_async_goal(buffer, server, client):
     wait_for(lambda: server.pending_count == 1)
     buffer.set_transform_static(make_transform("map", "new", (1, 0, 0)), "test")
     assert future.result(timeout=10).child_frame_id == "new"
+
+
+def test_an_invalid_server_address_is_a_value_error_naming_it():
+    import threading
+
+    before = set(threading.enumerate())
+    with pytest.raises(ValueError, match="invalid buffer server address 'junk'"):
+        BufferClient("junk")
+    assert set(threading.enumerate()) <= before

@@ -232,7 +232,13 @@ class BufferClient:
             self._monitor = self._dealer.get_monitor_socket(
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
             )
-            self._dealer.connect(self.address)
+            try:
+                self._dealer.connect(self.address)
+            except zmq.ZMQError as exc:
+                raise ValueError(
+                    f"invalid buffer server address {self.address!r}: {exc} "
+                    "(expected e.g. tcp://127.0.0.1:7402)"
+                ) from None
             inproc = f"inproc://tf2py-client-{os.getpid()}-{next(_instance_ids)}"
             self._pull = self._context.socket(zmq.PULL)
             self._pull.setsockopt(zmq.LINGER, 0)
