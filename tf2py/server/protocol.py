@@ -12,7 +12,7 @@ Every message is one ZeroMQ frame holding a msgpack array (packed with
 
 Times are integer nanoseconds; ``code`` is tf2's TF2Error code (0 = NO_ERROR, then the
 transform is ``wire.transform_to_wire`` of the TransformStamped); ``kind`` names the
-extrapolation subclass ("backward", "forward", "no_data") or is "". docs/protocol-server.md
+extrapolation subclass ("backward", "forward", "no_data") or is "". docs/protocol.md (buffer server part)
 is the full description, enough to write a client in another language.
 """
 

@@ -1,7 +1,7 @@
 """Where the bus (core) and the buffer server are: argument, else environment, else default.
 
 A core address ``tcp://HOST:PORT`` names the port publishers connect to; subscribers connect
-to ``PORT + 1`` on the same host (see docs/protocol-bus.md). So the default core uses 7400 and
+to ``PORT + 1`` on the same host (see docs/protocol.md). So the default core uses 7400 and
 7401, and the default buffer server 7402.
 """
 

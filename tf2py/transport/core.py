@@ -1,6 +1,6 @@
 """The core: the bus where broadcasters and listeners meet (what ``tf2py core`` runs).
 
-Shape (see docs/protocol-bus.md):
+Shape (see docs/protocol.md):
 
 - an XSUB socket bound at the core address ``tcp://HOST:PORT``: publishers connect here;
 - an XPUB socket bound at ``PORT + 1``: subscribers connect here;

@@ -1,6 +1,6 @@
 """The one wire format of tf2py: msgpack, versioned, bounded. Used by the bus and the server.
 
-A /tf or /tf_static message body (see docs/protocol-bus.md) is a msgpack array::
+A /tf or /tf_static message body (see docs/protocol.md) is a msgpack array::
 
     [version: int, authority: str, parents: [str, ...], children: [str, ...],
      stamps: bin (N int64 little-endian, nanoseconds),
