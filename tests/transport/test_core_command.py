@@ -80,6 +80,24 @@ def test_core_close_ends_its_threads():
     assert tf2py_threads() == []
 
 
+def test_core_close_frees_its_ports_for_a_core_started_right_after():
+    """A core restarted in the same process binds the same ports at once, also while clients
+    keep reconnecting to them (ZeroMQ closes sockets asynchronously; close() waits for it)."""
+    with Core("tcp://127.0.0.1:0") as first:
+        address = first.address
+        listener = TransformListener(RecordingBuffer(), core=address)
+    try:
+        for _ in range(5):
+            Core(address).close()
+    finally:
+        listener.close()
+
+
+def test_core_with_an_unbindable_host_and_port_zero_raises_os_error():
+    with pytest.raises(OSError, match="cannot bind tcp://no-such-host.invalid:0"):
+        Core("tcp://no-such-host.invalid:0")
+
+
 @pytest.mark.parametrize(
     "frames,cause",
     [

@@ -34,10 +34,11 @@ def inproc_name(kind: str) -> str:
     return f"inproc://tf2py-{kind}-{id(threading.current_thread()):x}-{next(_counter)}"
 
 
-def make_socket(kind: int, linger_ms: int = LINGER_MS, **options) -> zmq.Socket:
-    """A socket of the shared context with ``linger`` set and ``options`` applied
-    (``zmq.SNDHWM=...`` style, given as option-name keywords)."""
-    sock = context().socket(kind)
+def make_socket(kind: int, linger_ms: int = LINGER_MS, ctx: zmq.Context | None = None,
+                **options) -> zmq.Socket:
+    """A socket of ``ctx`` (default: the shared context) with ``linger`` set and ``options``
+    applied (``zmq.SNDHWM=...`` style, given as option-name keywords)."""
+    sock = (ctx or context()).socket(kind)
     try:
         sock.setsockopt(zmq.LINGER, linger_ms)
         for name, value in options.items():

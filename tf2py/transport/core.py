@@ -53,6 +53,10 @@ class Core:
         # child frame -> (parent, stamp_ns, values row (7,), authority)
         self._latched: dict[str, tuple[str, int, np.ndarray, str]] = {}
         self._sockets: list[zmq.Socket] = []
+        # Its own context: close() terminates it, which returns only once ZeroMQ has really
+        # closed the listening sockets, so the ports are free again when close() returns
+        # (a core restarted in the same process binds them at once).
+        self._context = zmq.Context()
         self._proxy_thread = None
         self._latch_thread = None
         try:
@@ -64,7 +68,7 @@ class Core:
     # -- set-up -----------------------------------------------------------------------------
 
     def _socket(self, kind, **options) -> zmq.Socket:
-        sock = make_socket(kind, linger_ms=0, **options)
+        sock = make_socket(kind, linger_ms=0, ctx=self._context, **options)
         self._sockets.append(sock)
         return sock
 
@@ -83,7 +87,10 @@ class Core:
             return frontend, backend, port
         last_error = None
         for _ in range(_BIND_ATTEMPTS):
-            frontend.bind(f"tcp://{host}:*")
+            try:
+                frontend.bind(f"tcp://{host}:*")
+            except zmq.ZMQError as exc:
+                raise OSError(f"tf2py core cannot bind tcp://{host}:0: {exc.strerror}") from None
             endpoint = frontend.getsockopt_string(zmq.LAST_ENDPOINT)
             chosen = int(endpoint.rsplit(":", 1)[1])
             if chosen < 65535:
@@ -278,6 +285,7 @@ class Core:
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
+        self._context.term()
 
     def __enter__(self) -> "Core":
         return self
