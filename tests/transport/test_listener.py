@@ -111,6 +111,22 @@ def test_static_broadcaster_keeps_latest_per_child_across_calls(core):
             assert {r[3]: r[5][0] for r in replay} == {"a": 2.0, "b": 0.0}
 
 
+def test_static_broadcaster_latches_a_copy_of_a_reused_message(core):
+    """Reusing one TransformStamped for several children (change child_frame_id, send again)
+    latches each child with the values it had when it was sent."""
+    with StaticTransformBroadcaster(core.address) as static:
+        t = make_transform("map", "a", (1, 0, 0))
+        static.send_transform(t)
+        t.child_frame_id = "b"
+        t.transform.translation.x = 2.0
+        static.send_transform(t)
+        wait_for(lambda: core.latched_frames() == ["a", "b"])
+        buffer = RecordingBuffer()
+        with TransformListener(buffer, core.address):
+            wait_for(lambda: buffer.children(is_static=True) == {"a", "b"})
+            assert {r[3]: r[5][0] for r in buffer.rows() if r[1]} == {"a": 1.0, "b": 2.0}
+
+
 def test_static_broadcaster_started_before_the_core_latches_when_it_comes_up():
     from transport_support import free_port_pair
 

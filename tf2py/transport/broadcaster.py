@@ -98,7 +98,9 @@ class StaticTransformBroadcaster:
         self._publish_endpoint, _ = bus_endpoints(core)
         self.authority = authority or wire.default_authority()
         self._lock = threading.Lock()
-        self._latched: dict[str, object] = {}  # child_frame_id -> TransformStamped
+        # child_frame_id -> wire.transform_to_wire row: a copy, so a caller that reuses and
+        # mutates one TransformStamped between sends does not change what is latched.
+        self._latched: dict[str, list] = {}
         self._closed = False
         self.published = 0
         self._thread = None
@@ -131,17 +133,22 @@ class StaticTransformBroadcaster:
         publish the whole latched set as one message."""
         items = [transform] if hasattr(transform, "child_frame_id") else list(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
+        rows = [wire.transform_to_wire(ts) for ts in items]
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
-            for ts in items:
-                self._latched[ts.child_frame_id] = ts
+            for row in rows:
+                self._latched[row[1]] = row
             self._wake.send(b"publish")
 
     def _body(self) -> bytes | None:
         with self._lock:
-            items = list(self._latched.values())
-        return wire.encode_transforms(items, self.authority) if items else None
+            rows = list(self._latched.values())
+        if not rows:
+            return None
+        return wire.encode_arrays(
+            [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+            [r[3:] for r in rows], self.authority)
 
     def _publish(self) -> None:
         body = self._body()
