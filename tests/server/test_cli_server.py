@@ -62,8 +62,9 @@ def test_server_refuses_a_bad_cache_time_with_one_line(spawn, tf2py_command, cac
     assert "--cache-time" in proc.output()
 
 
-def test_server_refuses_an_address_it_cannot_serve(spawn, tf2py_command, core):
-    proc = spawn(tf2py_command + ["server", "--core", core, "--address", "nonsense"])
+@pytest.mark.parametrize("address", ["nonsense", "tcp://127.0.0.1:99999"])
+def test_server_refuses_an_address_it_cannot_serve(spawn, tf2py_command, core, address):
+    proc = spawn(tf2py_command + ["server", "--core", core, "--address", address])
     assert proc.wait(timeout=15) != 0
     assert proc.output().startswith("tf2py server: error:")
     assert proc.output().strip().count("\n") == 0

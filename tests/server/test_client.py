@@ -248,3 +248,9 @@ def test_an_invalid_server_address_is_a_value_error_naming_it():
     with pytest.raises(ValueError, match="invalid buffer server address 'junk'"):
         BufferClient("junk")
     assert set(threading.enumerate()) <= before
+
+
+def test_a_server_address_with_a_port_out_of_range_is_refused():
+    """ZeroMQ alone would connect to port 99999 - 65536 = 34463 without a word."""
+    with pytest.raises(ValueError, match="'tcp://127.0.0.1:99999': port must be 0..65535"):
+        BufferClient("tcp://127.0.0.1:99999")

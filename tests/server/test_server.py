@@ -390,3 +390,14 @@ def test_bind_failure_raises_and_leaks_no_thread(buffer, server):
     with pytest.raises(zmq.ZMQError):
         BufferServer(buffer, server.address)  # already taken
     assert len(threading.enumerate()) == before
+
+
+@pytest.mark.parametrize(
+    "address", ["tcp://127.0.0.1:99999", "tcp://127.0.0.1", "junk"],
+    ids=["port-out-of-range", "no-port", "not-an-address"],
+)
+def test_an_invalid_address_is_a_value_error_naming_it(buffer, address):
+    before = len(threading.enumerate())
+    with pytest.raises(ValueError, match=f"invalid buffer server address '{address}'"):
+        BufferServer(buffer, address)
+    assert len(threading.enumerate()) == before

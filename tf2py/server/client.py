@@ -35,7 +35,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ..buffer.exceptions import InvalidArgumentException, TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
-from ..transport.address import server_address
+from ..transport.address import check_server_address, server_address
 from . import protocol
 from .protocol import RESULT, ProtocolError
 
@@ -215,6 +215,7 @@ class BufferClient:
 
     def __init__(self, address: str | None = None, timeout_padding=2.0):
         self.address = server_address(address)
+        check_server_address(self.address)
         self.timeout_padding = timeout_padding
         self._padding_ns = max(0, duration_to_nanoseconds(timeout_padding, "timeout_padding"))
         self._ids = itertools.count(1)

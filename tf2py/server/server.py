@@ -26,7 +26,7 @@ import zmq
 from ..buffer.buffer import _waited_message  # the same wording as a local Buffer's wait
 from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.time import Time
-from ..transport.address import server_address
+from ..transport.address import check_server_address, server_address
 from . import protocol
 from .protocol import CANCEL, GOAL, ProtocolError
 
@@ -91,6 +91,7 @@ class BufferServer:
             "invalid_answered": 0,
             "dropped": 0,
         }
+        requested = check_server_address(server_address(address))  # ValueError: say so now
         self._context = zmq.Context()
         self._router = None
         self._wake_pull = None
@@ -104,7 +105,15 @@ class BufferServer:
             self._router.setsockopt(zmq.MAXMSGSIZE, _MAX_FRAME_BYTES)
             self._router.setsockopt(zmq.SNDHWM, 100_000)
             self._router.setsockopt(zmq.RCVHWM, 100_000)
-            self._router.bind(server_address(address))
+            try:
+                self._router.bind(requested)
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EINVAL:
+                    raise  # e.g. the address is in use
+                raise ValueError(
+                    f"invalid buffer server address {requested!r}: {exc.strerror} "
+                    "(expected e.g. tcp://127.0.0.1:7402)"
+                ) from None
             self.address = self._router.getsockopt(zmq.LAST_ENDPOINT).decode()
             wake = f"inproc://tf2py-server-wake-{next(_instance_ids)}"
             self._wake_pull = self._context.socket(zmq.PULL)
