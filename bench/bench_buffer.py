@@ -248,6 +248,83 @@ def bench_inserts(quick):
         row(name, count / elapsed, None, "/s", 300_000, lower_is_better=False)
 
 
+def bench_insert_rows(quick):
+    """Per-row cost of the listener's insert: one call per message of N transforms, each
+    row for a different child frame (``c0..c{N-1}`` under ``world``), stamps 10 ms apart
+    per message, at steady state (every cache already holds 10 s, so each row also prunes
+    one sample). Values and stamps are read-only arrays from ``np.frombuffer``, as the
+    listener passes them; ``Buffer`` is what the listener fills (lock + wrapper included).
+    N = 1 also shows ``set_transform_values`` (what the listener calls for one transform).
+    """
+    from tf2py.buffer.buffer import Buffer
+
+    messages = 400 if quick else 2000
+    repeat = 3 if quick else 7
+    warm = SAMPLES  # 10 s at 100 Hz: the caches are full before timing
+
+    def make(n, count, first):
+        values = []
+        stamps = []
+        for m in range(count):
+            k = first + m
+            values.append(
+                np.frombuffer(
+                    np.array([link_values(k, i) for i in range(n)], dtype="<f8").tobytes(),
+                    dtype="<f8",
+                ).reshape(n, 7)
+            )
+            stamps.append(
+                np.frombuffer(
+                    np.full(n, BASE_NS + k * PERIOD_NS, dtype="<i8").tobytes(), dtype="<i8"
+                )
+            )
+        return values, stamps
+
+    def case(cls, n, single):
+        store = cls()
+        parents = ["world"] * n
+        children = ["c%d" % i for i in range(n)]
+        values, stamps = make(n, warm, 0)
+        for v, s in zip(values, stamps):
+            store.set_transforms(parents, children, s, v, "bench")
+        state = {"next": warm}
+
+        def run():
+            values, stamps = make(n, messages, state["next"])
+            state["next"] += messages
+            gc.disable()
+            if single:
+                sv = store.set_transform_values
+                rows = [v[0].tolist() for v in values]
+                firsts = [int(s[0]) for s in stamps]
+                t0 = time.perf_counter()
+                for r, s in zip(rows, firsts):
+                    sv("world", "c0", s, *r, "bench")
+                elapsed = time.perf_counter() - t0
+            else:
+                st = store.set_transforms
+                t0 = time.perf_counter()
+                for v, s in zip(values, stamps):
+                    st(parents, children, s, v, "bench")
+                elapsed = time.perf_counter() - t0
+            gc.enable()
+            return elapsed / (messages * n)
+
+        return run
+
+    cases = []
+    for cls in (BufferCore, Buffer):
+        cases.append(("%s.set_transform_values, N=1" % cls.__name__, case(cls, 1, True)))
+        for n in (1, 50, 100):
+            cases.append(("%s.set_transforms, N=%d, per row" % (cls.__name__, n), case(cls, n, False)))
+    best = [float("inf")] * len(cases)
+    for _ in range(repeat):
+        for k, (_, fn) in enumerate(cases):
+            best[k] = min(best[k], fn())
+    for (name, _), per_row in zip(cases, best):
+        row(name, per_row, None, "us")
+
+
 def bench_batch(quick):
     from pytransform3d.transform_manager import TemporalTransformManager  # noqa: F401
 
@@ -318,7 +395,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke test)")
     parser.add_argument(
-        "--only", choices=("single", "inserts", "batch", "memory"), help="run one group"
+        "--only", choices=("single", "inserts", "insert-rows", "batch", "memory"), help="run one group"
     )
     args = parser.parse_args()
     try:
@@ -333,6 +410,7 @@ def main():
     groups = {
         "single": bench_single,
         "inserts": bench_inserts,
+        "insert-rows": bench_insert_rows,
         "batch": bench_batch,
         "memory": bench_memory,
     }

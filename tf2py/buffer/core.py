@@ -18,6 +18,7 @@ Not thread-safe: ``Buffer`` adds the lock.
 from __future__ import annotations
 
 from math import sqrt
+from struct import error as _StructError
 from typing import NamedTuple
 
 import numpy as np
@@ -30,12 +31,19 @@ from .exceptions import (
 )
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3
 from .time import Time, duration_to_nanoseconds, format_seconds, to_nanoseconds
-from .time_cache import DEFAULT_CACHE_TIME_NS, StampSearch, StaticCache, TimeCache
+from .time_cache import (
+    _COMPACT_MIN,
+    DEFAULT_CACHE_TIME_NS,
+    StampSearch,
+    StaticCache,
+    TimeCache,
+)
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
 MAX_GRAPH_DEPTH = 1000  # tf2's MAX_GRAPH_DEPTH: more links than this means a loop
 _QUATERNION_TOLERANCE = 0.01  # |x²+y²+z²+w² - 1| must stay below this (ROS 1 rule)
+_QUATERNION_TOLERANCE_2 = _QUATERNION_TOLERANCE * _QUATERNION_TOLERANCE
 _NO_PARENT = "NO_PARENT"
 _FIELDS = (
     "transform.translation.x",
@@ -47,6 +55,11 @@ _FIELDS = (
     "transform.rotation.w",
 )
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+_INF = float("inf")
+_ROW_BYTES = 56  # one row of 7 float64
+# Below this many rows set_transforms checks each row in plain Python (numpy's per-call
+# costs exceed the per-row savings for small batches).
+_SMALL_BATCH = 8
 _new = object.__new__
 _setattr = object.__setattr__
 
@@ -328,8 +341,8 @@ class BufferCore:
                         self._authority[child_id] = authority
                         return True
                     return False
-        except (TypeError, ValueError):  # unhashable names, non-numbers: the slow path says
-            pass
+        except (TypeError, ValueError, _StructError):  # unhashable names, non-numbers:
+            pass  # the slow path names the cause
         return self._store(
             parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw), authority, is_static
         )
@@ -371,56 +384,102 @@ class BufferCore:
                 "set_transforms needs integer nanosecond stamps, got dtype %s" % stamps.dtype
             )
         stamp_list = stamps.tolist()
-        # Vectorised validation of the numbers: finite, quaternion close to unit length.
-        finite = np.isfinite(values).all(axis=1)
+        if n < _SMALL_BATCH:
+            # A few rows: plain float checks per row cost less than numpy's fixed costs.
+            return self._set_rows(
+                parents, children, stamp_list, values.tolist(), authority, is_static
+            )
+        # Vectorised validation, first for the whole batch in a few numpy calls: the sum over
+        # rows of (|q|² - 1)² within tolerance² (so every row's |q|² is within tolerance of
+        # 1) and the sum of all squared values finite (so every value is). einsum and @
+        # raise no floating-point warnings on NaN, inf or overflow. If that fails (an
+        # invalid row, or only a huge one), the exact per-row mask.
         quat = values[:, 3:]
-        with np.errstate(invalid="ignore", over="ignore"):
-            norm2 = np.einsum("ij,ij->i", quat, quat)
-            good = finite & (np.abs(norm2 - 1.0) < _QUATERNION_TOLERANCE)
-            if good.any():
-                values = values.copy()
-                scale = np.ones(n)
-                scale[good] = 1.0 / np.sqrt(norm2[good])
-                values[:, 3:] *= scale[:, None]
-        rows = values.tolist()
-        good_list = good.tolist()
+        norm2 = np.einsum("ij,ij->i", quat, quat)
+        deviation = norm2 - 1.0
+        spread = float(deviation @ deviation)
+        if spread < _QUATERNION_TOLERANCE_2 and float(np.einsum("ij,ij", values, values)) < _INF:
+            good = None  # every row
+            if spread == 0.0:  # every |q|² exactly 1: nothing to normalize
+                normalized = values
+            else:
+                normalized = values.copy()
+                normalized[:, 3:] *= (1.0 / np.sqrt(norm2))[:, None]
+        else:
+            good_rows = np.isfinite(values).all(axis=1)
+            good_rows &= np.abs(deviation) < _QUATERNION_TOLERANCE
+            good = good_rows.tolist()
+            normalized = values.copy()
+            normalized[:, 3:] *= (1.0 / np.sqrt(np.where(good_rows, norm2, 1.0)))[:, None]
+        # The rows as the bytes the caches store (56 per row, native doubles).
+        data = normalized.tobytes()
         stored = old = 0
         invalid = []
         ids = self._lookup_ids
         caches = self._caches
         authorities = self._authority
-        not_static = not is_static
+        window = self._cache_time_ns
+        dynamic = not is_static
+        j = -_ROW_BYTES
         for k in range(n):
-            parent = parents[k]
-            child = children[k]
-            row = rows[k]
+            j += _ROW_BYTES
             try:
-                child_id = ids.get(child)
-                parent_id = ids.get(parent)
+                child_id = ids.get(children[k])
+                parent_id = ids.get(parents[k])
                 if (
                     child_id is not None
                     and parent_id is not None
                     and child_id != parent_id
-                    and good_list[k]
+                    and (good is None or good[k])
                 ):
-                    # Fast path: known lookup-able names, numbers already checked.
+                    # Known lookup-able names, numbers already checked.
                     cache = caches[child_id]
-                    if cache is None or (not cache.is_static) != not_static:
+                    stamp = stamp_list[k]
+                    if cache.__class__ is TimeCache and dynamic:
+                        # TimeCache.insert's common case, inlined: an in-order append that
+                        # prunes at most one sample (anything else: insert_packed below).
+                        cache_stamps = cache.stamps
+                        m = len(cache_stamps)
+                        start = cache.start
+                        if m > start:
+                            latest = cache_stamps[-1]
+                            limit = latest - window
+                            if stamp > latest and (
+                                cache_stamps[start] >= limit or cache_stamps[start + 1] >= limit
+                            ):
+                                if cache_stamps[start] < limit:
+                                    start += 1
+                                    cache.start = start
+                                    if start >= _COMPACT_MIN and start * 8 >= m - start:
+                                        cache._compact()
+                                if cache._table is not None or cache._last is not None:
+                                    cache._table = cache._last = None
+                                cache_stamps.append(stamp)
+                                cache.values.frombytes(data[j : j + _ROW_BYTES])
+                                cache.parents.append(parent_id)
+                                authorities[child_id] = authority
+                                stored += 1
+                                continue
+                    elif cache is None or cache.is_static == dynamic:
                         cache = self._new_cache(child_id, is_static)
-                    if cache.insert(stamp_list[k], *row, parent_id):
+                    if cache.insert_packed(stamp, data[j : j + _ROW_BYTES], parent_id):
                         authorities[child_id] = authority
                         stored += 1
                     else:
                         old += 1
                     continue
-                if parent.__class__ is str and child.__class__ is str and good_list[k]:
+                # Slow path: new or unusual names, or numbers that failed the check.
+                parent = parents[k]
+                child = children[k]
+                if parent.__class__ is str and child.__class__ is str and (good is None or good[k]):
                     p = parent[1:] if parent[:1] == "/" else parent
                     c = child[1:] if child[:1] == "/" else child
+                    row = normalized[k].tolist()
                     if not c or not p or c == p:
                         self._validate_insert(parent, child, row)  # raises
                 else:
-                    # Slow path: the exact message for this row (or a str subclass).
-                    p, c, row = self._validate_insert(parent, child, row)
+                    # The exact message for this row (or a str subclass, or a huge row).
+                    p, c, row = self._validate_insert(parent, child, values[k].tolist())
                 if self._store_valid(p, c, stamp_list[k], row, authority, is_static):
                     stored += 1
                 else:
@@ -428,12 +487,38 @@ class BufferCore:
             except InvalidArgumentException as exc:
                 invalid.append((k, exc))
             except TypeError as exc:  # an unhashable frame id
-                invalid.append(
-                    (k, InvalidArgumentException("frame ids must be strings (%s)" % exc))
-                )
+                invalid.append((k, self._invalid_names(parents[k], children[k], exc)))
         if stored:
             self._notify_new_data()
         return BatchResult(stored, old, invalid)
+
+    def _set_rows(self, parents, children, stamps, rows, authority, is_static) -> BatchResult:
+        """``set_transforms`` for a few rows (lists of Python values): one
+        ``_insert_values`` per row."""
+        stored = old = 0
+        invalid = []
+        insert = self._insert_values
+        for k in range(len(rows)):
+            try:
+                if insert(parents[k], children[k], stamps[k], *rows[k], authority, is_static):
+                    stored += 1
+                else:
+                    old += 1
+            except InvalidArgumentException as exc:
+                invalid.append((k, exc))
+            except TypeError as exc:
+                invalid.append((k, self._invalid_names(parents[k], children[k], exc)))
+        if stored:
+            self._notify_new_data()
+        return BatchResult(stored, old, invalid)
+
+    def _invalid_names(self, parent, child, exc):
+        """The exception for a row whose frame ids could not be used (unhashable)."""
+        try:
+            self._validate_insert(parent, child, _IDENTITY)
+        except InvalidArgumentException as named:
+            return named
+        return InvalidArgumentException("frame ids must be strings (%s)" % exc)
 
     def _notify_new_data(self):
         """Called once at the end of every insert call that stored something; ``Buffer``

@@ -27,6 +27,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from math import acos, sin
+from struct import Struct
 
 import numpy as np
 
@@ -44,6 +45,9 @@ DEFAULT_CACHE_TIME_NS = 10_000_000_000
 # Drop the pruned prefix once it is this long and at least an eighth of the live samples:
 # amortised, each insert moves a few bytes, and at most ~12 % of the arrays is dead.
 _COMPACT_MIN = 64
+_SAMPLE = Struct("7d")  # one sample's values as the bytes array("d") stores
+_pack7 = _SAMPLE.pack
+_unpack7 = _SAMPLE.unpack
 
 
 def interpolate(a, b, ratio):
@@ -199,6 +203,33 @@ class TimeCache:
 
     def insert(self, stamp, tx, ty, tz, qx, qy, qz, qw, parent) -> bool:
         """Store one sample; False if it is older than the window (tf2's TF_OLD_DATA)."""
+        # Packed first: a value struct cannot take raises before anything changed.
+        data = _pack7(tx, ty, tz, qx, qy, qz, qw)
+        stamps = self.stamps
+        n = len(stamps)
+        start = self.start
+        if n > start:
+            latest = stamps[-1]
+            if stamp > latest:
+                # The common case, inlined: an in-order append that prunes at most one.
+                limit = latest - self.cache_time_ns
+                if stamps[start] < limit:
+                    start += 1
+                    if start < n and stamps[start] < limit:
+                        return self.insert_packed(stamp, data, parent)
+                    self.start = start
+                    if start >= _COMPACT_MIN and start * 8 >= n - start:
+                        self._compact()
+                if self._table is not None or self._last is not None:
+                    self._table = self._last = None
+                stamps.append(stamp)
+                self.values.frombytes(data)
+                self.parents.append(parent)
+                return True
+        return self.insert_packed(stamp, data, parent)
+
+    def insert_packed(self, stamp, data, parent) -> bool:
+        """``insert`` with the 7 values as 56 bytes of native doubles (``struct`` "7d")."""
         self._table = self._last = None
         stamps = self.stamps
         n = len(stamps)
@@ -223,25 +254,25 @@ class TimeCache:
                 return False
             if stamp > latest:
                 stamps.append(stamp)
-                self.values.extend((tx, ty, tz, qx, qy, qz, qw))
+                self.values.frombytes(data)
                 self.parents.append(parent)
                 return True
             i = bisect_right(stamps, stamp, start, n)
             if i > start and stamps[i - 1] == stamp:
                 # A repeated stamp replaces the earlier sample (tf2py departure, §13.2).
                 j = (i - 1) * 7
-                self.values[j : j + 7] = array("d", (tx, ty, tz, qx, qy, qz, qw))
+                self.values[j : j + 7] = array("d", data)
                 self.parents[i - 1] = parent
                 return True
             stamps.insert(i, stamp)
             j = i * 7
-            self.values[j:j] = array("d", (tx, ty, tz, qx, qy, qz, qw))
+            self.values[j:j] = array("d", data)
             self.parents.insert(i, parent)
             return True
         if start:
             self._reset()
         self.stamps.append(stamp)
-        self.values.extend((tx, ty, tz, qx, qy, qz, qw))
+        self.values.frombytes(data)
         self.parents.append(parent)
         return True
 
@@ -511,6 +542,10 @@ class StaticCache:
 
     def insert(self, stamp, tx, ty, tz, qx, qy, qz, qw, parent) -> bool:
         self.data = (tx, ty, tz, qx, qy, qz, qw, parent)
+        return True
+
+    def insert_packed(self, stamp, data, parent) -> bool:
+        self.data = (*_unpack7(data), parent)
         return True
 
     def clear(self):
