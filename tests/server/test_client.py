@@ -254,3 +254,14 @@ def test_a_server_address_with_a_port_out_of_range_is_refused():
     """ZeroMQ alone would connect to port 99999 - 65536 = 34463 without a word."""
     with pytest.raises(ValueError, match="'tcp://127.0.0.1:99999': port must be 0..65535"):
         BufferClient("tcp://127.0.0.1:99999")
+
+
+def test_close_from_a_future_callback_ends_the_client(server):
+    """Done callbacks run on the client's I/O thread; closing the client there must not
+    wait for that very thread (it used to hang in the context's term() for ever)."""
+    client = BufferClient(server.address)
+    closed = threading.Event()
+    future = client.lookup_transform_async("map", "odom", 0)
+    future.add_done_callback(lambda f: (client.close(), closed.set()))
+    assert closed.wait(10)
+    wait_for(lambda: _client_threads() == [])

@@ -222,6 +222,7 @@ class BufferClient:
         self._goals: dict[int, _Goal] = {}
         self._send_lock = threading.Lock()
         self._closed = False
+        self._term_on_exit = False  # close() was called on the I/O thread itself
         self._channels_lock = threading.Lock()
         self._channels: set = set()
         self._local = threading.local()
@@ -369,8 +370,13 @@ class BufferClient:
                 if not channel.in_use:
                     self._channels.discard(channel)
                     channel.close()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        if self._thread is threading.current_thread():
+            # Called from a future's done callback (they run on the I/O thread): the thread
+            # ends its loop after this callback and terminates the context itself; term()
+            # here would wait forever for the thread's own sockets.
+            self._term_on_exit = True
+            return
+        self._thread.join()
         self._push.close(linger=0)
         self._context.term()
 
@@ -537,6 +543,9 @@ class BufferClient:
                     heapq.heapify(deadlines)
         finally:
             self._shutdown()
+            if self._term_on_exit:
+                self._push.close(linger=0)
+                self._context.term()
 
     def _drain_requests(self, deadlines) -> bool:
         pull, dealer, goals = self._pull, self._dealer, self._goals
