@@ -283,6 +283,13 @@ def test_threads_are_named_daemons(core):
         assert threads and all(t.daemon for t in threads)
 
 
+@pytest.mark.parametrize("cls", [TransformBroadcaster, StaticTransformBroadcaster])
+def test_broadcaster_refuses_an_authority_that_is_not_a_string(core, cls):
+    """Listeners would drop every message of such a sender as malformed."""
+    with pytest.raises(TypeError, match="authority must be a string, got int"):
+        cls(core.address, authority=42)
+
+
 def test_send_after_close_raises(core):
     b = TransformBroadcaster(core.address)
     b.close()
