@@ -199,6 +199,15 @@ def test_cancel_is_acknowledged(server):
     assert server.pending_count == 0
 
 
+def _answerable_lookup_seconds(address) -> float:
+    """Seconds one answerable lookup takes through a fresh, already connected client."""
+    with BufferClient(address) as fast:
+        fast.lookup_transform("map", "laser", 2.0)  # connect before timing
+        started = time.perf_counter()
+        fast.lookup_transform("map", "laser", 2.0)
+        return time.perf_counter() - started
+
+
 def test_answerable_goal_returns_fast_while_50_clients_hold_waiting_goals(server):
     clients = [BufferClient(server.address) for _ in range(50)]
     try:
@@ -207,12 +216,7 @@ def test_answerable_goal_returns_fast_while_50_clients_hold_waiting_goals(server
             for i, c in enumerate(clients)
         ]
         wait_for(lambda: server.pending_count == 50, message="50 goals pending")
-        with BufferClient(server.address) as fast:
-            fast.lookup_transform("map", "laser", 2.0)  # connect before timing
-            started = time.perf_counter()
-            fast.lookup_transform("map", "laser", 2.0)
-            elapsed = time.perf_counter() - started
-        assert elapsed < 0.1
+        assert _answerable_lookup_seconds(server.address) < 0.1
         assert not any(f.done() for f in futures)
     finally:
         for c in clients:
@@ -226,12 +230,7 @@ def test_answerable_goal_returns_fast_while_500_goals_wait(server):
             dealer.send(protocol.pack_goal(goal_id, "map", f"missing_{goal_id}", 0, 0, "", False,
                                            60_000_000_000))
         wait_for(lambda: server.pending_count == 500, message="500 goals pending")
-        with BufferClient(server.address) as fast:
-            fast.lookup_transform("map", "laser", 2.0)  # connect before timing
-            started = time.perf_counter()
-            fast.lookup_transform("map", "laser", 2.0)
-            elapsed = time.perf_counter() - started
-    assert elapsed < 0.1
+        assert _answerable_lookup_seconds(server.address) < 0.1
 
 
 def test_goals_that_time_out_together_do_not_hold_back_an_answerable_goal(server):
