@@ -420,21 +420,22 @@ class BufferCore:
         authorities = self._authority
         window = self._cache_time_ns
         dynamic = not is_static
+        try:  # frame ids (None: unknown, or not lookup-able), in one C loop each
+            child_ids = list(map(ids.get, children))
+            parent_ids = list(map(ids.get, parents))
+        except TypeError:  # an unhashable frame id: that row takes the slow path below
+            child_ids = [ids.get(c) if c.__class__ is str else None for c in children]
+            parent_ids = [ids.get(p) if p.__class__ is str else None for p in parents]
+        k = -1
         j = -_ROW_BYTES
-        for k in range(n):
+        for child_id, parent_id, stamp in zip(child_ids, parent_ids, stamp_list):
+            k += 1
             j += _ROW_BYTES
             try:
-                child_id = ids.get(children[k])
-                parent_id = ids.get(parents[k])
-                if (
-                    child_id is not None
-                    and parent_id is not None
-                    and child_id != parent_id
-                    and (good is None or good[k])
-                ):
+                # Ids are >= 1, so "known" is plain truth.
+                if child_id and parent_id and child_id != parent_id and (good is None or good[k]):
                     # Known lookup-able names, numbers already checked.
                     cache = caches[child_id]
-                    stamp = stamp_list[k]
                     if cache.__class__ is TimeCache and dynamic:
                         # TimeCache.insert's common case, inlined: an in-order append that
                         # prunes at most one sample (anything else: insert_packed below).
