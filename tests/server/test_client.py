@@ -183,6 +183,25 @@ def test_bad_argument_raises_the_local_invalid_argument_without_a_round_trip(
     assert server.stats()["goals"] == 0
 
 
+@pytest.mark.parametrize("call", ["blocking", "future"])
+def test_a_frame_id_longer_than_the_protocol_carries_is_refused_at_once(server, client, call):
+    """100 000 characters would make a goal over the server's size limit, dropped unanswered
+    (the caller used to wait for the padding and get a TimeoutException)."""
+    frame = "x" * 100_000
+    with pytest.raises(InvalidArgumentException, match="at most 4096 characters"):
+        if call == "blocking":
+            client.lookup_transform(frame, "odom", 0)
+        else:
+            client.lookup_transform_async("map", frame, 0).result(timeout=10)
+    assert server.stats()["goals"] == 0  # refused by the client: no goal, no wait
+
+
+def test_a_time_outside_int64_nanoseconds_is_an_invalid_argument(server, client):
+    with pytest.raises(InvalidArgumentException, match="out of range"):
+        client.lookup_transform("map", "odom", 1e30)
+    assert server.stats()["goals"] == 0
+
+
 def test_bad_fixed_frame_raises_the_local_invalid_argument(buffer, client):
     args = ("map", 0, "odom", 0, 5)
     with pytest.raises(InvalidArgumentException) as local:

@@ -92,11 +92,19 @@ class _Goal:
 
 
 def _check_frame(value, name: str) -> str:
-    """The frame id, or the InvalidArgumentException a local Buffer raises for it."""
+    """The frame id, or the InvalidArgumentException a local Buffer raises for it. A frame id
+    longer than the protocol carries is refused here, at once (the server would refuse the
+    goal, or drop it unanswered when it is over the goal size limit)."""
     if value.__class__ is not str and not isinstance(value, str):
         raise InvalidArgumentException(
             "Invalid argument %r passed to lookupTransform argument %s - frame ids must be "
             "strings" % (value, name)
+        )
+    if len(value) > protocol.MAX_FRAME_ID_LENGTH:
+        raise InvalidArgumentException(
+            "Invalid argument %r... passed to lookupTransform argument %s - a frame id sent "
+            "to a BufferServer has at most %d characters, this one has %d"
+            % (value[:32], name, protocol.MAX_FRAME_ID_LENGTH, len(value))
         )
     return value
 
@@ -111,9 +119,15 @@ def _timeout_ns(timeout) -> int:
 def _time_ns(value) -> int:
     """Nanoseconds of a Time or seconds; InvalidArgumentException as a local Buffer."""
     try:
-        return to_nanoseconds(value, "time")
+        ns = to_nanoseconds(value, "time")
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentException(str(exc)) from None
+    if not -(2**63) <= ns < 2**63:
+        raise InvalidArgumentException(
+            f"time {value!r} is out of range: the BufferServer protocol carries times as "
+            "int64 nanoseconds (about +-292 years around 1970)"
+        )
+    return ns
 
 
 class _Channel:
