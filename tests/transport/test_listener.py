@@ -290,6 +290,16 @@ def test_broadcaster_refuses_an_authority_that_is_not_a_string(core, cls):
         cls(core.address, authority=42)
 
 
+@pytest.mark.parametrize("cls", [TransformBroadcaster, StaticTransformBroadcaster])
+@pytest.mark.parametrize("bad", [None, 5, "map"], ids=["None", "int", "str"])
+def test_send_transform_of_something_else_is_a_type_error_saying_what_it_takes(
+    core, cls, bad
+):
+    with cls(core.address) as b:
+        with pytest.raises(TypeError, match="takes a TransformStamped or a list of them"):
+            b.send_transform(bad)
+
+
 def test_send_after_close_raises(core):
     b = TransformBroadcaster(core.address)
     b.close()

@@ -27,6 +27,17 @@ def _authority(authority) -> str:
     return str(authority)
 
 
+def _transform_list(transforms) -> list:
+    """``transforms`` (an iterable of TransformStamped) as a list; TypeError naming what a
+    send_transform takes for anything else (a str is not a list of transforms)."""
+    if isinstance(transforms, (str, bytes)) or not hasattr(transforms, "__iter__"):
+        raise TypeError(
+            "send_transform takes a TransformStamped or a list of them, got "
+            f"{type(transforms).__name__}"
+        )
+    return list(transforms)
+
+
 class TransformBroadcaster:
     """Publishes transforms on ``/tf``, as tf2_ros's TransformBroadcaster.
 
@@ -61,7 +72,7 @@ class TransformBroadcaster:
         elif isinstance(transform, (list, tuple)):
             n = len(transform)
         else:
-            transform = list(transform)
+            transform = _transform_list(transform)
             n = len(transform)
         if n == 0:
             return  # nothing to say: no empty message on the bus
@@ -141,7 +152,7 @@ class StaticTransformBroadcaster:
     def send_transform(self, transform) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = [transform] if hasattr(transform, "child_frame_id") else list(transform)
+        items = [transform] if hasattr(transform, "child_frame_id") else _transform_list(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
         rows = [wire.transform_to_wire(ts) for ts in items]
         with self._lock:
