@@ -127,6 +127,25 @@ def test_static_broadcaster_latches_a_copy_of_a_reused_message(core):
             assert {r[3]: r[5][0] for r in buffer.rows() if r[1]} == {"a": 1.0, "b": 2.0}
 
 
+def test_static_broadcaster_keeps_publishing_after_a_failed_publish(core, caplog):
+    with StaticTransformBroadcaster(core.address) as static:
+        calls = []
+        body = static._body
+
+        def fails_once():
+            calls.append(1)
+            if len(calls) == 1:
+                raise RuntimeError("boom")
+            return body()
+
+        static._body = fails_once
+        static.send_transform(make_transform("map", "a"))
+        wait_for(lambda: calls)
+        static.send_transform(make_transform("map", "b"))
+        wait_for(lambda: core.latched_frames() == ["a", "b"])
+    assert "publishing failed: RuntimeError: boom" in caplog.text
+
+
 def test_static_broadcaster_started_before_the_core_latches_when_it_comes_up():
     from transport_support import free_port_pair
 

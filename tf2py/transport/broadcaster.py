@@ -124,6 +124,7 @@ class StaticTransformBroadcaster:
         self._latched: dict[str, list] = {}
         self._closed = False
         self.published = 0
+        self._publish_failed = False
         self._thread = None
         self._sockets: list[zmq.Socket] = []
         try:
@@ -160,7 +161,10 @@ class StaticTransformBroadcaster:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             for row in rows:
                 self._latched[row[1]] = row
-            self._wake.send(b"publish")
+            try:
+                self._wake.send(b"publish", zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # wake-ups already queued: the thread publishes the whole set anyway
 
     def _body(self) -> bytes | None:
         with self._lock:
@@ -202,7 +206,15 @@ class StaticTransformBroadcaster:
                         ):
                             publish = True  # a core (re)connected: give it the whole set
                 if publish:
-                    self._publish()
+                    try:
+                        self._publish()
+                    except zmq.ZMQError:
+                        raise
+                    except Exception as exc:  # keep latching: the next send or reconnect
+                        if not self._publish_failed:  # publishes the whole set again
+                            self._publish_failed = True
+                            logger.error("tf2py static broadcaster: publishing failed: %s: %s "
+                                         "(logged once)", type(exc).__name__, exc)
         except zmq.ZMQError as exc:
             if exc.errno != zmq.ETERM:
                 logger.error("tf2py static broadcaster stopped: %s", exc)
