@@ -344,3 +344,42 @@ def test_array_value_for_known_frames_raises_and_keeps_data(core):
         core.set_transform_values("p", "c", 1, np.array([2.0]), 0, 0, 0, 0, 0, 1, "x", True)
     assert core.lookup_transform("p", "c", 0).transform.translation.x == 1.0
     assert not core.frames_info()["c"]["is_static"]
+
+
+# --- stamps outside 64-bit nanoseconds (year 2262) ---------------------------------------
+
+
+@pytest.mark.parametrize("stamp", [2**63, -(2**63) - 1, 2**80])
+def test_stamp_outside_64_bits_raises_invalid_argument_and_stores_nothing(core, stamp):
+    core.set_transform_values("p", "q", 5 * S, 0, 0, 0, 0, 0, 0, 1, "x")
+    with pytest.raises(InvalidArgumentException, match="stamp of frame \"q\" .*64-bit"):
+        core.set_transform_values("p", "q", stamp, 1, 0, 0, 0, 0, 0, 1, "x")
+    assert core.frames_info()["q"]["buffer_length"] == 1
+
+
+def test_stamp_outside_64_bits_raises_for_a_new_frame_and_registers_nothing(core):
+    with pytest.raises(InvalidArgumentException, match="64-bit"):
+        core.set_transform_values("p", "q", 2**63, 1, 0, 0, 0, 0, 0, 1, "x")
+    assert core.get_frames() == []
+
+
+def test_stamp_outside_64_bits_raises_for_static_transforms_too(core):
+    core.set_transform_values("p", "q", 0, 0, 0, 0, 0, 0, 0, 1, "x", True)
+    with pytest.raises(InvalidArgumentException, match="64-bit"):
+        core.set_transform_values("p", "q", 2**63, 1, 0, 0, 0, 0, 0, 1, "x", True)
+    assert core.lookup_transform("p", "q", 0).transform.translation.x == 0.0
+
+
+def test_time_stamp_outside_64_bits_raises_invalid_argument(core):
+    with pytest.raises(InvalidArgumentException, match="64-bit"):
+        core.set_transform(make_transform("p", "q", stamp=Time(sec=2**40)), "x")
+
+
+@pytest.mark.parametrize("size", [2, 10])
+def test_batch_rows_with_stamps_outside_64_bits_are_invalid_and_the_rest_stored(core, size):
+    stamps = np.arange(1, size + 1, dtype=np.uint64) * S
+    stamps[1] = 2**63
+    result = core.set_transforms(["p"] * size, ["q"] * size, stamps,
+                                 np.tile([0, 0, 0, 0, 0, 0, 1.0], (size, 1)), "x")
+    assert (result.stored, result.old, [k for k, _ in result.invalid]) == (size - 1, 0, [1])
+    assert "64-bit" in str(result.invalid[0][1])

@@ -56,6 +56,8 @@ _FIELDS = (
 )
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 _INF = float("inf")
+_STAMP_MIN = -(2**63)  # stamps are stored as int64 nanoseconds
+_STAMP_MAX = 2**63 - 1
 _ROW_BYTES = 56  # one row of 7 float64
 # Below this many rows set_transforms checks each row in plain Python (numpy's per-call
 # costs exceed the per-row savings for small batches).
@@ -318,6 +320,7 @@ class BufferCore:
                 and parent_id is not None
                 and child_id != parent_id
                 and stamp_ns.__class__ is int
+                and _STAMP_MIN <= stamp_ns <= _STAMP_MAX
             ):
                 norm2 = qx * qx + qy * qy + qz * qz + qw * qw
                 # NaN or ±inf anywhere makes this NaN (inf * 0 = NaN); anything but plain
@@ -384,8 +387,9 @@ class BufferCore:
                 "set_transforms needs integer nanosecond stamps, got dtype %s" % stamps.dtype
             )
         stamp_list = stamps.tolist()
-        if n < _SMALL_BATCH:
-            # A few rows: plain float checks per row cost less than numpy's fixed costs.
+        if n < _SMALL_BATCH or (stamps.dtype.kind == "u" and int(stamps.max()) > _STAMP_MAX):
+            # A few rows (plain float checks per row cost less than numpy's fixed costs), or
+            # unsigned stamps beyond int64 (the per-row path names them).
             return self._set_rows(
                 parents, children, stamp_list, values.tolist(), authority, is_static
             )
@@ -624,6 +628,11 @@ class BufferCore:
                     "stamp of frame \"%s\" (parent \"%s\") must be integer nanoseconds, got %r"
                     % (child, parent, stamp_ns)
                 ) from None
+        if not _STAMP_MIN <= stamp_ns <= _STAMP_MAX:
+            raise InvalidArgumentException(
+                "stamp of frame \"%s\" (parent \"%s\") is outside 64-bit nanoseconds: %d"
+                % (child, parent, stamp_ns)
+            )
         return self._store_valid(parent, child, stamp_ns, values, authority, is_static)
 
     def _store_valid(self, parent, child, stamp_ns, values, authority, is_static) -> bool:
