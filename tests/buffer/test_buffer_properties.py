@@ -46,7 +46,7 @@ def static_insertion(draw):
 
 @st.composite
 def batch(draw):
-    rows = draw(st.lists(insertion(), min_size=1, max_size=3))
+    rows = draw(st.lists(insertion(), min_size=1, max_size=12))  # >= 8: the vectorised path too
     return ("batch", rows)
 
 
