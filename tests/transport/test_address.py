@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tf2py.transport.address import bus_endpoints, core_address, server_address
+from tf2py.transport.address import (
+    bus_endpoints,
+    check_server_address,
+    core_address,
+    server_address,
+)
 
 
 def test_core_address_prefers_the_argument(monkeypatch):
@@ -50,3 +55,13 @@ def test_a_running_core_object_stands_for_its_address():
 
     with Core("tcp://127.0.0.1:0") as core:
         assert core_address(core) == core.address
+
+
+def test_server_address_may_use_port_65535_but_not_more():
+    assert check_server_address("tcp://127.0.0.1:65535") == "tcp://127.0.0.1:65535"
+    with pytest.raises(ValueError, match="invalid buffer server address .*port must be 0..65535"):
+        check_server_address("tcp://127.0.0.1:65536")
+
+
+def test_server_address_of_another_zeromq_transport_is_left_to_zeromq():
+    assert check_server_address("ipc:///tmp/tf2py-server") == "ipc:///tmp/tf2py-server"
