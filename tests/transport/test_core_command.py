@@ -4,6 +4,8 @@ input on the latch topic, restarts, many broadcaster processes."""
 from __future__ import annotations
 
 import signal
+import socket
+import threading
 
 import msgpack
 import pytest
@@ -91,6 +93,33 @@ def test_core_close_frees_its_ports_for_a_core_started_right_after():
             Core(address).close()
     finally:
         listener.close()
+
+
+def test_core_closed_from_several_threads_at_once_closes_once():
+    c = Core("tcp://127.0.0.1:0")
+    start = threading.Barrier(4)
+    errors = []
+
+    port = int(c.address.rsplit(":", 1)[1])
+
+    def close():
+        start.wait()
+        try:
+            c.close()
+            # Returned: the port must be free (not still held by another closer's close).
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(("127.0.0.1", port))
+        except Exception as exc:  # noqa: BLE001 - the test reports any
+            errors.append(exc)
+
+    closers = [threading.Thread(target=close) for _ in range(4)]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(10)
+    assert errors == []
+    assert tf2py_threads() == []
 
 
 def test_core_with_an_unbindable_host_and_port_zero_raises_os_error():

@@ -47,6 +47,7 @@ class Core:
         self._host = host
         self._closed = False
         self._lock = threading.Lock()
+        self._close_lock = threading.Lock()
         self.dropped = DropCounter("tf2py core")
         self.static_messages = 0
         self.replays = 0
@@ -266,10 +267,15 @@ class Core:
             return sorted(self._latched)
 
     def close(self) -> None:
-        """Stop forwarding, end the threads and close every socket. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+        """Stop forwarding, end the threads and close every socket; the ports are free when
+        it returns. Idempotent, also when called from several threads at once."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._close()
+
+    def _close(self) -> None:
         if self._proxy_thread is not None and self._proxy_thread.is_alive():
             try:
                 self._control.send(b"TERMINATE")
