@@ -284,3 +284,21 @@ def test_close_from_a_future_callback_ends_the_client(server):
     future.add_done_callback(lambda f: (client.close(), closed.set()))
     assert closed.wait(10)
     wait_for(lambda: _client_threads() == [])
+
+
+def test_ctrl_c_during_a_blocking_lookup_cancels_the_goal_on_the_server(server, client):
+    import os
+    import signal
+
+    interrupter = threading.Thread(  # a real SIGINT, as Ctrl-C sends: it interrupts the poll
+        target=lambda: (wait_for(lambda: server.pending_count == 1),
+                        os.kill(os.getpid(), signal.SIGINT))
+    )
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.lookup_transform("map", "never", 0, timeout=60.0)
+    finally:
+        interrupter.join()
+    wait_for(lambda: server.pending_count == 0, message="goal cancelled, not left to time out")
+    assert server.stats()["cancelled"] == 1

@@ -518,6 +518,13 @@ class BufferClient:
                 raise TimeoutException(
                     "the BufferClient was closed before the server answered") from None
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C while waiting: the server forgets the goal now, not at its timeout.
+            try:
+                sock.send(protocol.pack_cancel(goal_id), zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+            raise
         finally:
             with self._channels_lock:
                 channel.in_use = False
