@@ -319,6 +319,14 @@ def test_send_transform_of_something_else_is_a_type_error_saying_what_it_takes(
             b.send_transform(bad)
 
 
+@pytest.mark.parametrize("not_a_buffer", [None, "buffer", {}], ids=["None", "str", "dict"])
+def test_listener_of_something_that_is_not_a_buffer_is_a_type_error(core, not_a_buffer):
+    before = tf2py_threads()
+    with pytest.raises(TypeError, match="TransformListener fills a Buffer"):
+        TransformListener(not_a_buffer, core.address)
+    assert tf2py_threads() == before
+
+
 def test_send_after_close_raises(core):
     b = TransformBroadcaster(core.address)
     b.close()

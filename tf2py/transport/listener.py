@@ -234,6 +234,10 @@ class TransformListener(_BusReceiver):
     _name = "tf2py-transform-listener"
 
     def __init__(self, buffer, core: str | None = None):
+        if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
+            raise TypeError(
+                f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}"
+            )
         self.buffer = buffer
         self.stored_transforms = 0
         self.old_transforms = 0
