@@ -20,7 +20,11 @@ def _raise_interrupt(signum, frame):
 
 def install_signal_handlers() -> None:
     """Make SIGTERM stop a command the way Ctrl-C does (a KeyboardInterrupt in the main
-    thread), so every command has one clean shutdown path."""
+    thread), so every command has one clean shutdown path.
+
+    SIGINT is handled even when it was inherited as ignored (a command started in the
+    background of a script): `tf2py launch` stops its processes with SIGINT first, so every
+    command must answer it."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
         signal.signal(signal.SIGINT, _raise_interrupt)
