@@ -98,3 +98,16 @@ def test_format_seconds_matches_tf2_display():
     assert format_seconds(1000) == "0.000001"
     assert format_seconds(10_000_000_000) == "10.000000"
     assert format_seconds(1_999_999_999) == "2.000000"
+
+
+def test_a_time_never_equals_a_duration():
+    assert Time(1) != Duration(1)
+    with pytest.raises(TypeError):
+        Time(1) < Duration(2)
+
+
+def test_time_and_duration_survive_pickling():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(Time(3, 4))) == Time(3, 4)
+    assert pickle.loads(pickle.dumps(Duration(-1, 5))) == Duration(-1, 5)

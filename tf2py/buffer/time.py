@@ -37,44 +37,39 @@ def _split(ns: int) -> tuple[int, int]:
 
 
 @total_ordering
-class Time:
-    """A time point, stored as integer nanoseconds since the epoch of its clock.
+class _Nanoseconds:
+    """An immutable integer number of nanoseconds; the common part of Time and Duration.
 
-    ``Time()`` (zero) passed as a lookup time means "the latest time at which the whole chain
-    is known", exactly as in tf2.
+    A Time never equals a Duration, and the two do not order against each other.
     """
 
     __slots__ = ("_ns",)
 
     def __init__(self, sec: int = 0, nanosec: int = 0):
         if not isinstance(sec, int) or not isinstance(nanosec, int):
+            name = type(self).__name__
             raise TypeError(
-                "Time(sec, nanosec) takes integers; use Time.from_seconds(x) for a float"
+                f"{name}(sec, nanosec) takes integers; use {name}.from_seconds(x) for a float"
             )
         object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
 
     @classmethod
-    def from_nanoseconds(cls, nanoseconds: int) -> "Time":
-        """A Time from an integer number of nanoseconds."""
-        t = object.__new__(cls)
-        object.__setattr__(t, "_ns", int(nanoseconds))
-        return t
+    def from_nanoseconds(cls, nanoseconds: int):
+        """From an integer number of nanoseconds."""
+        value = object.__new__(cls)
+        object.__setattr__(value, "_ns", int(nanoseconds))
+        return value
 
     @classmethod
-    def from_seconds(cls, seconds: float) -> "Time":
-        """A Time from seconds, rounded to the nearest nanosecond."""
+    def from_seconds(cls, seconds: float):
+        """From seconds, rounded to the nearest nanosecond."""
         return cls.from_nanoseconds(seconds_to_nanoseconds(seconds))
 
-    @classmethod
-    def now(cls) -> "Time":
-        """The wall-clock time now."""
-        return cls.from_nanoseconds(_time.time_ns())
-
     def __setattr__(self, name, value):
-        raise AttributeError("Time is immutable")
+        raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __reduce__(self):
-        return (Time.from_nanoseconds, (self._ns,))
+        return (type(self).from_nanoseconds, (self._ns,))
 
     @property
     def nanoseconds(self) -> int:
@@ -92,20 +87,41 @@ class Time:
         return self._ns / _NS_PER_S
 
     def __eq__(self, other):
-        if isinstance(other, Time):
+        if other.__class__ is self.__class__:
             return self._ns == other._ns
         return NotImplemented
 
     def __lt__(self, other):
-        if isinstance(other, Time):
+        if other.__class__ is self.__class__:
             return self._ns < other._ns
         return NotImplemented
 
     def __hash__(self):
-        return hash(("Time", self._ns))
+        return hash((type(self).__name__, self._ns))
 
     def __bool__(self):
         return self._ns != 0
+
+    def __repr__(self):
+        return f"{type(self).__name__}(sec={self.sec}, nanosec={self.nanosec})"
+
+    def __str__(self):
+        return format_seconds(self._ns)
+
+
+class Time(_Nanoseconds):
+    """A time point, stored as integer nanoseconds since the epoch of its clock.
+
+    ``Time()`` (zero) passed as a lookup time means "the latest time at which the whole chain
+    is known", exactly as in tf2.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def now(cls) -> "Time":
+        """The wall-clock time now."""
+        return cls.from_nanoseconds(_time.time_ns())
 
     def __add__(self, other):
         if isinstance(other, Duration):
@@ -125,72 +141,11 @@ class Time:
             return Time.from_nanoseconds(self._ns - seconds_to_nanoseconds(other))
         return NotImplemented
 
-    def __repr__(self):
-        return f"Time(sec={self.sec}, nanosec={self.nanosec})"
 
-    def __str__(self):
-        return format_seconds(self._ns)
-
-
-@total_ordering
-class Duration:
+class Duration(_Nanoseconds):
     """A span of time, stored as integer nanoseconds (may be negative)."""
 
-    __slots__ = ("_ns",)
-
-    def __init__(self, sec: int = 0, nanosec: int = 0):
-        if not isinstance(sec, int) or not isinstance(nanosec, int):
-            raise TypeError(
-                "Duration(sec, nanosec) takes integers; use Duration.from_seconds(x) for a float"
-            )
-        object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
-
-    @classmethod
-    def from_nanoseconds(cls, nanoseconds: int) -> "Duration":
-        d = object.__new__(cls)
-        object.__setattr__(d, "_ns", int(nanoseconds))
-        return d
-
-    @classmethod
-    def from_seconds(cls, seconds: float) -> "Duration":
-        return cls.from_nanoseconds(seconds_to_nanoseconds(seconds))
-
-    def __setattr__(self, name, value):
-        raise AttributeError("Duration is immutable")
-
-    def __reduce__(self):
-        return (Duration.from_nanoseconds, (self._ns,))
-
-    @property
-    def nanoseconds(self) -> int:
-        return self._ns
-
-    @property
-    def sec(self) -> int:
-        return _split(self._ns)[0]
-
-    @property
-    def nanosec(self) -> int:
-        return _split(self._ns)[1]
-
-    def to_seconds(self) -> float:
-        return self._ns / _NS_PER_S
-
-    def __eq__(self, other):
-        if isinstance(other, Duration):
-            return self._ns == other._ns
-        return NotImplemented
-
-    def __lt__(self, other):
-        if isinstance(other, Duration):
-            return self._ns < other._ns
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(("Duration", self._ns))
-
-    def __bool__(self):
-        return self._ns != 0
+    __slots__ = ()
 
     def __add__(self, other):
         if isinstance(other, Duration):
@@ -206,12 +161,6 @@ class Duration:
 
     def __neg__(self):
         return Duration.from_nanoseconds(-self._ns)
-
-    def __repr__(self):
-        return f"Duration(sec={self.sec}, nanosec={self.nanosec})"
-
-    def __str__(self):
-        return format_seconds(self._ns)
 
 
 def to_nanoseconds(value, name: str = "time") -> int:
