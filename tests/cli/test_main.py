@@ -37,3 +37,20 @@ def test_unknown_flag_names_the_subcommand():
         "tf2py core: error: unrecognized arguments: --bogus (see tf2py core --help)\n"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_sigterm_while_the_command_modules_load_is_a_clean_stop():
+    # The signal is sent from inside build_parser, i.e. while the subcommands are imported.
+    script = (
+        "import os, signal, sys, tf2py.cli.main as m\n"
+        "build = m.build_parser\n"
+        "def early():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return build()\n"
+        "m.build_parser = early\n"
+        "sys.exit(m.main(['core', '--address', 'tcp://127.0.0.1:0']))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "ready at" not in result.stdout

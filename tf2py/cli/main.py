@@ -55,8 +55,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 
 def main(argv=None) -> int:
-    parser, modules = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    # Handlers first: a stop request that arrives while the command modules are still being
+    # imported is a clean stop too, not a death by SIGTERM.
+    install_signal_handlers()
+    try:
+        parser, modules = build_parser()
+        args, extra = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        return 0
     if args.command is None:
         parser.print_help()
         return 2
@@ -68,7 +74,6 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
-    install_signal_handlers()
     try:
         return int(modules[args.command].run(args) or 0)
     except KeyboardInterrupt:
