@@ -62,6 +62,8 @@ _ROW_BYTES = 56  # one row of 7 float64
 # Below this many rows set_transforms checks each row in plain Python (numpy's per-call
 # costs exceed the per-row savings for small batches).
 _SMALL_BATCH = 8
+# Picks |q|² out of a row of squared values (one matmul per batch).
+_QUATERNION_COLUMNS = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 _new = object.__new__
 _setattr = object.__setattr__
 
@@ -395,21 +397,28 @@ class BufferCore:
             )
         # Vectorised validation, first for the whole batch in a few numpy calls: the sum over
         # rows of (|q|² - 1)² within tolerance² (so every row's |q|² is within tolerance of
-        # 1) and the sum of all squared values finite (so every value is). einsum and @
-        # raise no floating-point warnings on NaN, inf or overflow. If that fails (an
-        # invalid row, or only a huge one), the exact per-row mask.
-        quat = values[:, 3:]
-        norm2 = np.einsum("ij,ij->i", quat, quat)
-        deviation = norm2 - 1.0
-        spread = float(deviation @ deviation)
-        if spread < _QUATERNION_TOLERANCE_2 and float(np.einsum("ij,ij", values, values)) < _INF:
+        # 1) and the sum of all squared values finite (so every value is). vdot raises no
+        # floating-point warnings on NaN, inf or overflow, and once its sum is finite no
+        # square can overflow. If that fails (an invalid row, or only a huge one), the exact
+        # per-row mask. Few and cheap numpy calls on purpose: a listener wakes once per
+        # message with cold caches, where each call costs microseconds (einsum several
+        # times what square, @ or vdot cost).
+        spread = _INF
+        if float(np.vdot(values, values)) < _INF:
+            deviation = np.square(values) @ _QUATERNION_COLUMNS - 1.0  # |q|² - 1 per row
+            spread = float(deviation @ deviation)
+        if spread < _QUATERNION_TOLERANCE_2:
             good = None  # every row
             if spread == 0.0:  # every |q|² exactly 1: nothing to normalize
                 normalized = values
             else:
+                # |q|² back exactly: within tolerance of 1, |q|² - 1 lost no bits.
                 normalized = values.copy()
-                normalized[:, 3:] *= (1.0 / np.sqrt(norm2))[:, None]
+                normalized[:, 3:] *= (1.0 / np.sqrt(deviation + 1.0))[:, None]
         else:
+            quat = values[:, 3:]
+            norm2 = np.einsum("ij,ij->i", quat, quat)  # exact: no 0 * inf from translations
+            deviation = norm2 - 1.0
             good_rows = np.isfinite(values).all(axis=1)
             good_rows &= np.abs(deviation) < _QUATERNION_TOLERANCE
             good = good_rows.tolist()

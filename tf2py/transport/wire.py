@@ -268,6 +268,9 @@ def encode_arrays(parents, children, stamps_ns, values, authority: str) -> bytes
     )
 
 
+_join = "".join
+
+
 def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
     """``(authority, parents, children, stamps_bin, values_bin)`` of a /tf or /tf_static
     message body, validated (types, counts, block sizes) but not converted: the raw blocks
@@ -333,12 +336,13 @@ def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
             f"{n} transforms need 8*N={8 * n} stamp bytes and 56*N={56 * n} value bytes, "
             f"got {len(stamps_bin)} and {len(values_bin)}"
         )
-    for name in parents:
-        if name.__class__ is not str:
-            raise WireError("frame ids must be strings")
-    for name in children:
-        if name.__class__ is not str:
-            raise WireError("frame ids must be strings")
+    try:
+        # One C loop per list: str.join refuses anything but strings, and msgpack decodes
+        # strings as exactly str (never a subclass).
+        _join(parents)
+        _join(children)
+    except TypeError:
+        raise WireError("frame ids must be strings") from None
     return authority, parents, children, stamps_bin, values_bin
 
 
