@@ -158,3 +158,16 @@ def test_documented_example_encodes_to_the_bytes_in_protocol_doc():
         + b"\xc4\x38" + np.array([1, 2, 3, 0, 0, 0, 1], dtype="<f8").tobytes()
     )
     assert body == expected
+
+
+@pytest.mark.parametrize(
+    "parents, children",
+    [(["p", "q", "r"], ["c", 2, "e"]), (["p", None, "r"], ["c", "d", "e"]),
+     (["p", "q", "r"], ["c", "d", b"e"]), (["p", ["q"], "r"], ["c", "d", "e"])],
+    ids=["int-child", "none-parent", "bytes-child", "list-parent"],
+)
+def test_a_non_string_frame_id_anywhere_in_a_batch_is_a_shape_error(parents, children):
+    obj = [wire.WIRE_VERSION, "a", parents, children, b"\0" * 24, b"\0" * 168]
+    with pytest.raises(wire.WireError, match="frame ids must be strings") as info:
+        wire.decode_transforms(msgpack.packb(obj, use_bin_type=True))
+    assert info.value.cause == "shape"
