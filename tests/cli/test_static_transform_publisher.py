@@ -32,6 +32,8 @@ def publish(spawn, tf2py_command, core, *args):
                  if not args or args[0].startswith("--") else
                  [*tf2py_command, "static-transform-publisher", "--core", core, *args])
     proc.wait_for_line("Spinning until stopped - publishing transform")
+    # The block's lines arrive one by one: wait for its last line too.
+    proc.wait_for_line(lambda line: line.startswith("from '") and "' to '" in line)
     return proc
 
 

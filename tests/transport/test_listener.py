@@ -518,3 +518,42 @@ def test_close_while_the_buffer_is_stuck_returns_and_the_thread_ends_later(core,
     release.set()
     wait_for(lambda: "tf2py-transform-listener" not in tf2py_threads(),
              message="receive thread ends once released")
+
+
+def _start_interrupted(self):
+    """Thread.start cut short by a Ctrl-C before the thread said it had started."""
+    raise KeyboardInterrupt
+
+
+def test_a_subscriber_interrupted_while_its_thread_starts_raises_only_the_interrupt(
+        core, monkeypatch):
+    monkeypatch.setattr(threading.Thread, "start", _start_interrupted)
+    with pytest.raises(KeyboardInterrupt):  # not "cannot join thread before it is started"
+        TransformSubscriber(core=core.address, on_batch=lambda batch: None)
+
+
+def test_a_static_broadcaster_interrupted_while_its_thread_starts_raises_only_the_interrupt(
+        core, monkeypatch):
+    monkeypatch.setattr(threading.Thread, "start", _start_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        StaticTransformBroadcaster(core=core.address)
+
+
+def test_join_thread_waits_for_a_thread_that_starts_late():
+    from tf2py.transport._sockets import join_thread
+
+    done = threading.Event()
+    late = threading.Thread(target=done.set, daemon=True)
+    starter = threading.Timer(0.05, late.start)
+    starter.start()
+    join_thread(late, 10.0)  # a plain join would raise: the thread has not started yet
+    assert done.is_set()
+    starter.join()
+
+
+def test_join_thread_gives_up_at_its_deadline_on_a_thread_that_never_starts():
+    from tf2py.transport._sockets import join_thread
+
+    started = time.monotonic()
+    join_thread(threading.Thread(target=lambda: None), 0.05)
+    assert time.monotonic() - started < 5.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 
 import zmq
 
@@ -78,3 +79,22 @@ class DropCounter:
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return dict(self.counts)
+
+
+def join_thread(thread: threading.Thread, timeout: float) -> None:
+    """Join ``thread`` for up to ``timeout`` seconds, also one whose ``start()`` was cut short
+    (a Ctrl-C or SIGTERM inside ``Thread.start``): such a thread runs but has not yet said it
+    started, and a plain ``join`` raises RuntimeError for it."""
+    now = time.monotonic()
+    deadline = now + timeout
+    # A thread that has no ident a second after start() was called never began to run.
+    unborn_deadline = min(deadline, now + 1.0)
+    while True:
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            now = time.monotonic()
+            if now >= deadline or (thread.ident is None and now >= unborn_deadline):
+                return
+            time.sleep(0.001)

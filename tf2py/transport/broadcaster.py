@@ -8,7 +8,7 @@ import zmq
 
 from ..buffer.messages import TransformStamped
 from . import wire
-from ._sockets import SEND_HWM, client_options, inproc_name, logger, make_socket
+from ._sockets import SEND_HWM, client_options, inproc_name, join_thread, logger, make_socket
 from .address import bus_endpoints
 
 __all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
@@ -225,10 +225,14 @@ class StaticTransformBroadcaster:
             if self._closed:
                 return
             self._closed = True
-            if self._thread is not None and self._thread.is_alive():
-                self._wake.send(b"stop")
+            if self._thread is not None:
+                # Also to a thread whose start() was interrupted: it may be starting still.
+                try:
+                    self._wake.send(b"stop", zmq.NOBLOCK)
+                except zmq.ZMQError:
+                    pass
         if self._thread is not None:
-            self._thread.join(5)
+            join_thread(self._thread, 5)
         for sock in self._sockets:
             sock.close()
         self._sockets.clear()

@@ -12,7 +12,15 @@ import zmq
 
 from ..buffer.exceptions import InvalidArgumentException
 from . import wire
-from ._sockets import RECEIVE_HWM, DropCounter, client_options, inproc_name, logger, make_socket
+from ._sockets import (
+    RECEIVE_HWM,
+    DropCounter,
+    client_options,
+    inproc_name,
+    join_thread,
+    logger,
+    make_socket,
+)
 from .address import bus_endpoints
 
 __all__ = ["TransformListener", "TransformSubscriber", "TransformBatch"]
@@ -193,15 +201,16 @@ class _BusReceiver:
                 return
             self._closed = True
             thread = self._thread
-            if thread is not None and thread.is_alive():
+            if thread is not None:
+                # Also to a thread whose start() was interrupted: it may be starting still.
                 try:
-                    self._stop.send(b"stop")
+                    self._stop.send(b"stop", zmq.NOBLOCK)
                 except zmq.ZMQError:
                     pass
         if thread is not None and thread is not threading.current_thread():
-            thread.join(self.close_timeout)
+            join_thread(thread, self.close_timeout)
             with self._close_lock:
-                if not self._thread_done:
+                if not self._thread_done and thread.is_alive():
                     # Still inside the buffer or the callback: the thread closes the sockets
                     # when it ends (a socket must never be closed under its user).
                     self._abandoned = True
