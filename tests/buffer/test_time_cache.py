@@ -11,7 +11,7 @@ from tf2py.buffer.exceptions import (
     ForwardExtrapolationException,
     NoDataForExtrapolationException,
 )
-from tf2py.buffer.time_cache import TimeCache, interpolate
+from tf2py.buffer.time_cache import TimeCache
 
 S = 1_000_000_000
 IDENT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
@@ -126,15 +126,21 @@ def test_slerp_takes_the_shortest_path():
     # not 0°.
     a = yaw(math.radians(170))
     b = yaw(math.radians(-170))
-    out = interpolate((0, 0, 0, *a), (0, 0, 0, *b), 0.5)[3:]
+    cache = TimeCache()
+    put(cache, S, q=a)
+    put(cache, 2 * S, q=b)
+    out = cache.get(S + S // 2)[3:7]
     angle = 2 * math.atan2(math.hypot(*out[:3]), abs(out[3]))
     assert math.degrees(angle) == pytest.approx(180.0)
 
 
 def test_slerp_of_equal_rotations_returns_the_first():
     q = (0.0, 0.0, 0.0, 1.0)
-    out = interpolate((0, 0, 0, *q), (1, 0, 0, *q), 0.7)
-    assert out[3:] == q
+    cache = TimeCache()
+    put(cache, S, x=0.0, q=q)
+    put(cache, 2 * S, x=1.0, q=q)
+    out = cache.get(S + 7 * S // 10)
+    assert out[3:7] == q
     assert out[0] == pytest.approx(0.7)
 
 

@@ -38,7 +38,7 @@ from .exceptions import (
 )
 from .time import format_seconds
 
-__all__ = ["TimeCache", "StaticCache", "StampSearch", "DEFAULT_CACHE_TIME_NS", "interpolate"]
+__all__ = ["TimeCache", "StaticCache", "StampSearch", "DEFAULT_CACHE_TIME_NS"]
 
 DEFAULT_CACHE_TIME_NS = 10_000_000_000
 
@@ -48,45 +48,6 @@ _COMPACT_MIN = 64
 _SAMPLE = Struct("7d")  # one sample's values as the bytes array("d") stores
 _pack7 = _SAMPLE.pack
 _unpack7 = _SAMPLE.unpack
-
-
-def interpolate(a, b, ratio):
-    """Blend two samples ``(tx, ty, tz, qx, qy, qz, qw)`` at ``ratio`` in [0, 1].
-
-    Translation: linear. Rotation: slerp along the shortest path, as tf2 does (if the dot
-    product is negative the second quaternion is negated; if the angle is zero the first
-    quaternion is returned). The result is not re-normalized.
-    """
-    ax, ay, az, aqx, aqy, aqz, aqw = a
-    bx, by, bz, bqx, bqy, bqz, bqw = b
-    r0 = 1.0 - ratio
-    dot = aqx * bqx + aqy * bqy + aqz * bqz + aqw * bqw
-    if dot < 0.0:
-        dot = -dot
-        bqx = -bqx
-        bqy = -bqy
-        bqz = -bqz
-        bqw = -bqw
-    theta = acos(dot) if dot < 1.0 else 0.0
-    if theta != 0.0:
-        d = 1.0 / sin(theta)
-        s0 = sin(r0 * theta) * d
-        s1 = sin(ratio * theta) * d
-        qx = aqx * s0 + bqx * s1
-        qy = aqy * s0 + bqy * s1
-        qz = aqz * s0 + bqz * s1
-        qw = aqw * s0 + bqw * s1
-    else:
-        qx, qy, qz, qw = aqx, aqy, aqz, aqw
-    return (
-        r0 * ax + ratio * bx,
-        r0 * ay + ratio * by,
-        r0 * az + ratio * bz,
-        qx,
-        qy,
-        qz,
-        qw,
-    )
 
 
 class StampSearch:
@@ -325,6 +286,9 @@ class TimeCache:
         if older == t or parents[i] != parents[i + 1]:
             # Exact stamp, or a change of parent: no interpolation, the older sample wins.
             return (*self.values[j : j + 7], parents[i])
+        # tf2's interpolation, inlined for the single-lookup hot path: lerp the translation,
+        # slerp the rotation along the shortest path (negate the newer quaternion when the dot
+        # product is negative; equal rotations give the older one); no re-normalization.
         ratio = (t - older) / (stamps[i + 1] - older)
         ax, ay, az, aqx, aqy, aqz, aqw, bx, by, bz, bqx, bqy, bqz, bqw = self.values[j : j + 14]
         r0 = 1.0 - ratio
