@@ -3,7 +3,7 @@ scripts for broadcaster subprocesses."""
 
 from __future__ import annotations
 
-import math
+import contextlib
 import os
 import socket
 import sys
@@ -16,37 +16,44 @@ import zmq
 
 from helpers import wait_for
 from tf2py import make_transform
-from tf2py.buffer.exceptions import InvalidArgumentException
+from tf2py.buffer.buffer import Buffer
 from tf2py.transport import wire
 from tf2py.transport.core import Core
 
 
-class Result(NamedTuple):
-    stored: int
-    old: int
-    invalid: list
-
-
-class RecordingBuffer:
-    """Stands in for Buffer: records every set_transforms call; refuses rows the real buffer
-    refuses (empty frame id, NaN/inf), as the BatchResult contract says."""
+class RecordingBuffer(Buffer):
+    """The real Buffer, recording what it stored: each insert call as
+    ``(authority, is_static, rows)`` with the rows the Buffer accepted (its own refusal rules,
+    not a copy of them), each row ``(parent, child, stamp_ns, [tx..qw])`` as sent."""
 
     def __init__(self):
+        super().__init__(cache_time=3600.0)
         self.calls = []
         self.lock = threading.Lock()
 
+    def before_insert(self, children) -> None:
+        """Called first by every insert call (tests override it to stall or fail)."""
+
     def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
-        invalid = []
-        rows = []
-        for i, (parent, child) in enumerate(zip(parents, children)):
-            row = [float(v) for v in values[i]]
-            if not parent or not child or not all(math.isfinite(v) for v in row):
-                invalid.append((i, InvalidArgumentException(f"invalid row {i}")))
-                continue
-            rows.append((parent, child, int(stamps_ns[i]), row))
+        self.before_insert(children)
+        result = super().set_transforms(parents, children, stamps_ns, values, authority,
+                                        is_static)
+        refused = {index for index, _ in result.invalid}
+        rows = [(parents[i], children[i], int(stamps_ns[i]), [float(v) for v in values[i]])
+                for i in range(len(parents)) if i not in refused]
         with self.lock:
             self.calls.append((authority, bool(is_static), rows))
-        return Result(len(rows), 0, invalid)
+        return result
+
+    def set_transform_values(self, parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw,
+                             authority, is_static=False):
+        self.before_insert([child])
+        stored = super().set_transform_values(parent, child, stamp_ns, tx, ty, tz, qx, qy, qz,
+                                              qw, authority, is_static)
+        with self.lock:
+            self.calls.append((authority, bool(is_static),
+                               [(parent, child, int(stamp_ns), [tx, ty, tz, qx, qy, qz, qw])]))
+        return stored
 
     def children(self, is_static=None) -> set:
         with self.lock:
@@ -80,6 +87,20 @@ def free_port_pair() -> int:
 def core():
     with Core("tcp://127.0.0.1:0") as c:
         yield c
+
+
+@contextlib.contextmanager
+def fake_core_publisher():
+    """``(address, xpub)``: an XPUB bound where a core's subscriber port would be, so a
+    listener given ``address`` receives exactly what the test sends on ``xpub``."""
+    port = free_port_pair()
+    sock = zmq.Context.instance().socket(zmq.XPUB)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.bind(f"tcp://127.0.0.1:{port + 1}")
+        yield f"tcp://127.0.0.1:{port}", sock
+    finally:
+        sock.close(0)
 
 
 def raw_socket(kind, endpoint: str) -> zmq.Socket:
@@ -129,6 +150,20 @@ def tf2py_threads() -> list[str]:
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+class Resources(NamedTuple):
+    """Open file descriptors and native threads of this process (/proc/self)."""
+
+    fds: int
+    native_threads: int
+
+    def __le__(self, other):
+        return self.fds <= other.fds and self.native_threads <= other.native_threads
+
+
+def resources() -> Resources:
+    return Resources(open_fds(), len(os.listdir("/proc/self/task")))
 
 
 STATIC_BROADCASTER = """

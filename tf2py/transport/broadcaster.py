@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import zmq
 
@@ -10,6 +12,11 @@ from ..buffer.messages import TransformStamped
 from . import wire
 from ._sockets import SEND_HWM, client_options, inproc_name, join_thread, logger, make_socket
 from .address import bus_endpoints
+from .keys import load_keys
+
+#: Seconds between a static broadcaster's heartbeats (the core forgets the statics of a
+#: publisher that is silent for 3.5 s: API "within 5 s").
+HEARTBEAT_SECONDS = 1.0
 
 __all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
 
@@ -38,6 +45,12 @@ def _transform_list(transforms) -> list:
     return list(transforms)
 
 
+def _row_bytes(row) -> int:
+    """Bytes (at most) of one row in a message: two msgpack strings, stamp and values."""
+    return len(row[0].encode("utf-8", "surrogatepass")) + len(
+        row[1].encode("utf-8", "surrogatepass")) + 10 + 64
+
+
 class TransformBroadcaster:
     """Publishes transforms on ``/tf``, as tf2_ros's TransformBroadcaster.
 
@@ -47,15 +60,18 @@ class TransformBroadcaster:
     core costs the sender nothing beyond the bounded queue.
     """
 
-    def __init__(self, core: str | None = None, authority: str | None = None):
+    def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
         self.authority = _authority(authority)
         self._lock = threading.Lock()
         self._closed = False
         self.sent_messages = 0
         self.sent_transforms = 0
+        keys = load_keys(keys)
         self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
         try:
+            if keys is not None:
+                keys.apply_client(self._socket)
             self._socket.connect(self._publish_endpoint)
         except BaseException:
             self._socket.close(0)
@@ -77,6 +93,8 @@ class TransformBroadcaster:
         if n == 0:
             return  # nothing to say: no empty message on the bus
         body = wire.encode_transforms(transform, self.authority)
+        if len(body) > wire.MAX_MESSAGE_BYTES:
+            wire.check_message_size(body, f"a message of {n} transforms")
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
@@ -115,13 +133,20 @@ class StaticTransformBroadcaster:
     a named daemon thread; ``close()`` ends it.
     """
 
-    def __init__(self, core: str | None = None, authority: str | None = None):
+    def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
         self.authority = _authority(authority)
         self._lock = threading.Lock()
         # child_frame_id -> wire.transform_to_wire row: a copy, so a caller that reuses and
         # mutates one TransformStamped between sends does not change what is latched.
         self._latched: dict[str, list] = {}
+        # This publisher's id at the core (the core latches per publisher, as ROS 2's
+        # transient-local durability) and the version of its set (+1 per change).
+        self.publisher_id = os.urandom(8).hex()
+        self._version = 0
+        self._body_cache = None
+        self._row_sizes: dict[str, int] = {}
+        self._set_bytes = 0
         self._closed = False
         self.published = 0
         self._publish_failed = False
@@ -132,6 +157,9 @@ class StaticTransformBroadcaster:
             # (re)connected and is ready to receive.
             self._socket = self._add(make_socket(
                 zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
+            keys = load_keys(keys)
+            if keys is not None:
+                keys.apply_client(self._socket)
             self._socket.connect(self._publish_endpoint)
             wake_name = inproc_name("static-broadcaster")
             self._wake_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
@@ -159,52 +187,99 @@ class StaticTransformBroadcaster:
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
+            total = self._set_bytes
+            sizes = {}
+            for row in rows:
+                size = _row_bytes(row)
+                total += size - sizes.get(row[1], self._row_sizes.get(row[1], 0))
+                sizes[row[1]] = size
+            if total + 64 + len(self.authority.encode()) > wire.MAX_MESSAGE_BYTES:
+                raise ValueError(
+                    f"the latched set would be about {total} bytes, over the bus limit of "
+                    f"{wire.MAX_MESSAGE_BYTES} bytes (64 MiB); these {len(rows)} transforms "
+                    "were not latched")
             for row in rows:
                 self._latched[row[1]] = row
+            self._row_sizes.update(sizes)
+            self._set_bytes = total
+            self._version += 1
             try:
                 self._wake.send(b"publish", zmq.NOBLOCK)
             except zmq.Again:
                 pass  # wake-ups already queued: the thread publishes the whole set anyway
 
-    def _body(self) -> bytes | None:
-        with self._lock:
-            rows = list(self._latched.values())
-        if not rows:
-            return None
+    def _encode(self) -> bytes:
+        rows = list(self._latched.values())
         return wire.encode_arrays(
             [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
             [r[3:] for r in rows], self.authority)
 
+    def _topic(self, prefix: bytes, version=None) -> bytes:
+        topic = prefix + self.publisher_id.encode()
+        return topic if version is None else topic + b"/%d" % version
+
     def _publish(self) -> None:
-        body = self._body()
-        if body is None:
-            return
+        with self._lock:
+            version = self._version
+            cached = self._body_cache
+            if not version:
+                return
+            if cached is None or cached[0] != version:
+                cached = self._body_cache = (version, self._encode())
+        version, body = cached
         try:
-            self._socket.send_multipart((wire.TOPIC_STATIC_LATCH, body), zmq.NOBLOCK)
+            self._socket.send_multipart(
+                (self._topic(b"latch/tf_static/", version), body), zmq.NOBLOCK)
             self.published += 1
         except zmq.Again:
-            logger.warning("tf2py static broadcaster: queue full, will re-publish on reconnect")
+            logger.warning("tf2py static broadcaster: queue full, will re-publish when the "
+                           "core asks")
+
+    def _heartbeat(self) -> None:
+        with self._lock:
+            version = self._version
+        if version:
+            try:
+                self._socket.send_multipart((self._topic(b"latch/alive/", version), b""),
+                                            zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+
+    def _goodbye(self) -> None:
+        if self._version:
+            try:
+                self._socket.send_multipart((self._topic(b"latch/bye/"), b""), zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
 
     def _run(self) -> None:
         poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
         poller.register(self._wake_in, zmq.POLLIN)
+        resend = b"\x01latch/resend/" + self.publisher_id.encode()
+        next_beat = time.monotonic() + HEARTBEAT_SECONDS
         try:
             while True:
-                events = dict(poller.poll())
+                events = dict(poller.poll(max(0, int((next_beat - time.monotonic()) * 1000))))
+                if time.monotonic() >= next_beat:
+                    self._heartbeat()
+                    next_beat = time.monotonic() + HEARTBEAT_SECONDS
                 publish = False
                 if self._wake_in in events:
                     while self._wake_in.poll(0):  # coalesce bursts of sends
                         if self._wake_in.recv() == b"stop":
+                            self._goodbye()
                             return
                         publish = True
                 if self._socket in events:
                     while self._socket.poll(0):
                         message = self._socket.recv()
-                        if message[:1] == b"\x01" and wire.TOPIC_STATIC_LATCH.startswith(
-                            message[1:]
+                        if message[:1] == b"\x01" and (
+                            wire.TOPIC_STATIC_LATCH.startswith(message[1:])
+                            or message == resend
                         ):
-                            publish = True  # a core (re)connected: give it the whole set
+                            # a core (re)connected, or lost our set: give it the whole set
+                            publish = True
                 if publish:
                     try:
                         self._publish()

@@ -22,6 +22,7 @@ from ._sockets import (
     make_socket,
 )
 from .address import bus_endpoints
+from .keys import load_keys
 
 __all__ = ["TransformListener", "TransformSubscriber", "TransformBatch"]
 
@@ -78,7 +79,7 @@ class _BusReceiver:
     #: How long close() waits for the thread (busy in the buffer or a callback) to stop.
     close_timeout = 5.0
 
-    def __init__(self, core: str | None = None):
+    def __init__(self, core: str | None = None, keys=None):
         _, self._subscribe_endpoint = bus_endpoints(core)
         self.received_messages = 0
         self.received_transforms = 0
@@ -96,6 +97,9 @@ class _BusReceiver:
             # "/tf" is a prefix of "/tf_static": one subscription receives both, and it is
             # the subscription that makes the core replay its latched /tf_static set.
             self._sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_TF)
+            keys = load_keys(keys)
+            if keys is not None:
+                keys.apply_client(self._sub)
             self._sub.connect(self._subscribe_endpoint)
             stop_name = inproc_name("receiver-stop")
             self._stop_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
@@ -163,6 +167,12 @@ class _BusReceiver:
                         continue
                     try:
                         columns = decode(body)
+                    except wire.FrameIdTooLongError as exc:
+                        # Rows with frame ids over the limit are dropped, the rest is kept.
+                        self.dropped.drop(exc.cause, str(exc), n=exc.dropped)
+                        if exc.columns is None:
+                            continue
+                        columns = exc.columns
                     except wire.WireError as exc:
                         self.dropped.drop(exc.cause, str(exc))
                         continue
@@ -242,7 +252,7 @@ class TransformListener(_BusReceiver):
 
     _name = "tf2py-transform-listener"
 
-    def __init__(self, buffer, core: str | None = None):
+    def __init__(self, buffer, core: str | None = None, keys=None):
         if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
             raise TypeError(
                 f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}"
@@ -252,7 +262,7 @@ class TransformListener(_BusReceiver):
         self.old_transforms = 0
         self._set_transforms = getattr(buffer, "set_transforms", None)
         self._set_transform_values = getattr(buffer, "set_transform_values", None)
-        super().__init__(core)
+        super().__init__(core, keys)
 
     def _handle(self, columns, is_static, received_ns):
         authority, parents, children, stamps_bin, values_bin = columns
@@ -312,11 +322,11 @@ class TransformSubscriber(_BusReceiver):
 
     _name = "tf2py-transform-subscriber"
 
-    def __init__(self, core: str | None = None, on_batch=None):
+    def __init__(self, core: str | None = None, on_batch=None, keys=None):
         if on_batch is None:
             raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
         self._on_batch = on_batch
-        super().__init__(core)
+        super().__init__(core, keys)
 
     def _handle(self, columns, is_static, received_ns):
         self._on_batch(TransformBatch(_arrays(columns), is_static, received_ns))

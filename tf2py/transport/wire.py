@@ -32,6 +32,10 @@ __all__ = [
     "UnknownVersionError",
     "MAX_MESSAGE_BYTES",
     "MAX_TRANSFORMS",
+    "MAX_FRAME_ID_LENGTH",
+    "FrameIdTooLongError",
+    "check_message_size",
+    "split_body",
     "TOPIC_TF",
     "TOPIC_TF_STATIC",
     "TOPIC_STATIC_LATCH",
@@ -62,6 +66,9 @@ TOPIC_STATIC_LATCH = b"latch/tf_static"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_TRANSFORMS = 1_000_000
 MAX_STRING = 64 * 1024
+#: Longest frame id (and authority) a bus reader accepts, in characters: the buffer server's
+#: limit too (tf2py.server.protocol.MAX_FRAME_ID_LENGTH). Longer ids are dropped and counted.
+MAX_FRAME_ID_LENGTH = 4096
 
 _LITTLE = sys.byteorder == "little"
 _F8 = np.dtype("<f8")
@@ -78,6 +85,29 @@ class WireError(ValueError):
     def __init__(self, message: str, cause: str = "shape"):
         super().__init__(message)
         self.cause = cause
+
+
+class FrameIdTooLongError(WireError):
+    """Some rows of a message have a frame id over ``MAX_FRAME_ID_LENGTH`` characters.
+
+    ``dropped`` is how many rows were refused; ``columns`` holds the message without them (as
+    ``decode_columns`` returns it), or None when no row is left (or the authority itself is
+    too long)."""
+
+    def __init__(self, message: str, dropped: int, columns=None):
+        super().__init__(message, cause="frame_id_too_long")
+        self.dropped = dropped
+        self.columns = columns
+
+
+def check_message_size(body, what: str = "message") -> None:
+    """Raise ValueError when ``body`` is over ``MAX_MESSAGE_BYTES`` (readers refuse it), so a
+    sender learns it at once instead of the message vanishing at the core."""
+    if len(body) > MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"{what} of {len(body)} bytes exceeds the bus limit of {MAX_MESSAGE_BYTES} bytes "
+            f"(64 MiB); send fewer transforms per call"
+        )
 
 
 class UnknownVersionError(WireError):
@@ -306,6 +336,9 @@ def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
             and values_bin.__class__ is bytes
             and len(stamps_bin) == 8
             and len(values_bin) == 56
+            and len(parents[0]) <= MAX_FRAME_ID_LENGTH
+            and len(children[0]) <= MAX_FRAME_ID_LENGTH
+            and len(authority) <= MAX_FRAME_ID_LENGTH
         ):
             return authority, parents, children, stamps_bin, values_bin
     if obj.__class__ is not list or not obj:
@@ -343,7 +376,31 @@ def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
         _join(children)
     except TypeError:
         raise WireError("frame ids must be strings") from None
+    if len(authority) > MAX_FRAME_ID_LENGTH:
+        raise FrameIdTooLongError(
+            f"authority of {len(authority)} characters exceeds {MAX_FRAME_ID_LENGTH}", n)
+    if n and max(max(map(len, parents)), max(map(len, children))) > MAX_FRAME_ID_LENGTH:
+        return _without_long_ids(authority, parents, children, stamps_bin, values_bin)
     return authority, parents, children, stamps_bin, values_bin
+
+
+def _without_long_ids(authority, parents, children, stamps_bin, values_bin):
+    limit = MAX_FRAME_ID_LENGTH
+    keep = [i for i in range(len(parents))
+            if len(parents[i]) <= limit and len(children[i]) <= limit]
+    dropped = len(parents) - len(keep)
+    first = next(i for i in range(len(parents))
+                 if len(parents[i]) > limit or len(children[i]) > limit)
+    message = (f"transform {first} from {authority}: a frame id of "
+               f"{max(len(parents[first]), len(children[first]))} characters exceeds "
+               f"{limit} ({dropped} such transform(s) dropped)")
+    if not keep:
+        raise FrameIdTooLongError(message, dropped)
+    stamps = np.frombuffer(stamps_bin, dtype=_I8)[keep]
+    values = np.frombuffer(values_bin, dtype=_F8).reshape(-1, 7)[keep]
+    columns = (authority, [parents[i] for i in keep], [children[i] for i in keep],
+               stamps.tobytes(), values.tobytes())
+    raise FrameIdTooLongError(message, dropped, columns)
 
 
 def decode_transforms(data) -> TransformArrays:
@@ -357,6 +414,41 @@ def decode_transforms(data) -> TransformArrays:
         np.frombuffer(stamps_bin, dtype=_I8),
         np.frombuffer(values_bin, dtype=_F8).reshape(len(parents), 7),
     )
+
+
+def split_body(data, max_bytes: int) -> list:
+    """``data`` (a valid /tf message body) as bodies of at most about ``max_bytes`` each,
+    the same rows in the same order, same authority: how the core keeps every message it
+    queues for a subscriber small. Returns ``[data]`` when it is small enough already;
+    raises ``WireError`` if it cannot be decoded. A single row larger than ``max_bytes``
+    (not possible within the frame-id limit for max_bytes >= 64 KiB) travels alone."""
+    if len(data) <= max_bytes:
+        return [data]
+    try:
+        authority, parents, children, stamps_bin, values_bin = decode_columns(data)
+    except FrameIdTooLongError as exc:
+        if exc.columns is None:
+            raise
+        authority, parents, children, stamps_bin, values_bin = exc.columns
+    n = len(parents)
+    budget = max_bytes - 64 - len(authority.encode("utf-8", "surrogatepass"))
+    out = []
+    start = 0
+    size = 0
+    for i in range(n):
+        row = 74 + len(parents[i]) * 4 + len(children[i]) * 4 if not (
+            parents[i].isascii() and children[i].isascii()) else (
+            74 + len(parents[i]) + len(children[i]))
+        if i > start and size + row > budget:
+            out.append((start, i))
+            start, size = i, 0
+        size += row
+    out.append((start, n))
+    return [
+        _packb([WIRE_VERSION, authority, parents[a:b], children[a:b],
+                stamps_bin[8 * a:8 * b], values_bin[56 * a:56 * b]])
+        for a, b in out
+    ]
 
 
 def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
