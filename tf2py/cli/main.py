@@ -24,6 +24,7 @@ COMMANDS = [
     ("launch", "launch"),
     ("play", "play"),
     ("record", "record"),
+    ("keygen", "keygen"),
 ]
 
 
@@ -50,8 +51,19 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
             raise
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
+        if name != "keygen":
+            p.add_argument(
+                "--keys", metavar="DIR", default=None,
+                help="keys folder made by `tf2py keygen` (default: $TF2PY_KEYS): encrypted, "
+                "authenticated traffic that only the site's processes can use")
         modules[name] = module
     return parser, modules
+
+
+def _env_keys():
+    import os
+
+    return os.environ.get("TF2PY_KEYS")
 
 
 def main(argv=None) -> int:
@@ -74,6 +86,19 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    if getattr(args, "keys", None):
+        # Every object the command (and any process it starts) opens picks this up.
+        import os
+
+        os.environ["TF2PY_KEYS"] = os.path.abspath(args.keys)
+    if args.command != "keygen" and (getattr(args, "keys", None) or _env_keys()):
+        from tf2py.transport.keys import KeysError, load_keys
+
+        try:
+            load_keys()  # a missing or incomplete folder is a one-line error, now
+        except KeysError as exc:
+            print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
+            return 2
     try:
         return int(modules[args.command].run(args) or 0)
     except KeyboardInterrupt:

@@ -35,6 +35,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ..buffer.exceptions import InvalidArgumentException, TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
+from ..transport.keys import load_keys
 from ..transport.address import check_server_address, server_address
 from . import protocol
 from .protocol import RESULT, ProtocolError
@@ -136,13 +137,13 @@ class _Channel:
     __slots__ = ("socket", "monitor", "poller", "connected_before", "in_use", "closed",
                  "__weakref__")
 
-    def __init__(self, context, address: str):
+    def __init__(self, context, address: str, keys=None):
         self.socket = self.monitor = None
         self.closed = False
         self.in_use = False
         self.connected_before = False
         try:
-            self.socket = _make_dealer(context)
+            self.socket = _make_dealer(context, keys)
             self.monitor = self.socket.get_monitor_socket(
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
             )
@@ -181,9 +182,12 @@ class _Channel:
             self.socket.close(linger=linger)
 
 
-def _make_dealer(context) -> zmq.Socket:
+def _make_dealer(context, keys=None) -> zmq.Socket:
     dealer = context.socket(zmq.DEALER)
     try:
+        if keys is not None:
+            # CURVE client of the site: a server without the site's keys cannot answer.
+            keys.apply_client(dealer)
         dealer.setsockopt(zmq.LINGER, 0)
         # A stable routing id: after a reconnect the server knows it is the same client.
         dealer.setsockopt(zmq.ROUTING_ID, b"tf2py-client-" + os.urandom(12))
@@ -227,9 +231,10 @@ class BufferClient:
     threads at once; ``close()`` (or the context manager) ends its thread and sockets.
     """
 
-    def __init__(self, address: str | None = None, timeout_padding=2.0):
+    def __init__(self, address: str | None = None, timeout_padding=2.0, keys=None):
         self.address = server_address(address)
         check_server_address(self.address)
+        self._keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self.timeout_padding = timeout_padding
         self._padding_ns = max(0, duration_to_nanoseconds(timeout_padding, "timeout_padding"))
         self._ids = itertools.count(1)
@@ -244,7 +249,7 @@ class BufferClient:
         self._dealer = self._monitor = self._pull = self._push = None
         self._thread = None
         try:
-            self._dealer = _make_dealer(self._context)
+            self._dealer = _make_dealer(self._context, self._keys)
             self._monitor = self._dealer.get_monitor_socket(
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
             )
@@ -450,7 +455,7 @@ class BufferClient:
         with self._channels_lock:
             if self._closed:
                 raise RuntimeError("BufferClient is closed")
-            channel = _Channel(self._context, self.address)
+            channel = _Channel(self._context, self.address, self._keys)
             self._channels.add(channel)
         token = _ThreadToken(channel)
         weakref.finalize(token, _forget_channel, weakref.ref(self), channel)

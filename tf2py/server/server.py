@@ -27,6 +27,7 @@ from ..buffer.buffer import _waited_message  # the same wording as a local Buffe
 from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.time import Time
 from ..transport.address import check_server_address, server_address
+from ..transport.keys import load_keys, warn_if_exposed
 from . import protocol
 from .protocol import CANCEL, GOAL, ProtocolError
 
@@ -69,7 +70,7 @@ class BufferServer:
     manager.
     """
 
-    def __init__(self, buffer, address: str | None = None):
+    def __init__(self, buffer, address: str | None = None, keys=None):
         self._buffer = buffer
         self._pending: dict = {}
         self._deadlines: list = []  # heap of (deadline_ns, seq, key); stale entries skipped
@@ -92,6 +93,8 @@ class BufferServer:
             "dropped": 0,
         }
         requested = check_server_address(server_address(address))  # ValueError: say so now
+        self._keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
+        self._keyed = False
         self._context = zmq.Context()
         self._router = None
         self._wake_pull = None
@@ -105,6 +108,11 @@ class BufferServer:
             self._router.setsockopt(zmq.MAXMSGSIZE, _MAX_FRAME_BYTES)
             self._router.setsockopt(zmq.SNDHWM, 100_000)
             self._router.setsockopt(zmq.RCVHWM, 100_000)
+            if self._keys is not None:
+                self._keys.apply_server(self._router, "tf2py server")
+                self._keyed = True
+            if requested.startswith("tcp://"):
+                warn_if_exposed(requested[6:].rsplit(":", 1)[0], self._keys, "tf2py server")
             try:
                 self._router.bind(requested)
             except zmq.ZMQError as exc:
@@ -132,6 +140,7 @@ class BufferServer:
             for sock in (self._router, self._wake_pull, self._wake_push):
                 if sock is not None:
                     sock.close(linger=0)
+            self._release_keys()
             self._context.term()
             raise
 
@@ -166,7 +175,13 @@ class BufferServer:
         if self._thread is not threading.current_thread():
             self._thread.join()
         self._wake_push.close(linger=0)
+        self._release_keys()
         self._context.term()
+
+    def _release_keys(self) -> None:
+        if self._keyed:
+            self._keyed = False
+            self._keys.release_server(self._context)
 
     def __enter__(self):
         return self

@@ -105,23 +105,25 @@ class Keys:
 
     def apply_server(self, sock: zmq.Socket, what: str = "this socket") -> None:
         """Make ``sock`` (before it binds) a CURVE server that accepts only authorised keys.
-        Holds the process's authenticator until ``release_server`` is called."""
+        Holds the authenticator of the socket's context until ``release_server`` is called."""
         if self.server_secret is None:
             raise KeysError(
                 f"keys folder {self.folder} has no server.key_secret: it may connect to a "
                 f"site but not serve one ({what})")
-        _authenticator.acquire(self)
+        _authenticator.acquire(self, sock.context)
         try:
             sock.setsockopt(zmq.ZAP_DOMAIN, self.domain.encode())
             sock.curve_secretkey = self.server_secret
             sock.curve_publickey = self.server_public
             sock.curve_server = True
         except BaseException:
-            _authenticator.release()
+            _authenticator.release(sock.context)
             raise
 
-    def release_server(self) -> None:
-        _authenticator.release()
+    def release_server(self, ctx: zmq.Context | None = None) -> None:
+        """Give back what ``apply_server`` took (call once per keyed socket, after closing
+        it, before terminating its context)."""
+        _authenticator.release(ctx if ctx is not None else context())
 
     def apply_client(self, sock: zmq.Socket) -> None:
         """Make ``sock`` (before it connects) a CURVE client of this site, with this identity."""
@@ -203,37 +205,40 @@ _refused = _RefusedLog()
 
 
 class _ProcessAuthenticator:
-    """One ThreadAuthenticator for the process's shared context, running while at least one
-    keyed bound socket exists; one CURVE domain per keys folder."""
+    """One ThreadAuthenticator per ZeroMQ context (the process's shared one, or an object's
+    own), running while at least one keyed bound socket of that context is open; one CURVE
+    domain per keys folder."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._users = 0
-        self._auth = None
-        self._domains: set[str] = set()
+        # id(context) -> [authenticator, users, domains]
+        self._running: dict[int, list] = {}
 
-    def acquire(self, keys: Keys) -> None:
+    def acquire(self, keys: Keys, ctx: zmq.Context) -> None:
         from zmq.auth.thread import ThreadAuthenticator
 
         with self._lock:
-            if self._auth is None:
-                auth = ThreadAuthenticator(context(), log=logger.getChild("zap"))
+            entry = self._running.get(id(ctx))
+            if entry is None:
+                auth = ThreadAuthenticator(ctx, log=logger.getChild("zap"))
                 auth.start()
-                self._auth = auth
-                self._domains = set()
-            if keys.domain not in self._domains:
-                self._auth.configure_curve_callback(
+                entry = self._running[id(ctx)] = [auth, 0, set()]
+            if keys.domain not in entry[2]:
+                entry[0].configure_curve_callback(
                     keys.domain, credentials_provider=_Authorized(keys.authorized))
-                self._domains.add(keys.domain)
-            self._users += 1
+                entry[2].add(keys.domain)
+            entry[1] += 1
 
-    def release(self) -> None:
+    def release(self, ctx: zmq.Context) -> None:
         with self._lock:
-            self._users -= 1
-            if self._users <= 0 and self._auth is not None:
-                self._users = 0
-                auth, self._auth = self._auth, None
-                auth.stop()
+            entry = self._running.get(id(ctx))
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del self._running[id(ctx)]
+        entry[0].stop()
 
 
 _authenticator = _ProcessAuthenticator()
