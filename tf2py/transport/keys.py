@@ -72,6 +72,9 @@ def _read_pair(folder: Path, name: str, need_secret: bool):
             public, secret = zmq.auth.load_certificate(str(secret_file))
         elif need_secret:
             raise KeysError(f"keys folder {folder} has no {secret_file.name}")
+        elif not public_file.exists():
+            raise KeysError(f"keys folder {folder} has no {public_file.name} (make a site "
+                            f"with `tf2py keygen DIR`)")
         else:
             public, secret = zmq.auth.load_certificate(str(public_file))
     except KeysError:
@@ -92,8 +95,8 @@ class Keys:
             raise KeysError(f"keys folder {folder} does not exist (make one with "
                             f"`tf2py keygen {folder}`)")
         self.folder = str(path.resolve())
-        self.server_public, self.server_secret = _read_pair(path, SERVER, need_secret=False)
         self.client_public, self.client_secret = _read_pair(path, CLIENT, need_secret=True)
+        self.server_public, self.server_secret = _read_pair(path, SERVER, need_secret=False)
         if self.client_secret is None:
             raise KeysError(f"keys folder {folder} has no client.key_secret")
         self.authorized = path / AUTHORIZED
@@ -148,17 +151,25 @@ def load_keys(keys=None) -> Keys | None:
 
 
 class _Authorized:
-    """ZAP credentials provider: the public keys under ``authorized/``, read again (at most
-    once a second) when an unknown key knocks, so an identity added later is accepted."""
+    """ZAP credentials provider: the public keys under ``authorized/``, read again when an
+    unknown key knocks and the folder changed since (one ``stat`` per unknown key), so an
+    identity added while a core runs is accepted at once."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.keys: set[bytes] = set()
-        self.read_at = 0.0
+        self.stamp = None
         self._read()
 
+    def _stamp(self):
+        try:
+            st = os.stat(self.folder)
+            return (st.st_mtime_ns, st.st_ino, st.st_size)
+        except OSError:
+            return None
+
     def _read(self) -> None:
-        self.read_at = time.monotonic()
+        self.stamp = self._stamp()
         keys = set()
         try:
             names = sorted(os.listdir(self.folder))
@@ -176,13 +187,13 @@ class _Authorized:
         self.keys = keys
 
     def callback(self, domain, key) -> bool:
-        z85 = zmq.utils.z85.encode(key) if len(key) == 32 else key
-        if z85 in self.keys:
+        # ``key`` is the client's public key in Z85, as the certificate files hold it.
+        if key in self.keys:
             return True
-        if time.monotonic() - self.read_at > 1.0:
+        if self._stamp() != self.stamp:
             self._read()
-        if z85 in self.keys:
-            return True
+            if key in self.keys:
+                return True
         _refused.note(domain)
         return False
 
