@@ -232,41 +232,58 @@ class Core:
         poller = zmq.Poller()
         for sock in (frontend, backend, from_latch, stop):
             poller.register(sock, zmq.POLLIN)
-        # (monotonic time, bytes) of what was forwarded within HOLD_SECONDS
-        window: collections.deque = collections.deque()
+        # Bytes forwarded within HOLD_SECONDS, kept per whole second: [second, bytes] slots.
+        slots: collections.deque = collections.deque()
         window_bytes = 0
+        slot_second = -1
+        slot_bytes = 0
         topic_tf = wire.TOPIC_TF
         topic_static = wire.TOPIC_TF_STATIC
         latch_prefix = _LATCH_PREFIX
         static_subscription = b"\x01" + wire.TOPIC_TF_STATIC
+        hold = int(HOLD_SECONDS) + 1
+        noblock = zmq.NOBLOCK
+        sndmore = zmq.SNDMORE
+        recv = frontend.recv
+        send = backend.send
+        monotonic = time.monotonic
+
+        def advance(now) -> None:
+            """Start the slot of second ``now``; forget slots older than the hold time."""
+            nonlocal window_bytes, slot_second, slot_bytes
+            second = int(now)
+            if second == slot_second:
+                return
+            if slot_bytes:
+                slots.append((slot_second, slot_bytes))
+            slot_second, slot_bytes = second, 0
+            while slots and slots[0][0] <= second - hold:
+                window_bytes -= slots.popleft()[1]
 
         def publish(topic, body) -> None:
-            nonlocal window_bytes
+            """Forward a message too big for one piece, or from the latch thread."""
+            nonlocal window_bytes, slot_bytes
             if len(body) > PIECE_BYTES:
                 try:
                     pieces = wire.split_body(body, PIECE_BYTES)
+                except wire.FrameIdTooLongError as exc:
+                    self.dropped.drop(exc.cause, f"{topic.decode()}: {exc}", n=exc.dropped)
+                    return
                 except wire.WireError as exc:
-                    self.dropped.drop(exc.cause, f"{topic.decode(errors='replace')}: {exc}")
+                    self.dropped.drop(exc.cause, f"{topic.decode()}: {exc}")
                     return
                 self.split_messages += 1
             else:
                 pieces = (body,)
-            now = time.monotonic()
-            while window and now - window[0][0] > HOLD_SECONDS:
-                window_bytes -= window.popleft()[1]
             for piece in pieces:
                 size = len(piece) + len(topic)
                 if window_bytes + size > TOTAL_BYTES:
-                    self.dropped.drop(
-                        "total_bytes",
-                        f"over {TOTAL_BYTES // (1024 * 1024)} MiB forwarded within "
-                        f"{HOLD_SECONDS:.0f} s (the core's memory bound); a "
-                        f"{topic.decode(errors='replace')} message of {size} bytes dropped")
+                    self._over_budget(topic, size)
                     continue
-                window.append((now, size))
                 window_bytes += size
-                backend.send(topic, zmq.SNDMORE)
-                backend.send(piece, copy=len(piece) < 4096)
+                slot_bytes += size
+                send(topic, sndmore)
+                send(piece, copy=len(piece) < 4096)
                 self.forwarded_messages += 1
                 self.forwarded_bytes += size
 
@@ -275,12 +292,13 @@ class Core:
                 events = dict(poller.poll())
                 if stop in events:
                     return
+                advance(monotonic())
                 if backend in events:
                     # Subscriptions of listeners: upstream to the publishers, and those that
                     # cover /tf_static to the latch thread (it replays the latched set).
                     for _ in range(10_000):
                         try:
-                            message = backend.recv(zmq.NOBLOCK)
+                            message = backend.recv(noblock)
                         except zmq.Again:
                             break
                         if message[:1] not in (b"\x00", b"\x01"):
@@ -291,7 +309,7 @@ class Core:
                 if from_latch in events:
                     for _ in range(1000):
                         try:
-                            frames = from_latch.recv_multipart(zmq.NOBLOCK)
+                            frames = from_latch.recv_multipart(noblock)
                         except zmq.Again:
                             break
                         if frames[0] == b"publish":
@@ -301,20 +319,40 @@ class Core:
                         elif frames[0] == b"unsubscribe":
                             frontend.send(b"\x00" + frames[1])
                 if frontend in events:
-                    for _ in range(1000):
+                    forwarded = forwarded_bytes = 0
+                    for _ in range(2000):
                         try:
-                            frames = frontend.recv_multipart(zmq.NOBLOCK, copy=False)
+                            head = recv(noblock, copy=False)
                         except zmq.Again:
                             break
-                        if len(frames) != 2:
-                            self.dropped.drop(
-                                "shape", f"a bus message has 2 frames, got {len(frames)}")
+                        if not head.more:
+                            self.dropped.drop("shape", "a bus message has 2 frames, got 1")
                             continue
-                        topic = frames[0].bytes
+                        body = recv(0, copy=False)  # multipart delivery is atomic: it is here
+                        if body.more:
+                            frames = 3
+                            while recv(0, copy=False).more:
+                                frames += 1
+                            self.dropped.drop("shape", f"a bus message has 2 frames, got {frames}")
+                            continue
+                        topic = head.bytes
                         if topic == topic_tf:
-                            publish(topic_tf, frames[1].buffer)
+                            size = len(body) + 3
+                            if size > PIECE_BYTES:
+                                publish(topic_tf, body.bytes)
+                                continue
+                            if window_bytes + size > TOTAL_BYTES:
+                                self._over_budget(topic, size)
+                                continue
+                            window_bytes += size
+                            slot_bytes += size
+                            # the received frames themselves: no copy
+                            send(head, sndmore, copy=False)
+                            send(body, 0, copy=False)
+                            forwarded += 1
+                            forwarded_bytes += size
                         elif topic.startswith(latch_prefix):
-                            self._to_latch(to_latch, [b"msg", topic, frames[1].bytes])
+                            self._to_latch(to_latch, [b"msg", topic, body.bytes])
                         elif topic == topic_static:
                             # Only the core publishes /tf_static: a publisher's own is not
                             # latched, so it is not passed on either.
@@ -323,9 +361,18 @@ class Core:
                                 "transforms go through a StaticTransformBroadcaster")
                         else:
                             self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
+                    self.forwarded_messages += forwarded
+                    self.forwarded_bytes += forwarded_bytes
         except zmq.ZMQError as exc:
             if exc.errno not in (zmq.ETERM, errno.ENOTSOCK):
                 logger.error("tf2py core: forwarder stopped: %s", exc)
+
+    def _over_budget(self, topic: bytes, size: int) -> None:
+        self.dropped.drop(
+            "total_bytes",
+            f"over {TOTAL_BYTES // (1024 * 1024)} MiB forwarded within {HOLD_SECONDS:.0f} s "
+            f"(the core's memory bound); a {topic.decode(errors='replace')} message of "
+            f"{size} bytes dropped")
 
     def _to_latch(self, to_latch, frames) -> None:
         try:

@@ -23,6 +23,7 @@ is ever delivered.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import ipaddress
 import os
@@ -226,14 +227,10 @@ class _ProcessAuthenticator:
         self._running: dict[int, list] = {}
 
     def acquire(self, keys: Keys, ctx: zmq.Context) -> None:
-        from zmq.auth.thread import ThreadAuthenticator
-
         with self._lock:
             entry = self._running.get(id(ctx))
             if entry is None:
-                auth = ThreadAuthenticator(ctx, log=logger.getChild("zap"))
-                auth.start()
-                entry = self._running[id(ctx)] = [auth, 0, set()]
+                entry = self._running[id(ctx)] = [_start_authenticator(ctx), 0, set()]
             if keys.domain not in entry[2]:
                 entry[0].configure_curve_callback(
                     keys.domain, credentials_provider=_Authorized(keys.authorized))
@@ -250,6 +247,27 @@ class _ProcessAuthenticator:
                 return
             del self._running[id(ctx)]
         entry[0].stop()
+
+
+def _start_authenticator(ctx: zmq.Context):
+    """A started ThreadAuthenticator on ``ctx``. ZeroMQ frees the ZAP endpoint of one that
+    was just stopped asynchronously: retry the bind for a moment."""
+    from zmq.auth.thread import ThreadAuthenticator
+
+    deadline = time.monotonic() + 5.0
+    while True:
+        auth = ThreadAuthenticator(ctx, log=logger.getChild("zap"))
+        try:
+            auth.start()
+            return auth
+        except zmq.ZMQError as exc:
+            try:
+                auth.stop()
+            except zmq.ZMQError:
+                pass
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 _authenticator = _ProcessAuthenticator()
