@@ -24,6 +24,7 @@ COMMANDS = [
     ("launch", "launch"),
     ("play", "play"),
     ("record", "record"),
+    ("foxglove", "foxglove"),
 ]
 
 
