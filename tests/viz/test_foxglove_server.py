@@ -191,3 +191,31 @@ def test_app_url_opens_the_websocket_in_foxglove(server):
     assert server.url == f"ws://127.0.0.1:{server.port}"
     assert server.app_url == ("https://app.foxglove.dev/?ds=foxglove-websocket&ds.url="
                               f"ws%3A%2F%2F127.0.0.1%3A{server.port}")
+
+
+def test_the_server_sends_without_nagle_delays(server):
+    # The SDK leaves Nagle's algorithm on, which holds each small message for the client's
+    # delayed ACK (10-40 ms at 1 kHz); the server turns it off on its connections.
+    import socket
+    import sys
+
+    from tf2py.viz.foxglove import server_sockets
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    with FoxgloveClient(server.url) as client:
+        client.subscribe(client.channel("/tf")["id"])
+        client_port = client.ws.socket.getsockname()[1]
+
+        def accepted():
+            for sock in server_sockets(server.port):
+                with sock:
+                    try:
+                        peer = sock.getpeername()[1]
+                    except OSError:
+                        continue  # the listening socket
+                    if peer == client_port:
+                        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) or -1
+            return None
+
+        assert wait_for(accepted) > 0

@@ -1,0 +1,215 @@
+"""`tf2py foxglove` benchmark: what the live Foxglove server forwards, its CPU, and the latency
+from send_transform to a WebSocket client, against a plain listener on the same stream.
+
+    .venv/bin/python bench/bench_foxglove.py            # ~30 s
+    .venv/bin/python bench/bench_foxglove.py --seconds 10
+
+Processes: `tf2py core`; `tf2py foxglove --port 0` (the server under test); a peer listener
+process (a TransformListener filling a Buffer: the cost of any listener of the same stream);
+a broadcaster process at 1 kHz x 20 frames, stamping each message with time.time_ns() just
+before send_transform. A Foxglove protocol client (websockets, subprotocol foxglove.sdk.v1)
+in this process records the arrival time of each binary message frame and decodes the
+FrameTransforms afterwards. Two shapes of the same 20 000 transforms/s:
+  batched  one message of 20 transforms per ms (robot_state_publisher style)
+  single   20 messages of 1 transform per ms (20 000 messages/s)
+Reported: messages and transforms per second received by the client, loss (client and
+server counts), CPU of the server and of the peer listener (ratio), latency p50/p99 from
+send_transform to the client, and to the peer listener's Buffer in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import struct
+import sys
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from bench_transport import (  # noqa: E402
+    BROADCASTER,
+    PY,
+    expect,
+    load_note,
+    percentile,
+    proc_cpu_seconds,
+    spawn,
+    start_core,
+    stop,
+    tell,
+)
+
+# A peer listener process: a TransformListener into a Buffer, recording send->insert latency.
+PEER = r"""
+import sys, time
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
+latencies = []
+class Stamping(Buffer):
+    def set_transforms(self, parents, children, stamps_ns, *a, **k):
+        r = super().set_transforms(parents, children, stamps_ns, *a, **k)
+        latencies.append(time.time_ns() - int(stamps_ns[0]))
+        return r
+    def set_transform_values(self, parent, child, stamp_ns, *a, **k):
+        r = super().set_transform_values(parent, child, stamp_ns, *a, **k)
+        latencies.append(time.time_ns() - stamp_ns)
+        return r
+listener = TransformListener(Stamping(cache_time=1e6), sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+c0, n0 = time.process_time(), listener.received_transforms
+del latencies[:]
+sys.stdin.readline()
+c1, n1 = time.process_time(), listener.received_transforms
+import json
+print("cpu", json.dumps([c1 - c0, n1 - n0, latencies]), flush=True)
+listener.close()
+"""
+
+_HEADER = struct.Struct("<BIQ")
+
+
+class Client:
+    """Foxglove protocol client on its own thread: subscribes to /tf, timestamps frames."""
+
+    def __init__(self, url):
+        from websockets.sync.client import connect
+
+        self.ws = connect(url, subprotocols=["foxglove.sdk.v1"]).__enter__()
+        self.frames: list[tuple[int, bytes]] = []
+        self.recording = False
+        self._stop = False
+        channel = None
+        while channel is None:
+            message = json.loads(self.ws.recv(timeout=10))
+            if message["op"] == "advertise":
+                channel = next(c for c in message["channels"] if c["topic"] == "/tf")
+        self.ws.send(json.dumps({"op": "subscribe",
+                                 "subscriptions": [{"id": 1, "channelId": channel["id"]}]}))
+        self.thread = threading.Thread(target=self._run, name="bench-client", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        recv = self.ws.recv
+        time_ns = time.time_ns
+        frames = self.frames
+        while not self._stop:
+            try:
+                frame = recv(timeout=0.5)
+            except TimeoutError:
+                continue
+            except Exception:
+                return
+            if self.recording and isinstance(frame, bytes):
+                frames.append((time_ns(), frame))
+
+    def close(self):
+        self._stop = True
+        self.thread.join(5)
+        self.ws.close()
+
+
+def decode(frames):
+    from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+
+    latencies, transforms = [], 0
+    for arrived, frame in frames:
+        message = FrameTransforms.FromString(frame[_HEADER.size:])
+        transforms += len(message.transforms)
+        stamp = message.transforms[0].timestamp
+        latencies.append(arrived - (stamp.seconds * 1_000_000_000 + stamp.nanos))
+    return latencies, transforms
+
+
+def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
+    messages = int(seconds * 1000 * per_ms)
+    rate = 1000 * per_ms
+    peer = spawn([PY, "-c", PEER, core_address])
+    sender = spawn([PY, "-c", BROADCASTER, core_address, "0", str(messages), str(batch),
+                    str(rate), "now"])
+    client = Client(url)
+    try:
+        expect(peer, "ready")
+        expect(sender, "ready")
+        time.sleep(0.3)
+        client.recording = True
+        tell(peer)
+        server0 = proc_cpu_seconds(server_pid)
+        t0 = time.perf_counter()
+        tell(sender)
+        done = expect(sender, "done", timeout=seconds + 60)
+        sent_seconds = float(done.split()[1])
+        time.sleep(0.5)  # let the tail arrive
+        server_cpu = proc_cpu_seconds(server_pid) - server0
+        elapsed = time.perf_counter() - t0
+        tell(peer)
+        peer_line = expect(peer, "cpu")
+        client.recording = False
+    finally:
+        client.close()
+        stop(sender)
+        stop(peer)
+    peer_cpu, peer_received, peer_latencies = json.loads(peer_line.split(" ", 1)[1])
+    latencies, received = decode(client.frames)
+    expected = messages * batch
+    lat = np.array(latencies) / 1e3
+    peer_lat = np.array(peer_latencies) / 1e3
+    return dict(
+        shape=f"{per_ms} x {batch}", expected=expected, messages=len(client.frames),
+        received=received, loss=1 - received / expected, sent_seconds=sent_seconds,
+        messages_per_s=len(client.frames) / sent_seconds, per_s=received / sent_seconds,
+        server_cpu=server_cpu / elapsed, peer_cpu=peer_cpu / elapsed,
+        peer_received=peer_received, p50=percentile(lat, 50), p99=percentile(lat, 99),
+        peer_p50=percentile(peer_lat, 50), peer_p99=percentile(peer_lat, 99))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each run")
+    args = parser.parse_args()
+    core, core_address = start_core()
+    server = spawn([PY, "-m", "tf2py.cli.main", "foxglove", "--core", core_address,
+                    "--port", "0"], stdin=False)
+    try:
+        url = None
+        while url is None:
+            line = server.stdout.readline()
+            if not line:
+                raise RuntimeError("tf2py foxglove ended before it was ready")
+            match = re.search(r" on (ws://\S+)$", line.strip())
+            if match:
+                url = match.group(1)
+        print(f"== tf2py foxglove: 1 kHz x 20 frames = 20 000 transforms/s, {args.seconds:g} s "
+              f"per shape ({load_note()})")
+        for batch, per_ms, name in ((20, 1, "batched"), (1, 20, "single ")):
+            r = run_shape(core_address, url, server.pid, batch, per_ms, args.seconds)
+            print(f"   {name} ({r['shape']:>6}/ms): client got {r['messages_per_s']:>7,.0f} "
+                  f"messages/s, {r['per_s']:>7,.0f} transforms/s, loss {r['loss']:6.2%} "
+                  f"({r['received']:,}/{r['expected']:,}; peer listener "
+                  f"{r['peer_received']:,})")
+            print(f"      CPU: server {r['server_cpu']:6.1%}, peer listener "
+                  f"{r['peer_cpu']:6.1%} (ratio {r['server_cpu'] / max(r['peer_cpu'], 1e-9):.2f})")
+            print(f"      latency send_transform -> WebSocket client: p50 {r['p50']:7.1f} us, "
+                  f"p99 {r['p99']:8.1f} us;  -> peer listener's Buffer: p50 "
+                  f"{r['peer_p50']:6.1f} us, p99 {r['peer_p99']:7.1f} us")
+    finally:
+        server.send_signal(2)
+        try:
+            tail = server.communicate(timeout=15)[0].strip().splitlines()
+            print("   server:", tail[-1] if tail else "(no output)")
+        except Exception:
+            server.kill()
+        core.send_signal(2)
+        core.wait(10)
+
+
+if __name__ == "__main__":
+    main()
