@@ -7,8 +7,8 @@ from send_transform to a WebSocket client, against a plain listener on the same 
 Processes: `tf2py core`; `tf2py foxglove --port 0` (the server under test); a peer listener
 process (a TransformListener filling a Buffer: the cost of any listener of the same stream);
 a broadcaster process at 1 kHz x 20 frames, stamping each message with time.time_ns() just
-before send_transform. A Foxglove protocol client (websockets, subprotocol foxglove.sdk.v1)
-in this process records the arrival time of each binary message frame and decodes the
+before send_transform. A Foxglove protocol client process (asyncio websockets, subprotocol
+foxglove.sdk.v1) records the arrival time of each binary message frame and decodes the
 FrameTransforms afterwards. Two shapes of the same 20 000 transforms/s:
   batched  one message of 20 transforms per ms (robot_state_publisher style)
   single   20 messages of 1 transform per ms (20 000 messages/s)
@@ -23,9 +23,7 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
-import threading
 import time
 
 import numpy as np
@@ -74,59 +72,43 @@ print("cpu", json.dumps([c1 - c0, n1 - n0, latencies]), flush=True)
 listener.close()
 """
 
-_HEADER = struct.Struct("<BIQ")
-
-
-class Client:
-    """Foxglove protocol client on its own thread: subscribes to /tf, timestamps frames."""
-
-    def __init__(self, url):
-        from websockets.sync.client import connect
-
-        self.ws = connect(url, subprotocols=["foxglove.sdk.v1"]).__enter__()
-        self.frames: list[tuple[int, bytes]] = []
-        self.recording = False
-        self._stop = False
-        channel = None
-        while channel is None:
-            message = json.loads(self.ws.recv(timeout=10))
+# The Foxglove protocol client, in a process of its own (asyncio websockets): subscribes to
+# /tf, records each binary frame's arrival time, and after 1.5 s without data decodes them
+# and prints the counts and the send -> arrival latencies.
+CLIENT = r"""
+import asyncio, json, struct, sys, time
+import websockets
+from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+HEADER = struct.Struct("<BIQ")
+async def main(url):
+    async with websockets.connect(url, subprotocols=["foxglove.sdk.v1"], max_queue=None) as ws:
+        while True:
+            message = json.loads(await ws.recv())
             if message["op"] == "advertise":
                 channel = next(c for c in message["channels"] if c["topic"] == "/tf")
-        self.ws.send(json.dumps({"op": "subscribe",
-                                 "subscriptions": [{"id": 1, "channelId": channel["id"]}]}))
-        self.thread = threading.Thread(target=self._run, name="bench-client", daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        recv = self.ws.recv
-        time_ns = time.time_ns
-        frames = self.frames
-        while not self._stop:
-            try:
-                frame = recv(timeout=0.5)
-            except TimeoutError:
-                continue
-            except Exception:
-                return
-            if self.recording and isinstance(frame, bytes):
-                frames.append((time_ns(), frame))
-
-    def close(self):
-        self._stop = True
-        self.thread.join(5)
-        self.ws.close()
-
-
-def decode(frames):
-    from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
-
+                break
+        await ws.send(json.dumps({"op": "subscribe",
+                                  "subscriptions": [{"id": 1, "channelId": channel["id"]}]}))
+        print("ready", flush=True)
+        frames = []
+        timeout = 60.0
+        try:
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), timeout)
+                if isinstance(frame, bytes):
+                    frames.append((time.time_ns(), frame))
+                    timeout = 1.5
+        except asyncio.TimeoutError:
+            pass
     latencies, transforms = [], 0
     for arrived, frame in frames:
-        message = FrameTransforms.FromString(frame[_HEADER.size:])
-        transforms += len(message.transforms)
-        stamp = message.transforms[0].timestamp
+        m = FrameTransforms.FromString(frame[HEADER.size:])
+        transforms += len(m.transforms)
+        stamp = m.transforms[0].timestamp
         latencies.append(arrived - (stamp.seconds * 1_000_000_000 + stamp.nanos))
-    return latencies, transforms
+    print("result", json.dumps([len(frames), transforms, latencies]), flush=True)
+asyncio.run(main(sys.argv[1]))
+"""
 
 
 def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
@@ -135,12 +117,12 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
     peer = spawn([PY, "-c", PEER, core_address])
     sender = spawn([PY, "-c", BROADCASTER, core_address, "0", str(messages), str(batch),
                     str(rate), "now"])
-    client = Client(url)
+    client = spawn([PY, "-c", CLIENT, url])
     try:
         expect(peer, "ready")
         expect(sender, "ready")
+        expect(client, "ready")
         time.sleep(0.3)
-        client.recording = True
         tell(peer)
         server0 = proc_cpu_seconds(server_pid)
         t0 = time.perf_counter()
@@ -152,20 +134,20 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
         elapsed = time.perf_counter() - t0
         tell(peer)
         peer_line = expect(peer, "cpu")
-        client.recording = False
+        client_line = expect(client, "result", timeout=120)
     finally:
-        client.close()
+        stop(client)
         stop(sender)
         stop(peer)
     peer_cpu, peer_received, peer_latencies = json.loads(peer_line.split(" ", 1)[1])
-    latencies, received = decode(client.frames)
+    messages_received, received, latencies = json.loads(client_line.split(" ", 1)[1])
     expected = messages * batch
     lat = np.array(latencies) / 1e3
     peer_lat = np.array(peer_latencies) / 1e3
     return dict(
-        shape=f"{per_ms} x {batch}", expected=expected, messages=len(client.frames),
+        shape=f"{per_ms} x {batch}", expected=expected, messages=messages_received,
         received=received, loss=1 - received / expected, sent_seconds=sent_seconds,
-        messages_per_s=len(client.frames) / sent_seconds, per_s=received / sent_seconds,
+        messages_per_s=messages_received / sent_seconds, per_s=received / sent_seconds,
         server_cpu=server_cpu / elapsed, peer_cpu=peer_cpu / elapsed,
         peer_received=peer_received, p50=percentile(lat, 50), p99=percentile(lat, 99),
         peer_p50=percentile(peer_lat, 50), peer_p99=percentile(peer_lat, 99))

@@ -11,6 +11,8 @@ off by 0.01 or more) is left out and counted, as is a stamp Foxglove's timestamp
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import require_foxglove
@@ -47,6 +49,9 @@ class FrameTransformsBuilder:
         return self._frame_transforms.get_schema()
 
     def build(self, parents, children, stamps_ns, values):
+        if len(parents) == 1:
+            return self._build_one(parents[0], children[0], int(stamps_ns[0]),
+                                   [float(v) for v in np.ravel(values)])
         values = np.asarray(values, dtype=np.float64).reshape(-1, 7)
         stamps = np.asarray(stamps_ns, dtype=np.int64)
         left_out = None
@@ -94,6 +99,32 @@ class FrameTransformsBuilder:
         if not transforms:
             return None, left_out
         return self._frame_transforms(transforms=transforms).encode(), left_out
+
+    def _build_one(self, parent, child, ns, row):
+        # One transform (a broadcaster per frame): the same rules without numpy's per-call
+        # overhead, which is most of the cost for a single row.
+        tx, ty, tz, qx, qy, qz, qw = row
+        if not all(map(math.isfinite, row)):
+            return [], [], [("invalid", "a NaN or infinite value", 1)]
+        norm2 = qx * qx + qy * qy + qz * qz + qw * qw
+        if not abs(norm2 - 1.0) < 0.01:
+            return [], [], [("invalid", "a quaternion that is not of unit length", 1)]
+        if not 0 <= ns < _MAX_STAMP_NS:
+            return [], [], [("stamp", "a stamp before 1970 or after 2106, which Foxglove's "
+                             "timestamp cannot hold", 1)]
+        parent = parent[1:] if parent.startswith("/") else parent
+        child = child[1:] if child.startswith("/") else child
+        if not parent or not child or parent == child:
+            return [], [], [("invalid", "an empty frame id, or a child frame equal to its "
+                             "parent", 1)]
+        if norm2 != 1.0:
+            scale = 1.0 / math.sqrt(norm2)
+            qx, qy, qz, qw = qx * scale, qy * scale, qz * scale, qw * scale
+        sec, nsec = divmod(ns, _NS_PER_S)
+        return [self._frame_transform(
+            timestamp=self._timestamp(sec, nsec), parent_frame_id=parent, child_frame_id=child,
+            translation=self._vector3(x=tx, y=ty, z=tz),
+            rotation=self._quaternion(x=qx, y=qy, z=qz, w=qw))], [child], None
 
     @staticmethod
     def _causes(values, norm2, stamps, good):
