@@ -100,13 +100,15 @@ async def main(url):
                     timeout = 1.5
         except asyncio.TimeoutError:
             pass
-    latencies, transforms = [], 0
+    latencies, hops, transforms = [], [], 0
     for arrived, frame in frames:
+        _, _, received = HEADER.unpack_from(frame)  # log time: when the server got it
         m = FrameTransforms.FromString(frame[HEADER.size:])
         transforms += len(m.transforms)
         stamp = m.transforms[0].timestamp
         latencies.append(arrived - (stamp.seconds * 1_000_000_000 + stamp.nanos))
-    print("result", json.dumps([len(frames), transforms, latencies]), flush=True)
+        hops.append(arrived - received)
+    print("result", json.dumps([len(frames), transforms, latencies, hops]), flush=True)
 asyncio.run(main(sys.argv[1]))
 """
 
@@ -125,12 +127,14 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
         time.sleep(0.3)
         tell(peer)
         server0 = proc_cpu_seconds(server_pid)
+        client0 = proc_cpu_seconds(client.pid)
         t0 = time.perf_counter()
         tell(sender)
         done = expect(sender, "done", timeout=seconds + 60)
         sent_seconds = float(done.split()[1])
         time.sleep(0.5)  # let the tail arrive
         server_cpu = proc_cpu_seconds(server_pid) - server0
+        client_cpu = proc_cpu_seconds(client.pid) - client0
         elapsed = time.perf_counter() - t0
         tell(peer)
         peer_line = expect(peer, "cpu")
@@ -140,7 +144,8 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
         stop(sender)
         stop(peer)
     peer_cpu, peer_received, peer_latencies = json.loads(peer_line.split(" ", 1)[1])
-    messages_received, received, latencies = json.loads(client_line.split(" ", 1)[1])
+    messages_received, received, latencies, hops = json.loads(client_line.split(" ", 1)[1])
+    hop = np.array(hops) / 1e3
     expected = messages * batch
     lat = np.array(latencies) / 1e3
     peer_lat = np.array(peer_latencies) / 1e3
@@ -149,8 +154,10 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
         received=received, loss=1 - received / expected, sent_seconds=sent_seconds,
         messages_per_s=messages_received / sent_seconds, per_s=received / sent_seconds,
         server_cpu=server_cpu / elapsed, peer_cpu=peer_cpu / elapsed,
+        client_cpu=client_cpu / elapsed,
         peer_received=peer_received, p50=percentile(lat, 50), p99=percentile(lat, 99),
-        peer_p50=percentile(peer_lat, 50), peer_p99=percentile(peer_lat, 99))
+        peer_p50=percentile(peer_lat, 50), peer_p99=percentile(peer_lat, 99),
+        hop_p50=percentile(hop, 50), hop_p99=percentile(hop, 99))
 
 
 def main():
@@ -178,10 +185,13 @@ def main():
                   f"({r['received']:,}/{r['expected']:,}; peer listener "
                   f"{r['peer_received']:,})")
             print(f"      CPU: server {r['server_cpu']:6.1%}, peer listener "
-                  f"{r['peer_cpu']:6.1%} (ratio {r['server_cpu'] / max(r['peer_cpu'], 1e-9):.2f})")
+                  f"{r['peer_cpu']:6.1%} (ratio {r['server_cpu'] / max(r['peer_cpu'], 1e-9):.2f}); "
+                  f"Python WebSocket client {r['client_cpu']:6.1%}")
             print(f"      latency send_transform -> WebSocket client: p50 {r['p50']:7.1f} us, "
                   f"p99 {r['p99']:8.1f} us;  -> peer listener's Buffer: p50 "
                   f"{r['peer_p50']:6.1f} us, p99 {r['peer_p99']:7.1f} us")
+            print(f"      of which server received -> client: p50 {r['hop_p50']:7.1f} us, "
+                  f"p99 {r['hop_p99']:8.1f} us")
     finally:
         server.send_signal(2)
         try:
