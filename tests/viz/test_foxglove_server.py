@@ -219,3 +219,23 @@ def test_the_server_sends_without_nagle_delays(server):
             return None
 
         assert wait_for(accepted) > 0
+
+
+def test_servers_opened_and_closed_leave_no_sockets_or_threads_behind(core):
+    import os
+    import threading
+
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("reads /proc")
+    with FoxgloveServer(core=core, port=0):
+        pass  # the SDK's runtime starts once per process
+    before, threads = fds(), threading.active_count()
+    for _ in range(5):
+        with FoxgloveServer(core=core, port=0) as server:
+            with FoxgloveClient(server.url) as client:
+                client.subscribe(client.channel("/tf")["id"])
+    wait_for(lambda: fds() <= before and threading.active_count() <= threads,
+             message=f"fds {fds()} vs {before}, threads {threading.active_count()} vs {threads}")
