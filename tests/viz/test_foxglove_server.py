@@ -239,3 +239,12 @@ def test_servers_opened_and_closed_leave_no_sockets_or_threads_behind(core):
                 client.subscribe(client.channel("/tf")["id"])
     wait_for(lambda: fds() <= before and threading.active_count() <= threads,
              message=f"fds {fds()} vs {before}, threads {threading.active_count()} vs {threads}")
+
+
+def test_the_same_port_can_be_served_again_right_after_close(core):
+    for _ in range(5):
+        with FoxgloveServer(core=core, port=0) as server:
+            port = server.port
+        with FoxgloveServer(core=core, port=port) as again:
+            with FoxgloveClient(again.url) as client:
+                assert client.channel("/tf")["schemaName"] == "foxglove.FrameTransforms"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
+import time
 
 from ..transport._sockets import DropCounter
 from ..transport.address import core_address
@@ -97,6 +98,18 @@ def disable_nagle(port: int) -> int:
     return count
 
 
+def _listening(port: int) -> bool:
+    """Whether this process still has a listening socket on ``port`` (Linux; else False)."""
+    listening = False
+    for sock in server_sockets(port):
+        with sock:
+            try:
+                sock.getpeername()
+            except OSError:
+                listening = True
+    return listening
+
+
 class _Listener:
     """The SDK's server listener: sends the statics to each new subscriber of ``/tf``."""
 
@@ -125,6 +138,9 @@ class FoxgloveServer:
     then the server; a context manager. Needs ``pip install 'tf2py[viz]'``
     (``VizDependencyError`` otherwise).
     """
+
+    #: How long close() waits for the SDK to release the port.
+    close_timeout = 2.0
 
     def __init__(self, core: str | None = None, host: str = DEFAULT_HOST,
                  port: int = DEFAULT_PORT, *, name: str = "tf2py"):
@@ -246,6 +262,12 @@ class FoxgloveServer:
             server, self._server = self._server, None
             if server is not None:
                 server.stop()
+                # stop() only asks the SDK's runtime to stop: wait (briefly) until the port
+                # is released, so that after close() nothing answers there and the same port
+                # can be served again at once.
+                deadline = time.monotonic() + self.close_timeout
+                while _listening(self._port) and time.monotonic() < deadline:
+                    time.sleep(0.001)
             if self._channel is not None:
                 self._channel.close()
 
