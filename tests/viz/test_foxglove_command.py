@@ -16,7 +16,12 @@ pytest.importorskip("foxglove")
 from foxglove_client import FoxgloveClient, values_of  # noqa: E402
 
 from helpers import free_port  # noqa: E402
-from tf2py import StaticTransformBroadcaster, Time, TransformBroadcaster, make_transform  # noqa: E402
+from tf2py import (  # noqa: E402
+    StaticTransformBroadcaster,
+    Time,
+    TransformBroadcaster,
+    make_transform,
+)
 from tf2py.transport.core import Core  # noqa: E402
 
 URL_LINE = re.compile(r"^Open in Foxglove: https://app\.foxglove\.dev/\?ds=foxglove-websocket"
@@ -132,3 +137,15 @@ def test_python_module_runs_without_the_extra_installed_until_used(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, env={"PYTHONPATH": str(tmp_path)})
     assert result.stdout.strip().endswith("pip install 'tf2py[viz]'"), result.stderr
+
+
+def test_command_is_listed_and_answers_help(tf2py_command):
+    listing = subprocess.run([*tf2py_command, "--help"], capture_output=True, text=True,
+                             timeout=60)
+    assert re.search(r"^\s+foxglove\s+serve the frame tree live to Foxglove", listing.stdout,
+                     re.M), listing.stdout
+    result = subprocess.run([*tf2py_command, "foxglove", "--help"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith("usage: tf2py foxglove ")
+    assert "--port PORT" in result.stdout and "--core ADDRESS" in result.stdout

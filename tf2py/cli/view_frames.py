@@ -20,7 +20,8 @@ from .common import CommandError, parse_core_argument
 from .frames import add_wait_time_argument, listen, wait_time_of
 
 NAME = "view-frames"
-HELP = "draw the frame tree to NAME.gv, NAME.pdf and NAME.svg, as tf2's view_frames does"
+HELP = ("draw the frame tree (of the bus, or of a bag with --from-bag) to NAME.gv, NAME.pdf and "
+        "NAME.svg, as tf2's view_frames does, readable at the size of a real robot")
 
 INSTALL_GRAPHVIZ = (
     "install Graphviz to get the pictures (Debian/Ubuntu: sudo apt-get install graphviz; "
