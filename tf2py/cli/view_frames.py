@@ -255,8 +255,10 @@ def run(args) -> int:
         where = args.from_bag
         buffer = _load_bag(args.from_bag)
         info = buffer.frames_info()
-        # "Now" is the end of the recording: its newest transform.
-        now_ns = max((e["most_recent_ns"] for e in info.values()), default=0)
+        # "Now" is the end of the recording: its newest dynamic transform (statics' stamps
+        # say nothing about when the recording ended).
+        now_ns = max((e["most_recent_ns"] for e in info.values() if not e["is_static"]),
+                     default=max((e["most_recent_ns"] for e in info.values()), default=0))
     else:
         where = core_address(args.core)
         print(f"Listening to tf data on {where} during {wait_time:g} seconds...", flush=True)
