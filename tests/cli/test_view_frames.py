@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from cli_support import core, latch, repeat, tf2py  # noqa: F401 (fixtures)
+from helpers import SHARED_DATA
 from tf2py import make_transform
 from tf2py.cli.view_frames import generate_dot
 
@@ -33,12 +34,12 @@ def test_generate_dot_has_tf2s_edge_labels_and_legend():
 
 
 @needs_dot
-def test_view_frames_writes_gv_pdf_and_svg_of_what_it_heard(core, repeat, latch, tf2py,
+def test_view_frames_classic_writes_tf2s_gv_pdf_and_svg_of_what_it_heard(core, repeat, latch, tf2py,
                                                              tmp_path):
     sender = repeat(core, [make_transform("map", "odom", (1, 0, 0))], live=True)
     latch(core, [make_transform("odom", "laser", (0.2, 0, 0.1))])
     result = tf2py("view-frames", "-o", "tree", "--wait-time", "1.0", "--core", core,
-                   cwd=tmp_path)
+                   "--classic", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     gv = (tmp_path / "tree.gv").read_text()
     assert gv.startswith("digraph G {\n")
@@ -134,3 +135,148 @@ def test_view_frames_draws_frames_whose_names_are_not_plain_yaml(child, tmp_path
         result = subprocess.run(["dot", "-Tsvg", str(tmp_path / "t.gv")],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
+
+
+# --- the readable drawing (the default) ---------------------------------------------------
+
+TF2_KEYS = ["Broadcaster", "Average rate", "Buffer length", "Most recent transform",
+            "Oldest transform"]
+TURTLEBOT = SHARED_DATA / "nav2_turtlebot.mcap"
+#: A4 landscape, in points: the page the TurtleBot tree must fit at 100 % (no scaling).
+PAGE_W, PAGE_H = 842, 595
+
+
+def _tooltips(gv: str) -> dict:
+    """(parent, child) -> the tf2 fields of that edge's tooltip, parsed as a user would."""
+    out = {}
+    for parent, child, tooltip in re.findall(r'^"(.*?)" -> "(.*?)" \[tooltip="(.*?)"', gv,
+                                            re.M):
+        fields = [line.split(": ", 1) for line in tooltip.split("\\n") if line]
+        out[(parent, child)] = dict(fields)
+    return out
+
+
+@needs_dot
+def test_view_frames_draws_dynamic_edges_with_rate_and_age_statics_dashed(
+        core, repeat, latch, tf2py, tmp_path):
+    sender = repeat(core, [make_transform("map", "odom", (1, 0, 0))], live=True)
+    latch(core, [make_transform("odom", "laser", (0.25, 0, 0.125))])
+    result = tf2py("view-frames", "-o", "tree", "--wait-time", "1.0", "--core", core,
+                   cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    gv = (tmp_path / "tree.gv").read_text()
+    dynamic = re.search(r'^"map" -> "odom" \[(.*)\];$', gv, re.M).group(1)
+    rate, age = re.search(r'label="(\d+\.\d) Hz\\n(\d+\.\d) s ago"', dynamic).groups()
+    assert 2.0 < float(rate) < 200.0 and 0.0 <= float(age) < 5.0
+    static = re.search(r'^"odom" -> "laser" \[(.*)\];$', gv, re.M).group(1)
+    assert "style=dashed" in static and "label=" not in static
+    tips = _tooltips(gv)
+    assert list(tips[("map", "odom")])[:5] == TF2_KEYS
+    assert tips[("map", "odom")]["Broadcaster"] == sender.authority
+    assert tips[("odom", "laser")]["Average rate"] == "10000.0"
+    assert tips[("odom", "laser")]["translation"] == "(0.25, 0, 0.125)"
+    assert re.search(r"Recorded at time: \d{10}\.\d+", gv)
+    assert b"<svg" in (tmp_path / "tree.svg").read_bytes()
+    assert (tmp_path / "tree.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_readable_tooltips_hold_tf2s_label_text_for_every_edge():
+    from tf2py.cli.view_frames import generate_readable_dot, view_frames_data
+
+    buffer = _buffer_with([("map", "odom"), ("odom", "base")])
+    buffer.set_transform(make_transform("base", "laser", stamp=1.0), "other", is_static=True)
+    data = view_frames_data(buffer)
+    dot = generate_readable_dot(data, buffer.frames_info(), 5.0, 5_000_000_000)
+    tips = _tooltips(dot)
+    assert set(tips) == {("map", "odom"), ("odom", "base"), ("base", "laser")}
+    for (_, child), fields in tips.items():
+        entry = data[child]
+        assert fields == {
+            "Broadcaster": entry["broadcaster"],
+            "Average rate": str(entry["rate"]),
+            "Buffer length": str(entry["buffer_length"]),
+            "Most recent transform": str(entry["most_recent_transform"]),
+            "Oldest transform": str(entry["oldest_transform"]),
+        }
+    # Two broadcasters: edges coloured, both named in the legend in their colours.
+    colours = set(re.findall(r'color="(#[0-9a-f]{6})"', dot))
+    assert len(colours) == 2
+    assert all(f'<font color="{c}">' in dot for c in colours)
+    assert ">other</font>" in dot and ">test</font>" in dot
+
+
+def test_long_frame_names_are_drawn_on_two_lines_but_keep_their_id():
+    from tf2py.cli.view_frames import _drawn_name
+
+    assert _drawn_name("base_link") == "base_link"
+    assert _drawn_name("oakd_right_camera_optical_frame") == "oakd_right_camera_\\noptical_frame"
+    assert _drawn_name("averyveryverylongnamewithoutbreaks") == "averyveryverylongnamewithoutbreaks"
+    from tf2py.cli.view_frames import generate_readable_dot, view_frames_data
+
+    buffer = _buffer_with([("map", "oakd_right_camera_optical_frame")])
+    dot = generate_readable_dot(view_frames_data(buffer), buffer.frames_info(), 1.0, 0)
+    assert ('"oakd_right_camera_optical_frame" [label="oakd_right_camera_\\noptical_frame", '
+            'tooltip="oakd_right_camera_optical_frame"];') in dot
+
+
+def _svg_size_and_fonts(svg: str):
+    width, height = (float(v) for v in re.search(
+        r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
+    scale = re.search(r'<g id="graph0" class="graph" transform="scale\(([\d.]+) ([\d.]+)\)',
+                      svg).groups()
+    fonts = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
+    return width, height, tuple(float(v) for v in scale), fonts
+
+
+@needs_dot
+@pytest.mark.skipif(not TURTLEBOT.exists(), reason="shared recordings not present")
+def test_view_frames_from_bag_draws_the_turtlebot_tree_on_one_landscape_page(tf2py, tmp_path):
+    result = tf2py("view-frames", "--from-bag", str(TURTLEBOT), "-o", "tb", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "Wrote tb.gv, tb.pdf, tb.svg"
+    gv = (tmp_path / "tb.gv").read_text()
+    tips = _tooltips(gv)
+    assert len(tips) == 33  # 34 frames, one root
+    assert tips[("map", "odom")]["Average rate"] == "9.534"
+    assert tips[("odom", "base_link")]["Broadcaster"] == "bag:nav2_turtlebot.mcap"
+    assert len(re.findall(r"style=dashed", gv)) == 29  # the bag's /tf_static edges
+    assert re.search(r'^"map" -> "odom" \[.*label="9\.5 Hz\\n\d\.\d s ago"', gv, re.M)
+    svg = (tmp_path / "tb.svg").read_text()
+    width, height, scale, fonts = _svg_size_and_fonts(svg)
+    assert scale == (1.0, 1.0)
+    assert width <= PAGE_W and height <= PAGE_H, (width, height)
+    assert fonts and min(fonts) >= 10.0
+    # Every frame is drawn (its name, maybe on two lines, is in the SVG's text).
+    texts = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    for parent, child in tips:
+        assert child.split("_")[-1] in texts
+    # And it renders to PNG, a picture a person can look at, of the page's size at 96 dpi.
+    png = tmp_path / "tb.png"
+    subprocess.run(["dot", "-Tpng", str(tmp_path / "tb.gv"), "-o", str(png)], check=True,
+                   timeout=60)
+    data = png.read_bytes()
+    assert data.startswith(b"\x89PNG")
+    px_w, px_h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert px_w <= PAGE_W * 96 / 72 + 2 and px_h <= PAGE_H * 96 / 72 + 2
+
+
+@needs_dot
+@pytest.mark.skipif(not TURTLEBOT.exists(), reason="shared recordings not present")
+def test_classic_layout_of_the_turtlebot_tree_does_not_fit_the_page(tf2py, tmp_path):
+    # What the readable layout is for: tf2's own drawing of the same tree is pages wide.
+    result = tf2py("view-frames", "--from-bag", str(TURTLEBOT), "--classic", "-o", "tb",
+                   cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    width, _, _, _ = _svg_size_and_fonts((tmp_path / "tb.svg").read_text())
+    assert width > 3 * PAGE_W
+    assert '"map" -> "odom"[label=" Broadcaster: bag:nav2_turtlebot.mcap\\nAverage rate: ' \
+        '9.534\\n' in (tmp_path / "tb.gv").read_text()
+
+
+def test_view_frames_from_a_missing_bag_fails_in_one_line(tf2py, tmp_path):
+    result = tf2py("view-frames", "--from-bag", str(tmp_path / "nope.mcap"), "-o", "x",
+                   cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"tf2py view-frames: error: {tmp_path / 'nope.mcap'}: no such file or directory")
+    assert not (tmp_path / "x.gv").exists()

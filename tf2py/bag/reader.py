@@ -283,13 +283,20 @@ def read_transforms(
     try:
         reader.open()
     except Exception as exc:  # rosbags raises several types for a damaged file
-        if strict or kind != "mcap":
+        if kind != "mcap":
             raise BagError(
                 f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
             ) from None
-        # An MCAP without its end (a recorder that was killed): read it front to back.
-        reader = _RecoveredMcap(path)
-        reader.open()
+        # rosbags refuses an MCAP without its end (a recorder that was killed) and one with
+        # non-ROS channels (the protobuf foxglove.FrameTransforms of `record --foxglove`):
+        # read it front to back; when strict, only a file read to its end is accepted.
+        recovered = _RecoveredMcap(path)
+        recovered.open()
+        if strict and recovered.error is not None:
+            raise BagError(
+                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
+            ) from None
+        reader = recovered
     try:
         wanted = {tf_topic: False, tf_static_topic: True}
         connections = [c for c in reader.connections if c.topic in wanted]

@@ -129,6 +129,31 @@ class BagWriter:
             self.message_count += 1
             self.transform_count += len(rows)
 
+    def add_channel(self, topic: str, schema_name: str, schema_encoding: str,
+                    schema_data: bytes, message_encoding: str, metadata=None) -> int:
+        """Register one more channel (for messages other than ``TFMessage``, e.g.
+        ``foxglove.FrameTransforms`` in protobuf); returns its id for ``write_message``."""
+        with self._lock:
+            if self._closed:
+                raise BagError(f"{self.path}: the bag writer is closed")
+            schema_id = self._writer.register_schema(
+                name=schema_name, encoding=schema_encoding, data=bytes(schema_data))
+            return self._writer.register_channel(
+                topic=topic, message_encoding=message_encoding, schema_id=schema_id,
+                metadata=dict(metadata or {}))
+
+    def write_message(self, channel_id: int, data: bytes, log_ns: int | None = None) -> None:
+        """Add one already encoded message on a channel from ``add_channel`` (not counted in
+        ``message_count`` / ``transform_count``, which count the ``TFMessage`` topics)."""
+        if log_ns is None:
+            log_ns = time.time_ns()
+        with self._lock:
+            if self._closed:
+                raise BagError(f"{self.path}: the bag writer is closed")
+            self._writer.add_message(channel_id=channel_id, log_time=int(log_ns), data=data,
+                                     publish_time=int(log_ns), sequence=self._sequence)
+            self._sequence += 1
+
     def close(self) -> None:
         """Finish the file (summary, footer) and close it; safe to call twice."""
         with self._lock:

@@ -25,6 +25,7 @@ COMMANDS = [
     ("play", "play"),
     ("record", "record"),
     ("keygen", "keygen"),
+    ("foxglove", "foxglove"),
 ]
 
 

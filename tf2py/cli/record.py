@@ -4,6 +4,11 @@ Every message on ``/tf`` and ``/tf_static`` becomes one ``tf2_msgs/msg/TFMessage
 the topic of the same name, logged at the time it was received, so ``ros2 bag``, the
 ``mcap`` tools, Foxglove and ``tf2py play`` / ``tf2py.bag.load`` read it back. Ctrl-C,
 SIGTERM or the end of ``--duration`` close the file properly (summary and footer written).
+
+With ``--foxglove`` (needs ``pip install 'tf2py[viz]'``) every message is also written as one
+``foxglove.FrameTransforms`` (protobuf, schema embedded) on ``/tf_foxglove`` (from ``/tf``)
+and ``/tf_static_foxglove`` (from ``/tf_static``), so Foxglove shows the recording in 3D
+without ROS message definitions; the ROS topics are unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from .common import CommandError, parse_core_argument
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
 
+#: The topics of ``--foxglove``, by is_static.
+FOXGLOVE_TOPICS = {False: "/tf_foxglove", True: "/tf_static_foxglove"}
+
 
 def configure(parser) -> None:
     parser.add_argument("output", metavar="OUT.mcap", help="the MCAP file to write")
@@ -27,17 +35,24 @@ def configure(parser) -> None:
                         help="stop after S seconds (default: until Ctrl-C or SIGTERM)")
     parser.add_argument("--force", action="store_true",
                         help="overwrite OUT.mcap if it exists")
+    parser.add_argument("--foxglove", action="store_true",
+                        help="also write the tree as foxglove.FrameTransforms (protobuf) on "
+                        f"{FOXGLOVE_TOPICS[False]} and {FOXGLOVE_TOPICS[True]}, for Foxglove's "
+                        "3D view without ROS definitions (needs pip install 'tf2py[viz]')")
     parse_core_argument(parser)
 
 
 class _Recorder:
     """Writes each received batch into the bag; a failing batch is counted, never fatal."""
 
-    def __init__(self, writer):
+    def __init__(self, writer, foxglove=None):
         self.writer = writer
         self.failed = 0
+        self.foxglove_left_out = 0
         self._failure_causes: set[str] = set()
         self._lock = threading.Lock()
+        # (FrameTransformsBuilder, {is_static: channel id}) with --foxglove
+        self._foxglove = foxglove
 
     def on_batch(self, batch) -> None:
         try:
@@ -48,13 +63,33 @@ class _Recorder:
                                           batch.received_ns)
             else:
                 self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
+            if self._foxglove is not None:
+                self._write_foxglove(batch)
         except Exception as exc:  # a closed writer or an unencodable stamp
+            self._failure(type(exc).__name__, f"dropped a message: {exc}")
+
+    def _write_foxglove(self, batch) -> None:
+        builder, channels = self._foxglove
+        arrays = batch.arrays
+        data, left_out = builder.encode(arrays.parents, arrays.children, arrays.stamps_ns,
+                                        arrays.values)
+        for cause, detail, count in left_out or ():
             with self._lock:
+                self.foxglove_left_out += count
+            self._failure(f"foxglove-{cause}",
+                          f"left {count} transform(s) out of {FOXGLOVE_TOPICS[False]}: {detail}",
+                          count_failed=False)
+        if data is not None:
+            self.writer.write_message(channels[bool(batch.is_static)], data, batch.received_ns)
+
+    def _failure(self, cause: str, message: str, count_failed: bool = True) -> None:
+        with self._lock:
+            if count_failed:
                 self.failed += 1
-                cause = type(exc).__name__
-                if cause not in self._failure_causes:
-                    self._failure_causes.add(cause)
-                    print(f"tf2py record: dropped a message: {exc}", file=sys.stderr, flush=True)
+            if cause in self._failure_causes:
+                return
+            self._failure_causes.add(cause)
+        print(f"tf2py record: {message}", file=sys.stderr, flush=True)
 
 
 def run(args) -> int:
@@ -72,6 +107,17 @@ def run(args) -> int:
     if os.path.exists(args.output) and not args.force:
         raise CommandError(f"{args.output} exists; use --force to overwrite it")
 
+    foxglove_builder = None
+    if args.foxglove:
+        from ..viz.errors import VizDependencyError
+
+        try:
+            from ..viz.frame_transforms import FrameTransformsBuilder
+
+            foxglove_builder = FrameTransformsBuilder()
+        except VizDependencyError as exc:
+            raise CommandError(str(exc)) from None
+
     from ..bag import BagError, BagWriter
     from ..transport.address import bus_endpoints, core_address
     from ..transport.listener import TransformSubscriber
@@ -84,7 +130,18 @@ def run(args) -> int:
         writer = BagWriter(args.output)
     except BagError as exc:
         raise CommandError(str(exc)) from None
-    recorder = _Recorder(writer)
+    foxglove = None
+    if foxglove_builder is not None:
+        try:
+            schema = foxglove_builder.schema()
+            foxglove = (foxglove_builder, {
+                is_static: writer.add_channel(topic, schema.name, schema.encoding,
+                                              schema.data, "protobuf")
+                for is_static, topic in FOXGLOVE_TOPICS.items()})
+        except BaseException:
+            writer.close()
+            raise
+    recorder = _Recorder(writer, foxglove)
     subscriber = None
     try:
         subscriber = TransformSubscriber(core=args.core, on_batch=recorder.on_batch)

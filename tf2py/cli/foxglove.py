@@ -1,0 +1,61 @@
+"""``tf2py foxglove``: serve the bus's frame tree live to Foxglove (WebSocket protocol,
+channel ``/tf``, schema ``foxglove.FrameTransforms``, statics included for late clients).
+The work is ``tf2py.viz.FoxgloveServer``; this module parses and prints."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from .common import CommandError, parse_core_argument
+
+NAME = "foxglove"
+HELP = "serve the frame tree live to Foxglove (WebSocket, channel /tf, foxglove.FrameTransforms)"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1, this machine only; "
+                        "the protocol has no authentication)")
+    parser.add_argument("--port", type=int, default=8765,
+                        help="TCP port (default: 8765, Foxglove's; 0 picks a free one)")
+    parse_core_argument(parser)
+
+
+def run(args) -> int:
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"--port must be 0..65535, got {args.port}", 2)
+    from ..viz.errors import VizDependencyError
+
+    try:
+        from ..viz.foxglove import FoxgloveServer, is_loopback
+    except VizDependencyError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        server = FoxgloveServer(core=args.core, host=args.host, port=args.port)
+    except VizDependencyError as exc:
+        raise CommandError(str(exc)) from None
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        if not is_loopback(args.host):
+            print(f"tf2py foxglove: warning: serving on {args.host}, reachable from other "
+                  "machines, without authentication", file=sys.stderr, flush=True)
+        print(f"tf2py foxglove: serving the frame tree of {server.core} on {server.url}",
+              flush=True)
+        print(f"Open in Foxglove: {server.app_url}", flush=True)
+        stop = threading.Event()
+        while not stop.wait(1.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    stats = server.stats()
+    dropped = sum(stats["dropped"].values())
+    print(f"tf2py foxglove: forwarded {stats['forwarded_transforms']} transforms in "
+          f"{stats['forwarded_messages']} messages"
+          + (f" ({dropped} transforms left out as invalid)" if dropped else ""), flush=True)
+    return 0

@@ -1,0 +1,278 @@
+"""``FoxgloveServer``: the bus's frame tree, live, over the Foxglove WebSocket protocol.
+
+One subscription to the bus (a ``TransformSubscriber``: one SUB socket, one thread, on any
+bus address the transport accepts) feeds one channel ``/tf`` of schema
+``foxglove.FrameTransforms`` (protobuf) on a ``foxglove-sdk`` WebSocket server. Every bus
+message becomes one FrameTransforms message holding all its transforms, with their own
+stamps, forwarded from the subscriber's thread; the SDK queues it for each subscribed client.
+
+Statics: the SDK has no latched channels, so the server keeps the latest static transform
+per child frame and, when a client subscribes to ``/tf``, logs them all as one message. The
+SDK's Python binding cannot address one client, so clients that were already subscribed get
+that message again; re-receiving a static transform changes nothing for them.
+
+    with FoxgloveServer(core="tcp://127.0.0.1:7400") as server:
+        print(server.app_url)   # open it in a browser
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+import time
+
+from ..transport._sockets import DropCounter
+from ..transport.address import core_address
+from .errors import require_foxglove
+from .frame_transforms import FrameTransformsBuilder
+
+__all__ = ["FoxgloveServer", "TOPIC", "DEFAULT_HOST", "DEFAULT_PORT"]
+
+TOPIC = "/tf"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+logger = logging.getLogger("tf2py.viz")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``localhost`` counts)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def server_sockets(port: int):
+    """This process's TCP sockets whose local port is ``port`` (the WebSocket server's
+    listening socket and its connections), as duplicated ``socket.socket`` objects for the
+    caller to close. Linux only (reads /proc/self/fd); elsewhere none."""
+    import os
+    import socket
+
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in fds:
+        try:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except (OSError, ValueError):
+            continue
+        try:
+            if (sock.family in (socket.AF_INET, socket.AF_INET6)
+                    and sock.type == socket.SOCK_STREAM and sock.getsockname()[1] == port):
+                found.append(sock)
+                continue
+        except OSError:
+            pass
+        sock.close()
+    return found
+
+
+def disable_nagle(port: int) -> int:
+    """Set TCP_NODELAY on the server's sockets; returns how many were set.
+
+    The SDK's server leaves Nagle's algorithm on, and with the client's delayed ACKs a
+    stream of small messages then waits for each ACK: 10-40 ms per message at 1 kHz on
+    loopback instead of ~0.1 ms (docs/performance.md). Set on the listening socket, the
+    option is inherited by every connection Linux accepts from it; each new subscription
+    sets it again on the connections, in case it was not."""
+    import socket
+
+    count = 0
+    for sock in server_sockets(port):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            count += 1
+        except OSError:
+            pass
+        finally:
+            sock.close()
+    return count
+
+
+def _listening(port: int) -> bool:
+    """Whether this process still has a listening socket on ``port`` (Linux; else False)."""
+    listening = False
+    for sock in server_sockets(port):
+        with sock:
+            try:
+                sock.getpeername()
+            except OSError:
+                listening = True
+    return listening
+
+
+class _Listener:
+    """The SDK's server listener: sends the statics to each new subscriber of ``/tf``."""
+
+    def __init__(self, server: "FoxgloveServer"):
+        self._server = server
+
+    def on_subscribe(self, client, channel) -> None:
+        port = getattr(self._server, "_port", None)
+        if port is not None:
+            disable_nagle(port)
+        if channel.topic == TOPIC:
+            self._server._send_statics()
+
+    def on_unsubscribe(self, client, channel) -> None:
+        return None
+
+
+class FoxgloveServer:
+    """Serves the frame tree of the bus at ``core`` on ``ws://host:port`` (Foxglove WebSocket
+    protocol, subprotocol ``foxglove.sdk.v1``): channel ``/tf``, schema
+    ``foxglove.FrameTransforms``, statics included for clients that subscribe late.
+
+    ``core``: the bus address (``None``: ``$TF2PY_CORE``, else the loopback default).
+    ``host``: where to listen, loopback by default (the protocol has no authentication).
+    ``port``: 0 picks a free one; ``.port`` tells which. ``close()`` stops the subscriber,
+    then the server; a context manager. Needs ``pip install 'tf2py[viz]'``
+    (``VizDependencyError`` otherwise).
+    """
+
+    #: How long close() waits for the SDK to release the port.
+    close_timeout = 2.0
+
+    def __init__(self, core: str | None = None, host: str = DEFAULT_HOST,
+                 port: int = DEFAULT_PORT, *, name: str = "tf2py"):
+        foxglove = require_foxglove()
+        from ..transport.listener import TransformSubscriber
+
+        self.core = core_address(core)
+        self.host = host
+        self._builder = FrameTransformsBuilder()
+        self._statics: dict[str, object] = {}  # child frame -> latest static FrameTransform
+        self._static_lock = threading.Lock()
+        self._closed = False
+        self.dropped = DropCounter("tf2py foxglove")
+        self.forwarded_messages = 0
+        self.forwarded_transforms = 0
+        self._server = None
+        self._channel = None
+        self._subscriber = None
+        try:
+            # A context of our own: two servers in one process never share a channel.
+            self._context = foxglove.Context()
+            self._channel = foxglove.channels.FrameTransformsChannel(
+                TOPIC, context=self._context)
+            # The subscriber first: it refuses a malformed bus address before a port opens;
+            # what it forwards before the server is up reaches no client, and the statics
+            # among it are kept for the first subscriber.
+            self._subscriber = TransformSubscriber(core=core, on_batch=self._on_batch)
+            try:
+                self._server = foxglove.start_server(
+                    name=name, host=host, port=port, context=self._context,
+                    server_listener=_Listener(self))
+            except Exception as exc:
+                reason = str(exc).removeprefix("FoxgloveError: ")
+                raise OSError(f"cannot serve on {host}:{port}: {reason}") from None
+            self._port = self._server.port
+            disable_nagle(self._port)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def port(self) -> int:
+        """The TCP port the WebSocket server listens on."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``ws://HOST:PORT`` of the server."""
+        host = self.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"ws://{host}:{self.port}"
+
+    @property
+    def app_url(self) -> str:
+        """The Foxglove app link that opens this server as a data source."""
+        from urllib.parse import quote
+
+        return ("https://app.foxglove.dev/?ds=foxglove-websocket&ds.url="
+                + quote(self.url, safe=""))
+
+    def _on_batch(self, batch) -> None:
+        # On the subscriber's thread: one bus message -> one FrameTransforms message.
+        arrays = batch.arrays
+        transforms, children, left_out = self._builder.build(
+            arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)
+        if left_out:
+            for cause, detail, count in left_out:
+                self.dropped.drop(cause, f"{count} transform(s) from {batch.authority}: "
+                                  f"{detail}", n=count)
+        if not transforms:
+            return
+        message = self._builder.message(transforms)
+        if batch.is_static:
+            # Under the lock, so a subscriber's snapshot never overtakes a newer static.
+            with self._static_lock:
+                if self._closed:
+                    return
+                self._statics.update(zip(children, transforms))
+                self._channel.log(message, log_time=batch.received_ns)
+        else:
+            self._channel.log(message, log_time=batch.received_ns)
+        self.forwarded_messages += 1
+        self.forwarded_transforms += len(transforms)
+
+    def _send_statics(self) -> None:
+        with self._static_lock:
+            if self._closed or not self._statics:
+                return
+            message = self._builder.message(list(self._statics.values()))
+            self._channel.log(message)
+
+    def static_frames(self) -> list[str]:
+        """The child frames whose static transform a new client receives."""
+        with self._static_lock:
+            return sorted(self._statics)
+
+    def stats(self) -> dict:
+        """Counters: bus messages and transforms forwarded, left out per cause, and the
+        bus subscriber's own counters."""
+        return {
+            "forwarded_messages": self.forwarded_messages,
+            "forwarded_transforms": self.forwarded_transforms,
+            "dropped": self.dropped.snapshot(),
+            "bus": self._subscriber.stats() if self._subscriber is not None else {},
+        }
+
+    def close(self) -> None:
+        """Stop listening to the bus, then stop the WebSocket server. Idempotent."""
+        with self._static_lock:
+            if self._closed and self._server is None:
+                return
+            self._closed = True
+        subscriber = self._subscriber
+        try:
+            if subscriber is not None:
+                subscriber.close()
+        finally:
+            server, self._server = self._server, None
+            if server is not None:
+                server.stop()
+                # stop() only asks the SDK's runtime to stop: wait (briefly) until the port
+                # is released, so that after close() nothing answers there and the same port
+                # can be served again at once.
+                deadline = time.monotonic() + self.close_timeout
+                while _listening(self._port) and time.monotonic() < deadline:
+                    time.sleep(0.001)
+            if self._channel is not None:
+                self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
