@@ -734,6 +734,11 @@ class Buffer(BufferCore):
         if ready:
             _resolve(ready)
 
+    def lookup_velocity(self, *args, **kwargs):
+        """``BufferCore.lookup_velocity`` under the lock (all its lookups see one state)."""
+        with self._lock:
+            return BufferCore.lookup_velocity(self, *args, **kwargs)
+
     # -- applying transforms ---------------------------------------------------------------
 
     def transform(self, obj, target_frame, timeout=0.0):
