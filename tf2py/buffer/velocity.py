@@ -229,8 +229,14 @@ def lookup_velocity(
     out_vel = (rotated[0] + moment[0], rotated[1] + moment[1], rotated[2] + moment[2])
 
     # Re-reference about the requested point: p1 - p0, both in reference_frame at time.
-    p0 = _transform_point(core, reference_frame, tracking_frame, (0.0, 0.0, 0.0), at_ns)
-    p1 = _transform_point(core, reference_frame, reference_point_frame, point, at_ns)
+    # p0 is tracking's origin through the transform R just looked up (the same lookup tf2
+    # repeats; the basis times a zero vector adds exact zeros), and so is p1 when the point
+    # is given in tracking_frame.
+    p0 = _point_through(inverse, inverse_basis, (0.0, 0.0, 0.0))
+    if reference_point_frame == tracking_frame:
+        p1 = _point_through(inverse, inverse_basis, point)
+    else:
+        p1 = _transform_point(core, reference_frame, reference_point_frame, point, at_ns)
     delta = (p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2])
     correction = _cross(out_rot, delta)
     out_vel = (out_vel[0] + correction[0], out_vel[1] + correction[1],
@@ -243,9 +249,14 @@ def lookup_velocity(
     )
 
 
-def _transform_point(core, target_frame, source_frame, point, ns: int) -> tuple:
-    """``point`` in ``source_frame`` expressed in ``target_frame`` (tf2's Transform * Vector3)."""
-    t = _lookup(core, target_frame, source_frame, ns)
-    rotated = _apply(_basis(t.transform.rotation), point)
+def _point_through(t, basis, point) -> tuple:
+    """tf2's Transform * Vector3: ``basis * point + origin``."""
+    rotated = _apply(basis, point)
     o = _origin(t)
     return (rotated[0] + o[0], rotated[1] + o[1], rotated[2] + o[2])
+
+
+def _transform_point(core, target_frame, source_frame, point, ns: int) -> tuple:
+    """``point`` in ``source_frame`` expressed in ``target_frame`` at ``ns``."""
+    t = _lookup(core, target_frame, source_frame, ns)
+    return _point_through(t, _basis(t.transform.rotation), point)

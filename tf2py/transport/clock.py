@@ -3,34 +3,24 @@
 ``ClockPublisher`` sends the current simulated time; ``SimClock`` follows it, as a ROS node
 with ``use_sim_time`` follows ROS 2's ``/clock``: ``now()`` is the latest time received
 (zero until the first tick), and ``add_jump_callback(fn)`` registers ``fn(jump)``, called
-on the clock's thread whenever the time goes backwards (a bag that loops), which is what a
-``Buffer(clock=...)`` uses to forget its dynamic data, as tf2_ros's Buffer does.
+whenever the time goes backwards (a bag that loops), which is what a ``Buffer(clock=...)``
+uses to forget its dynamic data, as tf2_ros's Buffer does.
 """
 
 from __future__ import annotations
 
 import threading
+from time import monotonic
 from typing import NamedTuple
 
 import zmq
 
 from ..buffer.time import Duration, Time, to_nanoseconds
 from . import wire
-from ._sockets import (
-    RECEIVE_HWM,
-    SEND_HWM,
-    DropCounter,
-    client_options,
-    inproc_name,
-    join_thread,
-    logger,
-    make_socket,
-)
+from ._sockets import SEND_HWM, DropCounter, client_options, join_thread, logger, make_socket
 from .address import bus_endpoints, core_address
 
 __all__ = ["SimClock", "ClockPublisher", "TimeJump"]
-
-_STOP = b"\x00stop"  # on the clock thread's own inproc pipe; never a bus topic
 
 
 class TimeJump(NamedTuple):
@@ -73,13 +63,12 @@ class ClockPublisher:
         self.publish_ns(to_nanoseconds(time, "time"))
 
     def publish_ns(self, time_ns: int) -> None:
-        body = wire.encode_clock(time_ns)
+        frame = wire.clock_message(time_ns)
         with self._lock:
             if self._closed:
                 raise RuntimeError("publish on a closed ClockPublisher")
             try:
-                self._socket.send(wire.TOPIC_CLOCK, zmq.SNDMORE | zmq.NOBLOCK)
-                self._socket.send(body, zmq.NOBLOCK)
+                self._socket.send(frame, zmq.NOBLOCK)
             except zmq.Again:
                 return
             self.sent += 1
@@ -103,13 +92,19 @@ class SimClock:
     the loopback default; ``ros2://...`` means ROS 2's own /clock).
 
     ``now()`` -> the latest simulated ``Time`` received (``Time()`` until the first tick).
-    ``add_jump_callback(fn)``: ``fn(jump)`` (a ``TimeJump``) is called on the clock's thread
-    each time the time goes backwards. Malformed /clock messages are dropped and counted
-    (``stats()``), logged once per cause. ``close()``; a context manager.
+    ``add_jump_callback(fn)``: ``fn(jump)`` (a ``TimeJump``) is called each time the time
+    goes backwards. Malformed /clock messages are dropped and counted (``stats()``), logged
+    once per cause. ``close()``; a context manager.
+
+    Cost: the socket keeps only the latest tick (ZMQ_CONFLATE), and nothing of ours runs per
+    tick: ``now()`` reads the latest one when asked. Jumps are noticed by ``now()`` and, once
+    a jump callback is registered, by a thread that looks every ``jump_check_interval``
+    seconds (50 ms), so a jump back is reported within that time even if nobody asks.
     """
 
     _name = "tf2py-sim-clock"
     close_timeout = 5.0
+    jump_check_interval = 0.05
 
     def __init__(self, core: str | None = None):
         address = core_address(core)
@@ -117,60 +112,65 @@ class SimClock:
             _ros2_clock(address)
         _, subscribe_endpoint = bus_endpoints(address)
         self._now_ns = 0
-        self.ticks = 0
+        self.ticks = 0  # ticks seen (the socket keeps only the latest: not every one sent)
         self.jumps = 0
         self.dropped = DropCounter(self._name)
         self._callbacks: list = []
-        self._callbacks_lock = threading.Lock()
+        self._lock = threading.Lock()  # the socket, _now_ns and the callbacks list
         self._closed = False
-        self._close_lock = threading.Lock()
-        self._ticked = threading.Condition()
+        self._stop = threading.Event()
         self._thread = None
-        self._sockets: list = []
+        self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
+                                **client_options())
         try:
-            # One SUB socket for the bus and for our stop pipe, so the thread blocks in one
-            # recv (no poller): the cheapest wake-up per tick.
-            self._sub = self._add(make_socket(
-                zmq.SUB, linger_ms=0, RCVHWM=RECEIVE_HWM, MAXMSGSIZE=4096, RCVTIMEO=1000,
-                **client_options()))
             self._sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_CLOCK)
-            self._sub.setsockopt(zmq.SUBSCRIBE, _STOP)
-            stop_name = inproc_name("sim-clock-stop")
-            self._stop = self._add(make_socket(zmq.PUB, linger_ms=0))
-            self._stop.bind(stop_name)
-            self._sub.connect(stop_name)
             self._sub.connect(subscribe_endpoint)
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-            self._thread.start()
         except BaseException:
-            self.close()
+            self._sub.close(0)
             raise
-
-    def _add(self, sock):
-        self._sockets.append(sock)
-        return sock
 
     # -- public -------------------------------------------------------------------------------
 
     def now(self) -> Time:
         """The latest simulated time received (``Time()`` before the first tick)."""
+        with self._lock:
+            jump = self._read_locked(0)
+        if jump is not None:
+            self._report(jump)
         return Time.from_nanoseconds(self._now_ns)
 
     def wait_for_time(self, timeout: float | None = None) -> bool:
         """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""
-        with self._ticked:
-            return self._ticked.wait_for(lambda: self._now_ns != 0 or self._closed, timeout) \
-                and self._now_ns != 0
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._closed:
+                    return False
+                if not self._now_ns:
+                    wait_ms = 50 if deadline is None else \
+                        max(0, min(50, int((deadline - monotonic()) * 1000)))
+                    self._read_locked(wait_ms)
+                if self._now_ns:
+                    return True
+            if deadline is not None and monotonic() >= deadline:
+                return False
 
     def add_jump_callback(self, fn) -> None:
-        """Call ``fn(jump)`` (a ``TimeJump``) whenever the time goes backwards."""
+        """Call ``fn(jump)`` (a ``TimeJump``) whenever the time goes backwards (on the clock's
+        thread, started by the first call, or in a ``now()`` that notices the jump)."""
         if not callable(fn):
             raise TypeError(f"a jump callback must be callable, got {fn!r}")
-        with self._callbacks_lock:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("add_jump_callback on a closed SimClock")
             self._callbacks.append(fn)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch_jumps, name=self._name,
+                                                daemon=True)
+                self._thread.start()
 
     def remove_jump_callback(self, fn) -> None:
-        with self._callbacks_lock:
+        with self._lock:
             try:
                 self._callbacks.remove(fn)
             except ValueError:
@@ -179,91 +179,72 @@ class SimClock:
     def stats(self) -> dict:
         return {"ticks": self.ticks, "jumps": self.jumps, "dropped": self.dropped.snapshot()}
 
-    # -- the thread ---------------------------------------------------------------------------
+    # -- reading ------------------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _read_locked(self, wait_ms: int):
+        """Take the latest tick, if one came (waiting up to ``wait_ms``); a ``TimeJump`` when
+        it went backwards, else None."""
+        if self._closed:
+            return None
         sub = self._sub
-        recv = sub.recv
-        decode = wire.decode_clock
-        topic_clock = wire.TOPIC_CLOCK
         try:
-            while True:
-                try:
-                    # Frames (copy=False) carry the "more" flag for free.
-                    topic_frame = recv(0, copy=False)
-                except zmq.Again:  # the backstop timeout: only to notice a close()
-                    if self._closed:
-                        return
-                    continue
-                topic = topic_frame.bytes
-                if topic == _STOP or self._closed:
-                    return
-                if not topic_frame.more:
-                    self.dropped.drop("shape", "a bus message has 2 frames, got 1")
-                    continue
-                body = recv(0, copy=False)  # multipart delivery is atomic: it is here
-                if body.more:
-                    while recv(0, copy=False).more:
-                        pass
-                    self.dropped.drop("shape", "a /clock message has 2 frames, got more")
-                    continue
-                if topic != topic_clock:
-                    self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
-                    continue
-                try:
-                    time_ns = decode(body.bytes)
-                except wire.WireError as exc:
-                    self.dropped.drop(exc.cause, str(exc))
-                    continue
-                self._tick(time_ns)
+            if wait_ms:
+                if not sub.poll(wait_ms):
+                    return None
+            elif not sub.get(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a recv that fails
+                return None
+            frame = sub.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
         except zmq.ZMQError as exc:
-            if exc.errno != zmq.ETERM and not self._closed:
-                logger.error("%s stopped: %s", self._name, exc)
-        finally:
-            with self._ticked:
-                self._ticked.notify_all()
-
-    def _tick(self, time_ns: int) -> None:
+            self.dropped.drop("socket", str(exc))
+            return None
+        try:
+            time_ns = wire.decode_clock_message(frame)
+        except wire.WireError as exc:
+            self.dropped.drop(exc.cause, str(exc))
+            return None
         previous = self._now_ns
         self._now_ns = time_ns
         self.ticks += 1
-        if previous == 0:
-            with self._ticked:
-                self._ticked.notify_all()
-        elif time_ns < previous:
+        if previous and time_ns < previous:
             self.jumps += 1
-            jump = TimeJump(Time.from_nanoseconds(previous), Time.from_nanoseconds(time_ns))
-            with self._callbacks_lock:
-                callbacks = list(self._callbacks)
-            for fn in callbacks:
-                try:
-                    fn(jump)
-                except Exception as exc:  # noqa: BLE001 - a callback never stops the clock
-                    self.dropped.drop("callback", f"a jump callback raised {exc!r}")
+            return TimeJump(Time.from_nanoseconds(previous), Time.from_nanoseconds(time_ns))
+        return None
+
+    def _report(self, jump: TimeJump) -> None:
+        with self._lock:
+            callbacks = list(self._callbacks)
+        for fn in callbacks:
+            try:
+                fn(jump)
+            except Exception as exc:  # noqa: BLE001 - a callback never stops the clock
+                self.dropped.drop("callback", f"a jump callback raised {exc!r}")
+
+    def _watch_jumps(self) -> None:
+        while not self._stop.wait(self.jump_check_interval):
+            with self._lock:
+                jump = self._read_locked(0)
+            if jump is not None:
+                self._report(jump)
 
     # -- closing ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the thread and close the sockets. Idempotent."""
-        with self._close_lock:
+        """Stop the thread and close the socket. Idempotent."""
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
             thread = self._thread
-        if thread is not None:
-            try:
-                self._stop.send(_STOP)
-            except zmq.ZMQError:
-                pass
-            if thread is not threading.current_thread():
-                join_thread(thread, self.close_timeout)
-                if thread.is_alive():
-                    logger.warning("%s: thread still busy after %.1f s (in a jump callback)",
-                                   self._name, self.close_timeout)
-                    return  # never close a socket under its user; it is a daemon thread
-        for sock in self._sockets:
-            sock.close(0)
-        self._sockets.clear()
+        self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            join_thread(thread, self.close_timeout)
+            if thread.is_alive():
+                logger.warning("%s: thread still busy after %.1f s (in a jump callback)",
+                               self._name, self.close_timeout)
+        with self._lock:
+            self._sub.close(0)
 
     def __enter__(self):
         return self
@@ -272,4 +253,4 @@ class SimClock:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SimClock(now={self.now()}, ticks={self.ticks})"
+        return f"SimClock(now={Time.from_nanoseconds(self._now_ns)}, ticks={self.ticks})"

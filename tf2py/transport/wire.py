@@ -49,6 +49,8 @@ __all__ = [
     "TOPIC_CLOCK",
     "encode_clock",
     "decode_clock",
+    "clock_message",
+    "decode_clock_message",
 ]
 
 #: Version of every envelope this module writes; a reader drops messages of a newer version.
@@ -391,8 +393,10 @@ def default_authority() -> str:
 
 # -- /clock: simulated time (``tf2py play --clock``) -------------------------------------------
 
-#: The simulated-time stream. Its body is a msgpack array ``[version: int, time_ns: int]``:
-#: the sender's current time (a bag's recording time) in integer nanoseconds.
+#: The simulated-time stream. Unlike /tf, a /clock message is ONE ZeroMQ frame: the topic
+#: bytes followed at once by the body, a msgpack array ``[version: int, time_ns: int]`` (the
+#: sender's current time, e.g. a bag's recording time, in integer nanoseconds). One frame
+#: lets a follower keep only the latest tick (ZMQ_CONFLATE works on single-frame messages).
 TOPIC_CLOCK = b"/clock"
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -406,8 +410,27 @@ def encode_clock(time_ns: int) -> bytes:
     return _packb([WIRE_VERSION, time_ns])
 
 
+_CLOCK_PREFIX = b"\x92" + bytes([WIRE_VERSION]) + b"\xcf"  # [version, uint64]
+
+
+def clock_message(time_ns: int) -> bytes:
+    """The one frame of a /clock message: topic and body."""
+    return TOPIC_CLOCK + encode_clock(time_ns)
+
+
+def decode_clock_message(frame) -> int:
+    """The time (integer nanoseconds) of a one-frame /clock message."""
+    if frame[:len(TOPIC_CLOCK)] != TOPIC_CLOCK:
+        raise WireError(f"not a /clock message (starts {bytes(frame[:16])!r})", "topic")
+    return decode_clock(frame[len(TOPIC_CLOCK):])
+
+
 def decode_clock(body) -> int:
     """The time (integer nanoseconds) of a /clock body; ``WireError`` for anything else."""
+    if len(body) == 11 and body[:3] == _CLOCK_PREFIX:  # the usual shape: no msgpack call
+        time_ns = int.from_bytes(body[3:], "big")
+        if time_ns <= _INT64_MAX:
+            return time_ns
     if len(body) > 64:
         raise WireError(f"a clock message has at most 64 bytes, got {len(body)}", "too_large")
     obj = unpack(body)
