@@ -169,3 +169,43 @@ def test_echo_refuses_use_sim_time_with_a_server(spawn, tf2py_command):
                   "tcp://127.0.0.1:9"])
     assert proc.wait(30) == 2
     assert "--use-sim-time goes with --core" in proc.output()
+
+
+def test_echo_use_sim_time_prints_a_block_of_the_played_bag(spawn, tf2py_command, core):
+    proc = play(spawn, tf2py_command, core.address, "--rate", "5", "--clock")
+    proc.wait_for_line("tf2py play: playing")
+    echo = spawn([*tf2py_command, "echo", "odom", "base_link", "--once", "--use-sim-time",
+                  "--timeout", "20", "--core", core.address])
+    assert echo.wait(30) == 0, echo.output()
+    assert "At time 17147" in echo.output()  # the bag's stamps (2024)
+    proc.stop()
+
+
+def test_server_use_sim_time_serves_every_pass_of_a_looping_bag(spawn, tf2py_command, core):
+    from tf2py.server.client import BufferClient
+
+    server = spawn([*tf2py_command, "server", "--use-sim-time", "--cache-time", "10",
+                    "--core", core.address, "--address", "tcp://127.0.0.1:0"])
+    address = server.wait_for_line("tf2py server: ready at ").rsplit(" ", 1)[1]
+    data = read_transforms(TF_EXAMPLE)
+    early = data.start_ns + 30_000_000_000  # the first 30 s of the bag's 52
+    proc = play(spawn, tf2py_command, core.address, "--rate", "20", "--loop", "--clock")
+    proc.wait_for_line("tf2py play: playing")
+    with SimClock(core.address) as clock, BufferClient(address) as client:
+        clock.add_jump_callback(lambda jump: None)  # keeps clock.jumps counted
+        wait_for(lambda: clock.jumps >= 1, 60, message="the second pass")
+
+        def fresh():
+            # The server's latest data follows the bag's clock in the new pass too (a server
+            # that kept the first pass would answer with its end, or refuse the new data).
+            try:
+                t = client.lookup_transform("odom", "base_footprint", 0, timeout=1.0)
+            except Exception:  # noqa: BLE001 - right after the jump nothing is held yet
+                return False
+            now = clock.now().nanoseconds
+            lag = now - t.header.stamp.nanoseconds
+            return clock.jumps == 1 and now < early and -3e9 < lag < 3e9
+
+        wait_for(fresh, 20, interval=0.1)
+    proc.stop()
+    assert server.stop() == 0
