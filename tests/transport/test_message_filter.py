@@ -426,3 +426,17 @@ def test_ten_thousand_messages_a_second_without_growth():
     assert grown < 100_000, f"{grown} bytes kept after 8000 messages"
     # Traced allocations slow Python down; without tracing this runs several times faster.
     assert elapsed < 20.0, f"{n} messages took {elapsed:.1f} s"
+
+
+def test_a_drop_does_not_wait_for_older_messages_of_its_frame(rec):
+    buffer = Buffer(cache_time=10.0)
+    put(buffer, "map", "laser", 19)
+    put(buffer, "map", "laser", 20)
+    with make_filter(buffer, rec) as f:
+        waiting = Message("laser", 30.0, "waiting")
+        f.add(waiting)
+        too_old = Message("laser", 1.0, "too old")
+        f.add(too_old)
+        assert rec.dropped == [(too_old, "OutTheBack")] and len(f) == 1
+        put(buffer, "map", "laser", 31)
+        assert rec.passed == [waiting]

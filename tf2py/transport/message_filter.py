@@ -263,10 +263,11 @@ class MessageFilter:
         self._deliver()
 
     def _fail_locked(self, entry: _Entry, reason: str) -> None:
+        """Drop a message that can no longer pass, at once: a drop does not wait for older
+        messages of its frame (only passing on keeps their order)."""
         entry.state = _FAILED
         entry.reason = reason
-        self._to_cancel.extend(entry.futures)  # the other targets' waits (cancelled unlocked)
-        self._release_locked(entry.frame_id)
+        self._remove_locked(entry, reason)
 
     def _release_locked(self, frame_id: str) -> None:
         """Move the finished entries at the head of a frame's line to the outbox."""
@@ -282,11 +283,11 @@ class MessageFilter:
             del self._by_frame[frame_id]
 
     def _remove_locked(self, entry: _Entry, reason: str) -> None:
-        """Drop a queued entry now (a full queue or a timeout), wherever it is in its line."""
+        """Drop a queued entry now, wherever it is in its line."""
         del self._queue[entry]
         line = self._by_frame[entry.frame_id]
         line.remove(entry)
-        self._to_cancel.extend(entry.futures)
+        self._to_cancel.extend(entry.futures)  # its other waits (cancelled once unlocked)
         self._drop_locked(entry, reason)
         if line:
             self._release_locked(entry.frame_id)  # the next ones may be ready
@@ -294,6 +295,11 @@ class MessageFilter:
             del self._by_frame[entry.frame_id]
 
     def _drop_locked(self, entry: _Entry, reason: str) -> None:
+        self._note_drop_locked(entry, reason)
+        self._outbox.append((entry.message, reason))
+
+    def _note_drop_locked(self, entry: _Entry, reason: str) -> None:
+        """Count a drop; log the first one of each reason."""
         self.dropped[reason] += 1
         if reason not in self._logged:
             self._logged.add(reason)
@@ -303,7 +309,6 @@ class MessageFilter:
                 " ".join(self._targets), entry.frame_id, format_seconds(entry.stamp.nanoseconds),
                 reason, DROP_REASONS[reason],
             )
-        self._outbox.append((entry.message, reason))
 
     def _deliver(self) -> None:
         """Cancel the waits no longer needed, then call back what is in the outbox, in
@@ -329,7 +334,7 @@ class MessageFilter:
                     # tf2_ros re-checks before passing on: the data may be gone by now.
                     if outcome.waited and not self._still_possible(outcome):
                         with self._lock:
-                            self.dropped["Unknown"] += 1
+                            self._note_drop_locked(outcome, "Unknown")
                         outcome = "Unknown"
                     else:
                         with self._lock:
