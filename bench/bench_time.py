@@ -4,7 +4,8 @@
 
 - ``lookup_velocity`` (depth 3, 100 Hz history, between samples) against two
   ``lookup_transform`` calls on the same buffer, in the same run (ratio = velocity / two
-  lookups: tf2's computation makes three lookups in the default form).
+  lookups: tf2's computation makes three lookups in the default form); the batch form
+  ``lookup_velocities`` over 1000 times, per time, against one ``lookup_velocity``.
 - MessageFilter overhead per message, against the buffer calls it is built on, in the same
   run: (a) the transform is already there: ``add`` (passed on at once) vs one
   ``Buffer.can_transform``; (b) it arrives later: ``add`` + the insertion that passes 100
@@ -79,6 +80,10 @@ def bench_velocity(repeat, number):
     full = best_per_op(lambda: buffer.lookup_velocity(source, target, at, 0.1, frames[1],
                                                       (1, 2, 3), frames[2]), number, repeat)
     row("lookup_velocity, full form (4 lookups)", full, "two lookup_transform", two)
+    times = [Time.from_seconds(BASE_S + 1.0 + 0.008 * k) for k in range(1000)]
+    batch = best_per_op(lambda: buffer.lookup_velocities(source, target, times, 0.1),
+                        max(3, number // 1000), repeat) / len(times)
+    row("lookup_velocities, 1000 times (per time)", batch, "lookup_velocity", velocity)
 
 
 class _Msg:

@@ -297,3 +297,45 @@ def test_equals_tf2s_formula_on_random_trajectories(seed):
             assert np.allclose(angular(v), ang, atol=1e-7), (args, angular(v), ang)
             assert abs(v.header.stamp.to_seconds() - stamp) < 2e-9
             assert v.header.frame_id == reference and v.body_frame_id == tracking
+
+
+# -- the batch form ---------------------------------------------------------------------------
+
+def _random_core(seed):
+    rng = np.random.default_rng(seed)
+    core = BufferCore()
+    t0 = 50.0
+    velocities = rng.normal(size=(2, 6)) * [1, 1, 1, 0.5, 0.5, 0.5]
+    for k in range(61):
+        t = t0 + 0.05 * k
+        for link, (parent, child) in enumerate((("world", "a"), ("a", "tracking"))):
+            pose = velocities[link] * (t - t0) + 0.3 * np.sin(3 * (t - t0) + link)
+            put(core, parent, child, t, tuple(pose[:3]), rpy=tuple(pose[3:]))
+    put(core, "world", "viewer", 0, (1, 2, 3), rpy=(0.3, -0.2, 1.0), static=True)
+    return core, rng
+
+
+@pytest.mark.parametrize("form", ["short", "full"])
+def test_batch_form_equals_one_lookup_velocity_per_time(form):
+    core, rng = _random_core(11)
+    times = [Time.from_seconds(50.0 + x) for x in rng.uniform(0.2, 3.0, size=40)]
+    times.append(Time.from_seconds(53.0))  # the window cut at the end of the data
+    args = () if form == "short" else ("viewer", (0.5, -1.0, 2.0), "a")
+    stamps, twists = core.lookup_velocities("tracking", "world", times, 0.3, *args)
+    assert stamps.shape == (41,) and twists.shape == (41, 6)
+    for k, t in enumerate(times):
+        v = core.lookup_velocity("tracking", "world", t, 0.3, *args)
+        assert stamps[k] == v.header.stamp.nanoseconds
+        assert np.allclose(twists[k], linear(v) + angular(v), atol=1e-9), (k, twists[k], v)
+
+
+def test_batch_form_takes_float_seconds_and_raises_for_the_first_bad_time():
+    core, _ = _random_core(3)
+    stamps, twists = core.lookup_velocities("tracking", "world", np.array([51.0, 52.0]), 0.2)
+    v = core.lookup_velocity("tracking", "world", 52.0, 0.2)
+    assert stamps[1] == v.header.stamp.nanoseconds
+    assert np.allclose(twists[1], linear(v) + angular(v), atol=1e-9)
+    with pytest.raises(BackwardExtrapolationException):
+        core.lookup_velocities("tracking", "world", [51.0, 10.0], 0.2)
+    empty_stamps, empty = Buffer().lookup_velocities("a", "b", [], 0.1)
+    assert empty_stamps.shape == (0,) and empty.shape == (0, 6)

@@ -5,14 +5,13 @@ delays in the bag's time, not the wall clock's."""
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
 
 import pytest
 
 from helpers import SHARED_DATA, wait_for
-from tf2py import Buffer, SimClock, Time
+from tf2py import Buffer, SimClock
 from tf2py.bag import read_transforms
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener, TransformSubscriber

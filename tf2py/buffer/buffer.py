@@ -776,6 +776,11 @@ class Buffer(BufferCore):
         with self._lock:
             return BufferCore.lookup_velocity(self, *args, **kwargs)
 
+    def lookup_velocities(self, *args, **kwargs):
+        """``BufferCore.lookup_velocities`` under the lock."""
+        with self._lock:
+            return BufferCore.lookup_velocities(self, *args, **kwargs)
+
     # -- applying transforms ---------------------------------------------------------------
 
     def transform(self, obj, target_frame, timeout=0.0):

@@ -33,11 +33,13 @@ from __future__ import annotations
 
 from math import acos, floor, sqrt
 
+import numpy as np
+
 from .exceptions import TransformException
 from .messages import Header, Twist, Vector3, VelocityStamped
 from .time import Time, duration_to_nanoseconds, to_nanoseconds
 
-__all__ = ["lookup_velocity"]
+__all__ = ["lookup_velocity", "lookup_velocities"]
 
 _NS_PER_S = 1_000_000_000
 _EPSILON = 2.220446049250313e-16  # DBL_EPSILON, tf2's TF2SIMD_EPSILON for doubles
@@ -271,3 +273,121 @@ def _transform_point(core, target_frame, source_frame, point, ns: int) -> tuple:
     """``point`` in ``source_frame`` expressed in ``target_frame`` at ``ns``."""
     t = _lookup(core, target_frame, source_frame, ns)
     return _point_through(t, _basis(t.transform.rotation), point)
+
+
+# -- batch form ----------------------------------------------------------------------------------
+
+def _ns_of_seconds_many(seconds: np.ndarray) -> np.ndarray:
+    """``_ns_of_seconds`` over an array (floor for the seconds, nanoseconds rounded half away
+    from zero)."""
+    sec = np.floor(seconds)
+    frac = (seconds - sec) * 1e9
+    nsec = np.floor(frac)
+    nsec = nsec + (frac - nsec >= 0.5)
+    sec = sec.astype(np.int64) + (nsec // 1e9).astype(np.int64)
+    return sec * _NS_PER_S + np.fmod(nsec, 1e9).astype(np.int64)
+
+
+def _seconds_of_ns_many(ns: np.ndarray) -> np.ndarray:
+    nsec = np.fmod(ns, _NS_PER_S)  # C's %: the sign follows ns
+    sec = (ns - nsec) // _NS_PER_S
+    return sec.astype(np.float64) + 1e-9 * nsec.astype(np.float64)
+
+
+def _rotation_many(m: np.ndarray) -> np.ndarray:
+    """``_rotation`` (tf2's getRotation) over ``(N, 3, 3)``: quaternions ``(N, 4)``."""
+    n = len(m)
+    q = np.empty((n, 4))
+    trace = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
+    positive = trace > 0.0
+    if positive.any():
+        mp = m[positive]
+        s = np.sqrt(trace[positive] + 1.0)
+        q[positive, 3] = s * 0.5
+        s = 0.5 / s
+        q[positive, 0] = (mp[:, 2, 1] - mp[:, 1, 2]) * s
+        q[positive, 1] = (mp[:, 0, 2] - mp[:, 2, 0]) * s
+        q[positive, 2] = (mp[:, 1, 0] - mp[:, 0, 1]) * s
+    for k in np.flatnonzero(~positive).tolist():  # rotations over 120 degrees: rare
+        q[k] = _rotation(m[k].tolist())
+    return q
+
+
+def lookup_velocities(
+    core,
+    tracking_frame,
+    observation_frame,
+    times,
+    averaging_interval,
+    reference_frame=None,
+    reference_point=(0.0, 0.0, 0.0),
+    reference_point_frame=None,
+):
+    """``lookup_velocity`` at N times at once, vectorised over the lookups
+    (``core.lookup_transforms``) and the arithmetic.
+
+    ``times`` is a sequence of N times (``Time``s, or float seconds). Returns ``(stamps,
+    twists)``: the stamps each ``VelocityStamped`` would carry (int64 nanoseconds, ``(N,)``)
+    and ``(N, 6)`` rows ``(linear x, y, z, angular x, y, z)``, the values of
+    ``lookup_velocity`` at each time (equal up to rounding: the batch lookups return matrices,
+    not quaternions). Raises what ``lookup_transforms`` raises for the first time that fails.
+    """
+    if reference_frame is None:
+        reference_frame = observation_frame
+    if reference_point_frame is None:
+        reference_point_frame = tracking_frame
+    point = np.array([float(c) for c in reference_point])
+    if point.shape != (3,):
+        raise ValueError(f"reference_point has 3 coordinates, got {reference_point!r}")
+    # The same conversion as lookup_velocity's, per time (float seconds lose nothing more).
+    if isinstance(times, np.ndarray):
+        times = times.reshape(-1).tolist()
+    time_ns = np.fromiter((to_nanoseconds(t, "time") for t in times), dtype=np.int64)
+    n = len(time_ns)
+    interval_ns = duration_to_nanoseconds(averaging_interval, "averaging_interval")
+    try:
+        latest_ns = to_nanoseconds(core.get_latest_common_time(observation_frame, tracking_frame))
+    except TransformException:
+        latest_ns = 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 6))
+
+    time_s = _seconds_of_ns_many(time_ns)
+    interval_s = interval_ns / 1e9
+    end_s = np.minimum(time_s + interval_s * 0.5, _seconds_of_ns(latest_ns))
+    start_s = np.maximum(0.00001 + interval_s, end_s) - interval_s
+    dt = (end_s - start_s)[:, None]
+
+    def at(target, source, ns):
+        return core.lookup_transforms(target, source, [Time.from_nanoseconds(t)
+                                                       for t in ns.tolist()])
+
+    start = at(observation_frame, tracking_frame, _ns_of_seconds_many(start_s))
+    end = at(observation_frame, tracking_frame, _ns_of_seconds_many(end_s))
+    s_basis, e_basis = start[:, :3, :3], end[:, :3, :3]
+    relative = np.linalg.inv(s_basis) @ e_basis
+    q = _rotation_many(relative)
+    w = q[:, 3]
+    angle = 2.0 * np.arccos(np.clip(w, -1.0, 1.0))
+    s_squared = 1.0 - w ** 2.0
+    safe = s_squared >= 10.0 * _EPSILON
+    axis = np.where(safe[:, None], q[:, :3] / np.sqrt(np.where(safe, s_squared, 1.0))[:, None],
+                    np.array([1.0, 0.0, 0.0]))
+    o = np.einsum("nij,nj->ni", s_basis, axis)
+    twist_vel = (end[:, :3, 3] - start[:, :3, 3]) / dt
+    twist_rot = o * (angle[:, None] / dt)
+
+    at_ns = _ns_of_seconds_many(time_s)
+    inverse = at(reference_frame, tracking_frame, at_ns)
+    r_basis, r_origin = inverse[:, :3, :3], inverse[:, :3, 3]
+    out_rot = np.einsum("nij,nj->ni", r_basis, twist_rot)
+    out_vel = np.einsum("nij,nj->ni", r_basis, twist_vel) + np.cross(r_origin, out_rot)
+    p0 = r_origin
+    if reference_point_frame == tracking_frame:
+        p1 = r_basis @ point + r_origin
+    else:
+        q_tf = at(reference_frame, reference_point_frame, at_ns)
+        p1 = q_tf[:, :3, :3] @ point + q_tf[:, :3, 3]
+    out_vel = out_vel + np.cross(out_rot, p1 - p0)
+    stamps = _ns_of_seconds_many(start_s + interval_s * 0.5)
+    return stamps, np.hstack((out_vel, out_rot))
