@@ -21,7 +21,8 @@ Callbacks (``callback`` and the drop callback) run on the thread that made the m
 ready: the caller of ``add`` when its transform is already there, else the thread that
 inserted the data (a ``TransformListener``'s), or the timer thread for a timeout. They never
 run two at a time for one filter, and an exception they raise is counted and logged once,
-never passed to the inserting thread.
+never passed to the inserting thread. A callback must not wait for new transforms (a lookup
+with a timeout): on a listener's thread it would hold up the very insertions it waits for.
 """
 
 from __future__ import annotations
