@@ -440,3 +440,18 @@ def test_a_drop_does_not_wait_for_older_messages_of_its_frame(rec):
         assert rec.dropped == [(too_old, "OutTheBack")] and len(f) == 1
         put(buffer, "map", "laser", 31)
         assert rec.passed == [waiting]
+
+
+def test_tolerance_also_waits_for_the_stamp_plus_tolerance(rec):
+    buffer = Buffer()
+    put(buffer, "map", "laser", 1)
+    with make_filter(buffer, rec) as f:
+        f.set_tolerance(0.5)
+        m = Message("laser", 2.0)
+        f.add(m)
+        put(buffer, "map", "laser", 2.2)  # 2.0 is possible, 2.5 not yet
+        assert rec.passed == [] and buffer.pending_request_count == 1
+        put(buffer, "map", "laser", 2.6)
+        assert rec.passed == [m]
+        with pytest.raises(ValueError, match="tolerance"):
+            f.set_tolerance(-1)

@@ -55,16 +55,16 @@ _WAITING, _READY, _FAILED = 0, 1, 2
 class _Entry:
     """One queued message: its futures and how far they got."""
 
-    __slots__ = ("message", "frame_id", "stamp", "futures", "targets", "remaining", "state",
+    __slots__ = ("message", "frame_id", "stamp", "futures", "waits", "remaining", "state",
                  "reason", "deadline", "waited")
 
-    def __init__(self, message, frame_id, stamp, targets, deadline):
+    def __init__(self, message, frame_id, stamp, waits, deadline):
         self.message = message
         self.frame_id = frame_id
         self.stamp = stamp
         self.futures = []
-        self.targets = targets
-        self.remaining = len(targets)
+        self.waits = waits  # (target frame, time) pairs that must all become possible
+        self.remaining = len(waits)
         self.state = _WAITING
         self.reason = None
         self.deadline = deadline
@@ -95,8 +95,10 @@ class MessageFilter:
     ``queue_size`` bounds the messages waiting (0: no bound, as in tf2_ros); the oldest is
     dropped when a new one would exceed it. ``timeout`` (seconds or a Duration; None: no
     limit) bounds how long one message may wait. Dropped messages go to the function given
-    to ``register_drop_callback`` as ``on_drop(message, reason)``. ``close()`` (or leaving a
-    ``with`` block) forgets what waits and stops the timer thread.
+    to ``register_drop_callback`` as ``on_drop(message, reason)``. As in tf2_ros,
+    ``set_target_frames`` and ``set_tolerance`` change what is waited for, and ``stats()``
+    gives the counters. ``close()`` (or leaving a ``with`` block) forgets what waits and stops
+    the timer thread.
     """
 
     def __init__(self, buffer, target_frames, queue_size, callback, timeout=None):
@@ -122,6 +124,7 @@ class MessageFilter:
         self._callback = callback
         self._on_drop = None
         self._targets = _target_frames(target_frames)
+        self._tolerance_ns = 0
         self._lock = threading.Lock()
         self._timer_wake = threading.Condition(self._lock)
         self._queue: dict[_Entry, None] = {}  # every queued entry, in arrival order
@@ -152,6 +155,16 @@ class MessageFilter:
         with self._lock:
             self._targets = targets
 
+    def set_tolerance(self, tolerance) -> None:
+        """Also wait until every target can be transformed at ``stamp + tolerance`` (seconds
+        or a Duration; 0: only at the stamp), as tf2_ros's setTolerance. Applies to messages
+        added from now on."""
+        tolerance_ns = duration_to_nanoseconds(tolerance, "tolerance")
+        if tolerance_ns < 0:
+            raise ValueError(f"tolerance must be zero or positive, got {tolerance!r}")
+        with self._lock:
+            self._tolerance_ns = tolerance_ns
+
     def register_drop_callback(self, on_drop) -> None:
         """Call ``on_drop(message, reason)`` for every message dropped from now on (reason:
         one of ``DROP_REASONS``). None removes it."""
@@ -179,13 +192,14 @@ class MessageFilter:
         if frame_id.startswith("/"):
             frame_id = frame_id[1:]
         targets = self._targets
+        waits = self._waits(targets, stamp) if frame_id else ()
         ready = False
         if frame_id and not self._by_frame.get(frame_id):
             # Fast path (checked again under the lock): nothing of this frame waits and
             # every transform is there already.
             try:
                 can_transform = self.buffer.can_transform
-                ready = all(can_transform(t, frame_id, stamp) for t in targets)
+                ready = all(can_transform(t, frame_id, at) for t, at in waits)
             except Exception:  # noqa: BLE001 - the futures below report it
                 ready = False
         entry = None
@@ -195,20 +209,30 @@ class MessageFilter:
             self.received += 1
             if not frame_id:
                 self._drop_locked(_Entry(message, frame_id, stamp, (), None), "EmptyFrameID")
-            elif ready and targets == self._targets and not self._by_frame.get(frame_id):
+            elif ready and targets is self._targets and not self._by_frame.get(frame_id):
                 self.passed += 1
                 self._outbox.append((message, None))
             else:
-                entry = self._enqueue_locked(message, frame_id, self._targets, stamp)
+                if targets is not self._targets:  # changed meanwhile
+                    waits = self._waits(self._targets, stamp)
+                entry = self._enqueue_locked(message, frame_id, waits, stamp)
         if entry is not None:
             self._wait(entry)
         self._deliver()
 
-    def _enqueue_locked(self, message, frame_id, targets, stamp) -> _Entry:
+    def _waits(self, targets, stamp) -> tuple:
+        """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
+        and at stamp + tolerance when one is set (tf2_ros's setTolerance)."""
+        if not self._tolerance_ns:
+            return tuple((t, stamp) for t in targets)
+        later = Time.from_nanoseconds(stamp.nanoseconds + self._tolerance_ns)
+        return tuple(pair for t in targets for pair in ((t, stamp), (t, later)))
+
+    def _enqueue_locked(self, message, frame_id, waits, stamp) -> _Entry:
         if self.queue_size and len(self._queue) >= self.queue_size:
             self._remove_locked(next(iter(self._queue)), "QueueFull")
         deadline = None if self._timeout_s is None else monotonic() + self._timeout_s
-        entry = _Entry(message, frame_id, stamp, targets, deadline)
+        entry = _Entry(message, frame_id, stamp, waits, deadline)
         self._queue[entry] = None
         self._by_frame.setdefault(frame_id, deque()).append(entry)
         return entry
@@ -218,9 +242,9 @@ class MessageFilter:
         already calls back at once)."""
         futures = []
         try:
-            for target in entry.targets:
+            for target, at in entry.waits:
                 futures.append(self.buffer.wait_for_transform_async(target, entry.frame_id,
-                                                                    entry.stamp))
+                                                                    at))
         except Exception:  # noqa: BLE001 - the buffer refused the request itself
             with self._lock:
                 if entry in self._queue and entry.state == _WAITING:
@@ -363,8 +387,8 @@ class MessageFilter:
 
     def _still_possible(self, entry: _Entry) -> bool:
         try:
-            return all(self.buffer.can_transform(t, entry.frame_id, entry.stamp)
-                       for t in entry.targets)
+            return all(self.buffer.can_transform(t, entry.frame_id, at)
+                       for t, at in entry.waits)
         except Exception:  # noqa: BLE001
             return False
 
