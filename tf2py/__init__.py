@@ -47,6 +47,10 @@ _LAZY = {
     "BufferServer": "tf2py.server.server",
     "BufferClient": "tf2py.server.client",
     "bag": "tf2py.bag",
+    "Twist": "tf2py.buffer.messages",
+    "VelocityStamped": "tf2py.buffer.messages",
+    "MessageFilter": "tf2py.transport.message_filter",
+    "SimClock": "tf2py.transport.clock",
 }
 
 __all__ = [

@@ -23,10 +23,11 @@ Requests for the same frames and times share one check; a re-check tries ``can_t
 first (no result or message built while it still fails). Futures are resolved outside the
 lock, so their callbacks may call back into the buffer; they hold the buffer only weakly.
 
-Backward time jumps: tf2_ros's ``Buffer`` clears itself when its ROS clock jumps back (more
-than 1 s in Python). ``Buffer`` has no clock, so it does nothing automatically; whoever
-replays data in a loop (a bag player, a simulator reset) calls ``clear()``, which forgets all
-non-static data, after which older stamps are accepted again.
+Backward time jumps: tf2_ros's ``Buffer`` clears itself when its ROS clock jumps back (C++:
+any jump back; Python: more than 1 s). ``Buffer(clock=...)`` does the same with any clock
+(``tf2py.SimClock`` follows the bus's /clock): it forgets all non-static data on every jump
+back, so a bag played in a loop is accepted again on every pass. Without a clock, whoever
+replays data in a loop calls ``clear()``.
 """
 
 from __future__ import annotations
@@ -229,6 +230,8 @@ def _inserting(function, frames_named):
         with self._lock:
             if self._inserting:  # BufferCore calling one of its own insertions
                 return function(self, *args, **kwargs)
+            if self._clock is not None and self._clock_check:
+                self._check_clock()
             touched = static_before = None
             if self._requests:
                 try:
@@ -285,8 +288,9 @@ class Buffer(BufferCore):
     leading '/') is raised at once, since no data can cure it.
     """
 
-    def __init__(self, cache_time=10.0):
+    def __init__(self, cache_time=10.0, clock=None):
         # Everything _notify_new_data and the wrappers use exists before BufferCore starts.
+        self._clock = None  # see _follow_clock
         self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
         self._waiting = 0  # threads in a timed wait (notified only when there are some)
@@ -301,6 +305,39 @@ class Buffer(BufferCore):
         finalizer.atexit = False
         super().__init__(cache_time)
         self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
+        if clock is not None:
+            self._follow_clock(clock)
+
+    # -- a clock that can jump back (simulated time) -------------------------------------------
+
+    def _follow_clock(self, clock):
+        """Forget dynamic data when ``clock`` (anything with ``now()``) goes backwards, as
+        tf2_ros's Buffer does on a /clock reset: told by ``clock.add_jump_callback(fn)`` when
+        it has one, else noticed by comparing ``clock.now()`` at every insertion."""
+        if not callable(getattr(clock, "now", None)):
+            raise TypeError(f"clock must have now(), got {type(clock).__name__}")
+        self._clock = clock
+        self._clock_last_ns = to_nanoseconds(clock.now(), "clock.now()")
+        add_jump_callback = getattr(clock, "add_jump_callback", None)
+        if add_jump_callback is not None:
+            buffer_ref = weakref.ref(self)
+
+            def on_jump(jump=None):
+                buffer = buffer_ref()
+                if buffer is not None:
+                    buffer.clear()
+
+            add_jump_callback(on_jump)
+            self._clock_check = False
+        else:
+            self._clock_check = True
+
+    def _check_clock(self):
+        """Under the lock, before an insertion: clear if the clock went backwards."""
+        now_ns = to_nanoseconds(self._clock.now(), "clock.now()")
+        if now_ns < self._clock_last_ns:
+            self.clear()
+        self._clock_last_ns = now_ns
 
     # -- the hook BufferCore calls ---------------------------------------------------------
 
@@ -733,6 +770,16 @@ class Buffer(BufferCore):
             ready = self._recheck(None) if self._requests else None
         if ready:
             _resolve(ready)
+
+    def lookup_velocity(self, *args, **kwargs):
+        """``BufferCore.lookup_velocity`` under the lock (all its lookups see one state)."""
+        with self._lock:
+            return BufferCore.lookup_velocity(self, *args, **kwargs)
+
+    def lookup_velocities(self, *args, **kwargs):
+        """``BufferCore.lookup_velocities`` under the lock."""
+        with self._lock:
+            return BufferCore.lookup_velocities(self, *args, **kwargs)
 
     # -- applying transforms ---------------------------------------------------------------
 

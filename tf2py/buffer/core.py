@@ -1427,3 +1427,24 @@ class BufferCore:
                 )
             )
         return "".join(parts)
+
+    def lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
+                        reference_frame=None, reference_point=(0.0, 0.0, 0.0),
+                        reference_point_frame=None):
+        """tf2's lookupVelocity: the twist of ``tracking_frame`` seen from
+        ``observation_frame`` (a ``VelocityStamped``); see ``tf2py.buffer.velocity``."""
+        from .velocity import lookup_velocity
+
+        return lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
+                               reference_frame, reference_point, reference_point_frame)
+
+    def lookup_velocities(self, tracking_frame, observation_frame, times, averaging_interval,
+                          reference_frame=None, reference_point=(0.0, 0.0, 0.0),
+                          reference_point_frame=None):
+        """Batch ``lookup_velocity`` over N times: ``(stamps_ns (N,), twists (N, 6))``; see
+        ``tf2py.buffer.velocity.lookup_velocities``."""
+        from .velocity import lookup_velocities
+
+        return lookup_velocities(self, tracking_frame, observation_frame, times,
+                                 averaging_interval, reference_frame, reference_point,
+                                 reference_point_frame)

@@ -26,6 +26,8 @@ __all__ = [
     "make_transform",
     "quaternion_from_rpy",
     "rpy_from_quaternion",
+    "Twist",
+    "VelocityStamped",
 ]
 
 
@@ -299,3 +301,33 @@ def make_transform(
         child,
         Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
     )
+
+
+class Twist(_Message):
+    """Velocity: ``linear`` (units per second) and ``angular`` (radians per second)."""
+
+    __slots__ = ("linear", "angular")
+
+    def __init__(self, linear: Vector3 | None = None, angular: Vector3 | None = None):
+        self.linear = Vector3() if linear is None else linear
+        self.angular = Vector3() if angular is None else angular
+
+
+class VelocityStamped(_Message):
+    """geometry_msgs/VelocityStamped: the twist of ``body_frame_id``, expressed in
+    ``header.frame_id``; what ``lookup_velocity`` returns (``reference_frame_id`` empty, as
+    tf2 leaves it)."""
+
+    __slots__ = ("header", "body_frame_id", "reference_frame_id", "velocity")
+
+    def __init__(
+        self,
+        header: Header | None = None,
+        body_frame_id: str = "",
+        reference_frame_id: str = "",
+        velocity: Twist | None = None,
+    ):
+        self.header = Header() if header is None else header
+        self.body_frame_id = body_frame_id
+        self.reference_frame_id = reference_frame_id
+        self.velocity = Twist() if velocity is None else velocity

@@ -13,6 +13,7 @@ import sys
 import time
 
 from .common import CommandError, parse_core_argument
+from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
 
 NAME = "echo"
 _LONGEST_SLEEP_S = 3600.0  # time.sleep refuses far longer waits (a rate of 1e-12 Hz, say)
@@ -39,6 +40,7 @@ def configure(parser) -> None:
     where.add_argument("--server", metavar="ADDRESS", default=None,
                        help="ask the buffer server at ADDRESS (see `tf2py server`) instead of "
                        "listening to the bus")
+    add_use_sim_time_argument(parser)
 
 
 def _positive_seconds(text: str, what: str) -> float:
@@ -111,13 +113,14 @@ def format_block(transform) -> str:
 class _LocalSource:
     """Lookups on a Buffer filled by a TransformListener on the bus."""
 
-    def __init__(self, core):
+    def __init__(self, core, clock=None):
         from ..buffer.buffer import Buffer
         from ..transport.address import core_address
         from ..transport.listener import TransformListener
 
         self.where = f"the core at {core_address(core)}"
-        self.buffer = Buffer()
+        # With --use-sim-time: forget the data when the bus's /clock jumps back (a looping bag).
+        self.buffer = Buffer(clock=clock) if clock is not None else Buffer()
         try:
             self.listener = TransformListener(self.buffer, core=core)
         except ValueError as exc:  # a malformed address
@@ -254,7 +257,17 @@ def run(args) -> int:
     for which, frame in (("target_frame", target_frame), ("source_frame", source_frame)):
         check_frame_id(frame, which)
 
-    source = _ServerSource(args.server) if args.server is not None else _LocalSource(args.core)
+    if args.use_sim_time and args.server is not None:
+        raise CommandError("--use-sim-time goes with --core (the buffer server has its own "
+                           "clock: run `tf2py server --use-sim-time`)", 2)
+    clock = sim_clock(args)
+    try:
+        source = _ServerSource(args.server) if args.server is not None else \
+            _LocalSource(args.core, clock)
+    except BaseException:
+        if clock is not None:
+            clock.close()
+        raise
     try:
         wait_until_available(source, target_frame, source_frame, deadline, args.timeout)
         # Seconds as floats: a tiny rate gives a huge (even infinite) period, slept in pieces.
@@ -268,7 +281,7 @@ def run(args) -> int:
 
                 if not isinstance(exc, TransformException):
                     raise
-                print(f"Failure at {time.time():.9f}", flush=True)
+                print(f"Failure at {now_ns(clock) / 1e9:.9f}", flush=True)
                 print(f"Exception thrown:{exc}", flush=True)
                 details = source.failure_details()
                 if details:
@@ -286,3 +299,5 @@ def run(args) -> int:
                 time.sleep(min(delay, _LONGEST_SLEEP_S))
     finally:
         source.close()
+        if clock is not None:
+            clock.close()

@@ -8,6 +8,7 @@ import math
 import time
 
 from .common import CommandError, parse_core_argument
+from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
 HELP = "list the frames on the bus as a tree, with parents, broadcasters, rates and ages"
@@ -21,6 +22,7 @@ def add_wait_time_argument(parser, default: float) -> None:
 def configure(parser) -> None:
     add_wait_time_argument(parser, 2.0)
     parse_core_argument(parser)
+    add_use_sim_time_argument(parser)
 
 
 def wait_time_of(args) -> float:
@@ -34,12 +36,13 @@ def wait_time_of(args) -> float:
     return value
 
 
-def listen(core, wait_time: float):
-    """A Buffer filled by listening to the bus at ``core`` for ``wait_time`` seconds."""
+def listen(core, wait_time: float, clock=None):
+    """A Buffer filled by listening to the bus at ``core`` for ``wait_time`` seconds (that
+    forgets what it heard before a backward jump of ``clock``, if given)."""
     from ..buffer.buffer import Buffer
     from ..transport.listener import TransformListener
 
-    buffer = Buffer()
+    buffer = Buffer(clock=clock) if clock is not None else Buffer()
     try:
         listener = TransformListener(buffer, core=core)
     except ValueError as exc:  # a malformed address
@@ -121,9 +124,16 @@ def run(args) -> int:
     from ..transport.address import core_address
 
     wait_time = wait_time_of(args)
-    buffer = listen(args.core, wait_time)
+    clock = sim_clock(args)
+    try:
+        buffer = listen(args.core, wait_time, clock)
+        now = now_ns(clock)
+    finally:
+        if clock is not None:
+            clock.close()
     info = buffer.frames_info()
     where = core_address(args.core)
+    require_time(clock, where, wait_time)
     if not info:
         raise CommandError(
             f"no tf data received from the core at {where} in {wait_time:g} s (is `tf2py core` "
@@ -131,5 +141,5 @@ def run(args) -> int:
         )
     n = len(info)
     print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {wait_time:g} s:")
-    print(format_tree(info, time.time_ns()), flush=True)
+    print(format_tree(info, now), flush=True)
     return 0

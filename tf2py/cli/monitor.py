@@ -1,8 +1,9 @@
 """``tf2py monitor [TARGET SOURCE]``: rates and delays per frame and per broadcaster, as tf2's
 ``tf2_monitor`` reports them; for a pair, also the chain between them and its net delay.
 
-A delay is the receive time (wall clock) minus the transform's stamp, in seconds. The report
-is refreshed in place on a terminal, and appended when stdout is not a terminal.
+A delay is the receive time (wall clock; the bus's /clock with ``--use-sim-time``) minus the
+transform's stamp, in seconds. The report is refreshed in place on a terminal, and appended
+when stdout is not a terminal.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections import deque
 
 from .common import CommandError, parse_core_argument
+from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
 HELP = "rates, delays and broadcasters per frame, as tf2_monitor reports them"
@@ -31,6 +33,7 @@ def configure(parser) -> None:
     parser.add_argument("--once", action="store_true",
                         help="gather for one period, print one report and exit")
     parse_core_argument(parser)
+    add_use_sim_time_argument(parser)
 
 
 def _g(value: float) -> str:
@@ -42,8 +45,9 @@ class Statistics:
     """Delays and receive times per child frame and per broadcaster (authority), fed by
     batches from a TransformSubscriber; thread-safe."""
 
-    def __init__(self, buffer=None):
+    def __init__(self, buffer=None, clock=None):
         self.buffer = buffer
+        self.clock = clock  # with --use-sim-time: receive times are the bus's /clock
         self.lock = threading.Lock()
         self.frame_authority: dict[str, str] = {}
         self.frame_delays: dict[str, deque] = {}
@@ -52,9 +56,23 @@ class Statistics:
         self.authority_delays: dict[str, deque] = {}
         self.authority_received: dict[str, deque] = {}
         self.invalid = 0
+        self.latest_received_ns = 0
+
+    def forget(self) -> None:
+        """Drop the kept samples of dynamic frames and the broadcasters' (after a backward
+        jump of the time); static frames, received once, stay."""
+        with self.lock:
+            for frame, is_static in self.frame_static.items():
+                if not is_static:
+                    self.frame_delays.pop(frame, None)
+                    self.frame_received.pop(frame, None)
+            self.authority_delays.clear()
+            self.authority_received.clear()
 
     def on_batch(self, batch) -> None:
         received_ns = batch.received_ns
+        if self.clock is not None:
+            received_ns = self.clock.now().nanoseconds
         arrays = batch.arrays  # columns: no message object per transform
         children = arrays.children
         if self.buffer is not None:
@@ -65,6 +83,11 @@ class Statistics:
                 self.invalid += len(result.invalid)
             except Exception:  # noqa: BLE001 - a bad message is counted, never fatal
                 self.invalid += len(children)
+        if received_ns == 0:
+            return  # --use-sim-time and no /clock yet: no time to measure delays against
+        if received_ns < self.latest_received_ns:
+            self.forget()  # the /clock jumped back (a bag that loops): start over
+        self.latest_received_ns = received_ns
         delays = ((received_ns - arrays.stamps_ns) / 1e9).tolist()
         with self.lock:
             for child, delay in zip(children, delays):
@@ -128,7 +151,7 @@ class NetDelay:
         self.maximum = -math.inf
         self.error = None
 
-    def sample(self, buffer, target_frame, source_frame) -> None:
+    def sample(self, buffer, target_frame, source_frame, clock=None) -> None:
         from ..buffer.exceptions import TransformException
 
         try:
@@ -137,7 +160,7 @@ class NetDelay:
             self.error = str(exc)
             return
         self.error = None
-        diff = (time.time_ns() - t.header.stamp.nanoseconds) / 1e9
+        diff = (now_ns(clock) - t.header.stamp.nanoseconds) / 1e9
         if self.average is None:
             self.average = diff
         else:
@@ -185,13 +208,22 @@ def run(args) -> int:
     if not math.isfinite(period) or period <= 0:
         raise CommandError(f"--period must be a positive number of seconds, got {args.period!r}",
                            2)
+    pair = tuple(args.frames) if args.frames else None
+    clock = sim_clock(args)
+    try:
+        return _monitor(args, period, pair, clock)
+    finally:
+        if clock is not None:
+            clock.close()
+
+
+def _monitor(args, period, pair, clock) -> int:
     from ..buffer.buffer import Buffer
     from ..transport.address import core_address
     from ..transport.listener import TransformSubscriber
 
-    pair = tuple(args.frames) if args.frames else None
-    buffer = Buffer() if pair else None
-    stats = Statistics(buffer)
+    buffer = (Buffer(clock=clock) if clock is not None else Buffer()) if pair else None
+    stats = Statistics(buffer, clock)
     net = NetDelay()
     where = core_address(args.core)
     try:
@@ -210,7 +242,7 @@ def run(args) -> int:
                     break
                 time.sleep(min(0.1, remaining))
                 if pair:
-                    net.sample(buffer, pair[0], pair[1])
+                    net.sample(buffer, pair[0], pair[1], clock)
             text = report(stats, pair, buffer, net)
             if not stats.authority_delays:
                 text += f"\n(no transforms received yet from {where})"
@@ -220,6 +252,7 @@ def run(args) -> int:
                 sys.stdout.write("\n" + text + "\n")
             sys.stdout.flush()
             if args.once:
+                require_time(clock, where, period)
                 if not stats.authority_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
                         f"no tf data received from the core at {where} in {_g(period)} s (is "

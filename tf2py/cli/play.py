@@ -5,6 +5,13 @@ The static transforms are latched at once (latest per child frame) with a
 StaticTransformBroadcaster; the dynamic messages follow with their original spacing in the
 recording (log time) divided by ``--rate``. Every transform keeps its recorded stamp. On a
 terminal a progress line (bag time played / total) is redrawn in place.
+
+With ``--clock [HZ]`` the bag's time (its recording time, from ``--start``, advancing at
+``--rate``) is also published on the bus's ``/clock`` stream HZ times a second (default 100),
+as ``ros2 bag play --clock`` does; listeners with ``--use-sim-time`` (or a
+``Buffer(clock=SimClock())``) then take ages, delays and "now" from it. With ``--loop`` each
+new pass first sends the jump back to its start on /clock and gives listeners a moment to
+see it (so their buffers forget the previous pass) before the pass's transforms follow.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ HELP = "publish a bag's /tf and /tf_static on the bus with their original timing
 # Longest single sleep while waiting for the next message, so the progress line stays live.
 _TICK_S = 0.1
 _CONNECT_GRACE_S = 0.25
+# After a loop's jump back on /clock, before the new pass's /tf: the /clock and /tf streams
+# reach a listener on different sockets and threads, so its clock must see the reset first.
+_JUMP_GRACE_S = 0.3
+_DEFAULT_CLOCK_HZ = "100"
 
 
 def configure(parser) -> None:
@@ -37,6 +48,11 @@ def configure(parser) -> None:
     parser.add_argument("--tf-topic", default="/tf", help="the bag's dynamic topic (/tf)")
     parser.add_argument("--tf-static-topic", default="/tf_static",
                         help="the bag's static topic (/tf_static)")
+    parser.add_argument("--clock", metavar="HZ", nargs="?", const=_DEFAULT_CLOCK_HZ,
+                        default=None,
+                        help="also publish the bag's time on the bus's /clock stream, HZ "
+                        f"times a second (default {_DEFAULT_CLOCK_HZ}), as ros2 bag play "
+                        "--clock (put it after BAG)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parse_core_argument(parser)
 
@@ -113,9 +129,21 @@ def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
     return answered
 
 
+def _clock_publisher(core, clock_hz):
+    """A ClockPublisher on the bus when --clock was given, else a stand-in None."""
+    import contextlib
+
+    if clock_hz is None:
+        return contextlib.nullcontext()
+    from ..transport.clock import ClockPublisher
+
+    return ClockPublisher(core)
+
+
 def run(args) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
+    clock_hz = None if args.clock is None else _number(args.clock, "--clock", positive=True)
     from ..transport.address import bus_endpoints
 
     try:
@@ -151,8 +179,10 @@ def run(args) -> int:
 
     sent_messages = 0
     sent_transforms = 0
+    end_ns = data.start_ns + data.duration_ns
     with StaticTransformBroadcaster(core=args.core) as static_broadcaster, \
-            TransformBroadcaster(core=args.core) as broadcaster:
+            TransformBroadcaster(core=args.core) as broadcaster, \
+            _clock_publisher(args.core, clock_hz) as clock:
         if statics:
             static_broadcaster.send_transform(statics)
         if not _wait_for_core(args.core, static_broadcaster, bool(statics)):
@@ -161,24 +191,41 @@ def run(args) -> int:
                   flush=True)
         print(
             f"tf2py play: playing {data.name}: {len(data)} transforms "
-            f"({len(statics)} static) over {total_s:.3f} s at rate {rate:g}",
+            f"({len(statics)} static) over {total_s:.3f} s at rate {rate:g}"
+            + (f", /clock at {clock_hz:g} Hz" if clock is not None else ""),
             flush=True,
         )
+        period_s = None if clock is None else 1.0 / clock_hz
+        first_pass = True
         try:
             while True:
+                if clock is not None and not first_pass:
+                    clock.publish_ns(begin_ns)  # the jump back: listeners forget the last pass
+                    time.sleep(_JUMP_GRACE_S)
+                first_pass = False
                 t0 = time.monotonic()
+                next_tick = t0
                 for k in dynamic:
                     due = t0 + (int(log_ns[k]) - begin_ns) / 1e9 / rate
                     while True:
                         now = time.monotonic()
+                        if clock is not None and now >= next_tick:
+                            clock.publish_ns(min(end_ns, begin_ns + int((now - t0) * rate * 1e9)))
+                            next_tick += period_s
+                            if next_tick <= now:  # fell behind: no burst to catch up
+                                next_tick = now + period_s
                         progress.draw(start_s + (now - t0) * rate)
                         if now >= due:
                             break
-                        time.sleep(min(_TICK_S, due - now))
+                        wake = due if clock is None else min(due, next_tick)
+                        time.sleep(max(0.0, min(_TICK_S, wake - now)))
                     transforms = data.message_transforms(k)
                     broadcaster.send_transform(transforms)
                     sent_messages += 1
                     sent_transforms += len(transforms)
+                if clock is not None:
+                    last_ns = int(log_ns[dynamic[-1]]) if dynamic else begin_ns
+                    clock.publish_ns(max(last_ns, begin_ns))
                 progress.draw(total_s, force=True)
                 if not args.loop or not dynamic:
                     break

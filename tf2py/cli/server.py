@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .common import CommandError, parse_core_argument
+from .sim_time import add_use_sim_time_argument, sim_clock
 
 NAME = "server"
 HELP = "run the buffer server: a full listener on the bus answering remote lookup_transform goals"
@@ -25,6 +26,7 @@ def configure(parser) -> None:
         help="how many seconds of transforms the server's buffer keeps (default: 120, "
         "as tf2's buffer_server)",
     )
+    add_use_sim_time_argument(parser)
 
 
 def run(args) -> int:
@@ -40,7 +42,9 @@ def run(args) -> int:
         raise CommandError(
             f"--cache-time must be a positive number of seconds, got {args.cache_time:g}"
         )
-    buffer = Buffer(cache_time=args.cache_time)
+    clock = sim_clock(args)  # with --use-sim-time: a jump back of /clock clears the buffer
+    buffer = Buffer(cache_time=args.cache_time, clock=clock) if clock is not None \
+        else Buffer(cache_time=args.cache_time)
     listener = server = None
     try:
         try:
@@ -61,3 +65,5 @@ def run(args) -> int:
             server.close()
         if listener is not None:
             listener.close()
+        if clock is not None:
+            clock.close()

@@ -50,6 +50,11 @@ __all__ = [
     "decode_transforms",
     "arrays_to_transforms",
     "default_authority",
+    "TOPIC_CLOCK",
+    "encode_clock",
+    "decode_clock",
+    "clock_message",
+    "decode_clock_message",
 ]
 
 #: Version of every envelope this module writes; a reader drops messages of a newer version.
@@ -476,3 +481,60 @@ def default_authority() -> str:
     if program in ("", "-c", "-m"):
         program = "python"
     return f"{program}@{socket.gethostname()}:{os.getpid()}"
+
+
+# -- /clock: simulated time (``tf2py play --clock``) -------------------------------------------
+
+#: The simulated-time stream. Unlike /tf, a /clock message is ONE ZeroMQ frame: the topic
+#: bytes followed at once by the body, a msgpack array ``[version: int, time_ns: int]`` (the
+#: sender's current time, e.g. a bag's recording time, in integer nanoseconds). One frame
+#: lets a follower keep only the latest tick (ZMQ_CONFLATE works on single-frame messages).
+TOPIC_CLOCK = b"/clock"
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def encode_clock(time_ns: int) -> bytes:
+    """The body of one /clock message."""
+    time_ns = int(time_ns)
+    if not 0 <= time_ns <= _INT64_MAX:
+        raise WireError(f"a clock time is 0..2^63-1 nanoseconds, got {time_ns}")
+    return _packb([WIRE_VERSION, time_ns])
+
+
+_CLOCK_PREFIX = b"\x92" + bytes([WIRE_VERSION]) + b"\xcf"  # [version, uint64]
+
+
+def clock_message(time_ns: int) -> bytes:
+    """The one frame of a /clock message: topic and body."""
+    return TOPIC_CLOCK + encode_clock(time_ns)
+
+
+def decode_clock_message(frame) -> int:
+    """The time (integer nanoseconds) of a one-frame /clock message."""
+    if frame[:len(TOPIC_CLOCK)] != TOPIC_CLOCK:
+        raise WireError(f"not a /clock message (starts {bytes(frame[:16])!r})", "topic")
+    return decode_clock(frame[len(TOPIC_CLOCK):])
+
+
+def decode_clock(body) -> int:
+    """The time (integer nanoseconds) of a /clock body; ``WireError`` for anything else."""
+    if len(body) == 11 and body[:3] == _CLOCK_PREFIX:  # the usual shape: no msgpack call
+        time_ns = int.from_bytes(body[3:], "big")
+        if time_ns <= _INT64_MAX:
+            return time_ns
+    if len(body) > 64:
+        raise WireError(f"a clock message has at most 64 bytes, got {len(body)}", "too_large")
+    obj = unpack(body)
+    if obj.__class__ is not list or len(obj) != 2:
+        raise WireError(f"a clock message is [version, time_ns], got {_describe(obj)}")
+    version, time_ns = obj
+    if version.__class__ is not int:
+        raise WireError("a clock message's version must be an integer")
+    if version != WIRE_VERSION:
+        if version > WIRE_VERSION:
+            raise UnknownVersionError(version)
+        raise WireError(f"unknown wire version {version}", "version")
+    if time_ns.__class__ is not int or not 0 <= time_ns <= _INT64_MAX:
+        raise WireError(f"a clock time must be integer nanoseconds 0..2^63-1, got {time_ns!r}")
+    return time_ns

@@ -1,0 +1,470 @@
+"""``MessageFilter``: hold messages until their frame can be transformed (tf2_ros's filter).
+
+A message is any object with ``header.frame_id`` and ``header.stamp`` (a ``Time``, seconds,
+rclpy's ``Time`` or a ``builtin_interfaces`` ``Time``; rclpy itself is never imported). Each
+``add(message)`` asks the buffer for one future per target frame
+(``Buffer.wait_for_transform_async``); the insertion that makes the last of them possible
+resolves it, and its done-callback passes the message on. No thread of ours runs while
+messages merely wait: only with a ``timeout`` does one timer thread exist, and only while
+some message is waiting for its deadline.
+
+As in tf2_ros (message_filter.h): a full queue drops its OLDEST message (``"QueueFull"``);
+an empty frame id is dropped at once (``"EmptyFrameID"``); a stamp older than the cache
+can ever hold again, or a wait that outlived ``timeout``, is dropped as ``"OutTheBack"``;
+``"Unknown"`` is a message whose transform went away between its wait and its delivery (the
+buffer was cleared), ``"NoTransformFound"`` one no data can ever serve (an invalid frame
+id). Unlike tf2_ros, messages of the same frame are passed on in the order they arrived: a
+message never overtakes an earlier one of its frame, it waits for it to pass or be dropped.
+``clear()`` forgets the queue without drop callbacks, as tf2_ros's does.
+
+Callbacks (``callback`` and the drop callback) run on the thread that made the message
+ready: the caller of ``add`` when its transform is already there, else the thread that
+inserted the data (a ``TransformListener``'s), or the timer thread for a timeout. They never
+run two at a time for one filter, and an exception they raise is counted and logged once,
+never passed to the inserting thread. A callback must not wait for new transforms (a lookup
+with a timeout): on a listener's thread it would hold up the very insertions it waits for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from time import monotonic
+
+from ..buffer.exceptions import BackwardExtrapolationException
+from ..buffer.time import Time, duration_to_nanoseconds, format_seconds, to_nanoseconds
+
+__all__ = ["MessageFilter", "DROP_REASONS"]
+
+logger = logging.getLogger("tf2py.message_filter")
+
+#: tf2_ros's FilterFailureReason names, and what each means.
+DROP_REASONS = {
+    "Unknown": "unknown",
+    "OutTheBack": "the timestamp on the message is earlier than all the data in the "
+                  "transform cache (or its wait ran out)",
+    "EmptyFrameID": "the frame id of the message is empty",
+    "NoTransformFound": "did not find a valid transform",
+    "QueueFull": "discarding message because the queue is full",
+}
+
+_WAITING, _READY, _FAILED = 0, 1, 2
+
+
+class _Entry:
+    """One queued message: its futures and how far they got."""
+
+    __slots__ = ("message", "frame_id", "stamp", "futures", "waits", "remaining", "state",
+                 "reason", "deadline", "waited")
+
+    def __init__(self, message, frame_id, stamp, waits, deadline):
+        self.message = message
+        self.frame_id = frame_id
+        self.stamp = stamp
+        self.futures = []
+        self.waits = waits  # (target frame, time) pairs that must all become possible
+        self.remaining = len(waits)
+        self.state = _WAITING
+        self.reason = None
+        self.deadline = deadline
+        self.waited = False  # made ready by a later insertion (re-checked before delivery)
+
+
+def _target_frames(target_frames) -> tuple:
+    frames = (target_frames,) if isinstance(target_frames, str) else tuple(target_frames)
+    if not frames:
+        raise ValueError("MessageFilter needs at least one target frame")
+    out = []
+    for frame in frames:
+        if not isinstance(frame, str):
+            raise TypeError(f"target frames are strings, got {frame!r}")
+        frame = frame[1:] if frame.startswith("/") else frame  # tf2_ros strips one '/'
+        if not frame:
+            raise ValueError("a target frame id cannot be empty")
+        out.append(frame)
+    return tuple(out)
+
+
+class MessageFilter:
+    """Passes each message to ``callback(message)`` once every frame of ``target_frames`` (a
+    frame id or a list of them) can be transformed from the message's ``header.frame_id`` at
+    its ``header.stamp`` in ``buffer`` (a ``Buffer``: anything with
+    ``wait_for_transform_async`` and ``can_transform``).
+
+    ``queue_size`` bounds the messages waiting (0: no bound, as in tf2_ros); the oldest is
+    dropped when a new one would exceed it. ``timeout`` (seconds or a Duration; None: no
+    limit) bounds how long one message may wait. Dropped messages go to the function given
+    to ``register_drop_callback`` as ``on_drop(message, reason)``. As in tf2_ros,
+    ``set_target_frames`` and ``set_tolerance`` change what is waited for, and ``stats()``
+    gives the counters. ``close()`` (or leaving a ``with`` block) forgets what waits and stops
+    the timer thread.
+    """
+
+    def __init__(self, buffer, target_frames, queue_size, callback, timeout=None):
+        if not hasattr(buffer, "wait_for_transform_async"):
+            raise TypeError(
+                f"MessageFilter needs a Buffer (with wait_for_transform_async), got "
+                f"{type(buffer).__name__}"
+            )
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {callback!r}")
+        if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 0:
+            raise ValueError(f"queue_size must be an integer >= 0 (0: unbounded), got "
+                             f"{queue_size!r}")
+        if timeout is None:
+            self._timeout_s = None
+        else:
+            timeout_ns = duration_to_nanoseconds(timeout, "timeout")
+            if timeout_ns <= 0:
+                raise ValueError(f"timeout must be positive seconds (or None), got {timeout!r}")
+            self._timeout_s = timeout_ns / 1e9
+        self.buffer = buffer
+        self.queue_size = queue_size
+        self._callback = callback
+        self._on_drop = None
+        self._targets = _target_frames(target_frames)
+        self._tolerance_ns = 0
+        self._lock = threading.Lock()
+        self._timer_wake = threading.Condition(self._lock)
+        self._queue: dict[_Entry, None] = {}  # every queued entry, in arrival order
+        self._by_frame: dict[str, deque] = {}  # frame id -> its queued entries, in order
+        self._outbox: deque = deque()  # (message, outcome) ready to be called back, in order
+        self._to_cancel: list = []  # futures to cancel once our lock is released
+        self._delivering = False
+        self._closed = False
+        self._timer = None
+        self.received = 0
+        self.passed = 0
+        self.cleared = 0
+        self.callback_errors = 0
+        self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        self._logged: set = set()
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def target_frames(self) -> tuple:
+        return self._targets
+
+    def set_target_frames(self, target_frames) -> None:
+        """Wait for these frames from now on; messages waiting for the old ones are
+        forgotten, as ``clear()`` does."""
+        targets = _target_frames(target_frames)
+        self.clear()
+        with self._lock:
+            self._targets = targets
+
+    def set_tolerance(self, tolerance) -> None:
+        """Also wait until every target can be transformed at ``stamp + tolerance`` (seconds
+        or a Duration; 0: only at the stamp), as tf2_ros's setTolerance. Applies to messages
+        added from now on."""
+        tolerance_ns = duration_to_nanoseconds(tolerance, "tolerance")
+        if tolerance_ns < 0:
+            raise ValueError(f"tolerance must be zero or positive, got {tolerance!r}")
+        with self._lock:
+            self._tolerance_ns = tolerance_ns
+
+    def register_drop_callback(self, on_drop) -> None:
+        """Call ``on_drop(message, reason)`` for every message dropped from now on (reason:
+        one of ``DROP_REASONS``). None removes it."""
+        if on_drop is not None and not callable(on_drop):
+            raise TypeError(f"the drop callback must be callable, got {on_drop!r}")
+        self._on_drop = on_drop
+
+    # -- input --------------------------------------------------------------------------------
+
+    def add(self, message) -> None:
+        """Queue ``message`` (any object with ``header.frame_id`` and ``header.stamp``); its
+        callback may run before this returns, when its transforms are already there."""
+        try:
+            header = message.header
+            frame_id = header.frame_id
+            stamp = header.stamp
+        except AttributeError:
+            raise TypeError(
+                f"MessageFilter.add takes a message with header.frame_id and header.stamp, got "
+                f"{type(message).__name__}"
+            ) from None
+        if not isinstance(frame_id, str):
+            raise TypeError(f"header.frame_id must be a string, got {frame_id!r}")
+        stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "header.stamp"))
+        if frame_id.startswith("/"):
+            frame_id = frame_id[1:]
+        targets = self._targets
+        waits = self._waits(targets, stamp) if frame_id else ()
+        ready = False
+        if frame_id and not self._by_frame.get(frame_id):
+            # Fast path (checked again under the lock): nothing of this frame waits and
+            # every transform is there already.
+            try:
+                can_transform = self.buffer.can_transform
+                ready = all(can_transform(t, frame_id, at) for t, at in waits)
+            except Exception:  # noqa: BLE001 - the futures below report it
+                ready = False
+        entry = None
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("MessageFilter.add called after close()")
+            self.received += 1
+            if not frame_id:
+                self._drop_locked(_Entry(message, frame_id, stamp, (), None), "EmptyFrameID")
+            elif ready and targets is self._targets and not self._by_frame.get(frame_id):
+                self.passed += 1
+                self._outbox.append((message, None))
+            else:
+                if targets is not self._targets:  # changed meanwhile
+                    waits = self._waits(self._targets, stamp)
+                entry = self._enqueue_locked(message, frame_id, waits, stamp)
+        if entry is not None:
+            self._wait(entry)
+        self._deliver()
+
+    def _waits(self, targets, stamp) -> tuple:
+        """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
+        and at stamp + tolerance when one is set (tf2_ros's setTolerance)."""
+        if not self._tolerance_ns:
+            return tuple((t, stamp) for t in targets)
+        later = Time.from_nanoseconds(stamp.nanoseconds + self._tolerance_ns)
+        return tuple(pair for t in targets for pair in ((t, stamp), (t, later)))
+
+    def _enqueue_locked(self, message, frame_id, waits, stamp) -> _Entry:
+        if self.queue_size and len(self._queue) >= self.queue_size:
+            self._remove_locked(next(iter(self._queue)), "QueueFull")
+        deadline = None if self._timeout_s is None else monotonic() + self._timeout_s
+        entry = _Entry(message, frame_id, stamp, waits, deadline)
+        self._queue[entry] = None
+        self._by_frame.setdefault(frame_id, deque()).append(entry)
+        return entry
+
+    def _wait(self, entry: _Entry) -> None:
+        """Ask the buffer for one future per target (outside our lock: a future that is done
+        already calls back at once)."""
+        futures = []
+        try:
+            for target, at in entry.waits:
+                futures.append(self.buffer.wait_for_transform_async(target, entry.frame_id,
+                                                                    at))
+        except Exception:  # noqa: BLE001 - the buffer refused the request itself
+            with self._lock:
+                if entry in self._queue and entry.state == _WAITING:
+                    self._fail_locked(entry, "NoTransformFound")
+            for future in futures:
+                future.cancel()
+            return
+        with self._lock:
+            live = entry in self._queue
+            if live:
+                entry.futures = futures
+                if self._timeout_s is not None and self._timer is None:
+                    self._start_timer_locked()
+        if not live:  # cleared or dropped meanwhile
+            for future in futures:
+                future.cancel()
+            return
+        for future in futures:
+            future.add_done_callback(lambda f, e=entry: self._on_future(e, f))
+        entry.waited = True  # a later completion comes from an insertion: re-check it
+
+    # -- completion ---------------------------------------------------------------------------
+
+    def _on_future(self, entry: _Entry, future) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        with self._lock:
+            if entry not in self._queue or entry.state != _WAITING:
+                return
+            if exc is not None:
+                reason = "OutTheBack" if isinstance(exc, BackwardExtrapolationException) \
+                    else "NoTransformFound"
+                self._fail_locked(entry, reason)
+            else:
+                entry.remaining -= 1
+                if entry.remaining > 0:
+                    return
+                entry.state = _READY
+                self._release_locked(entry.frame_id)
+        self._deliver()
+
+    def _fail_locked(self, entry: _Entry, reason: str) -> None:
+        """Drop a message that can no longer pass, at once: a drop does not wait for older
+        messages of its frame (only passing on keeps their order)."""
+        entry.state = _FAILED
+        entry.reason = reason
+        self._remove_locked(entry, reason)
+
+    def _release_locked(self, frame_id: str) -> None:
+        """Move the finished entries at the head of a frame's line to the outbox."""
+        line = self._by_frame.get(frame_id)
+        while line and line[0].state != _WAITING:
+            entry = line.popleft()
+            del self._queue[entry]
+            if entry.state == _FAILED:
+                self._drop_locked(entry, entry.reason)
+            else:
+                self._outbox.append((entry.message, entry))
+        if line is not None and not line:
+            del self._by_frame[frame_id]
+
+    def _remove_locked(self, entry: _Entry, reason: str) -> None:
+        """Drop a queued entry now, wherever it is in its line."""
+        del self._queue[entry]
+        line = self._by_frame[entry.frame_id]
+        line.remove(entry)
+        self._to_cancel.extend(entry.futures)  # its other waits (cancelled once unlocked)
+        self._drop_locked(entry, reason)
+        if line:
+            self._release_locked(entry.frame_id)  # the next ones may be ready
+        else:
+            del self._by_frame[entry.frame_id]
+
+    def _drop_locked(self, entry: _Entry, reason: str) -> None:
+        self._note_drop_locked(entry, reason)
+        self._outbox.append((entry.message, reason))
+
+    def _note_drop_locked(self, entry: _Entry, reason: str) -> None:
+        """Count a drop; log the first one of each reason."""
+        self.dropped[reason] += 1
+        if reason not in self._logged:
+            self._logged.add(reason)
+            logger.warning(
+                "MessageFilter [target=%s]: dropping message: frame '%s' at time %s for reason "
+                "'%s' (%s); further drops for this reason are only counted",
+                " ".join(self._targets), entry.frame_id, format_seconds(entry.stamp.nanoseconds),
+                reason, DROP_REASONS[reason],
+            )
+
+    def _deliver(self) -> None:
+        """Cancel the waits no longer needed, then call back what is in the outbox, in
+        order, on one thread at a time (never under our lock)."""
+        with self._lock:
+            to_cancel, self._to_cancel = self._to_cancel, []
+            if self._delivering:
+                deliver = False  # the thread delivering now also delivers ours, in order
+            else:
+                deliver = self._delivering = True
+        for future in to_cancel:
+            future.cancel()  # its done-callback sees cancelled() and returns
+        if not deliver:
+            return
+        try:
+            while True:
+                with self._lock:
+                    if not self._outbox:
+                        self._delivering = False
+                        return
+                    message, outcome = self._outbox.popleft()
+                if outcome.__class__ is _Entry:
+                    # tf2_ros re-checks before passing on: the data may be gone by now.
+                    if outcome.waited and not self._still_possible(outcome):
+                        with self._lock:
+                            self._note_drop_locked(outcome, "Unknown")
+                        outcome = "Unknown"
+                    else:
+                        with self._lock:
+                            self.passed += 1
+                        outcome = None
+                if outcome is None:
+                    function, args = self._callback, (message,)
+                else:
+                    function, args = self._on_drop, (message, outcome)
+                if function is None:
+                    continue
+                try:
+                    function(*args)
+                except Exception as exc:  # noqa: BLE001 - never into the inserting thread
+                    with self._lock:
+                        self.callback_errors += 1
+                        first = self.callback_errors == 1
+                    if first:
+                        logger.exception("MessageFilter: a callback raised %s (further errors "
+                                         "are only counted)", type(exc).__name__)
+        except BaseException:
+            with self._lock:
+                self._delivering = False
+            raise
+
+    def _still_possible(self, entry: _Entry) -> bool:
+        try:
+            return all(self.buffer.can_transform(t, entry.frame_id, at)
+                       for t, at in entry.waits)
+        except Exception:  # noqa: BLE001
+            return False
+
+    # -- the timeout --------------------------------------------------------------------------
+
+    def _start_timer_locked(self) -> None:
+        self._timer = threading.Thread(target=self._run_timer, name="tf2py-message-filter-timer",
+                                       daemon=True)
+        self._timer.start()
+
+    def _run_timer(self) -> None:
+        """Drop messages whose deadline passed; end as soon as none waits (started again by
+        the next add that has to wait)."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    self._timer = None
+                    return
+                # Deadlines grow with arrival: the oldest waiting entry is due first.
+                head = next((e for e in self._queue if e.state == _WAITING), None)
+                if head is None:
+                    self._timer = None
+                    return
+                remaining = head.deadline - monotonic()
+                if remaining > 0:
+                    self._timer_wake.wait(remaining)
+                    continue
+                self._fail_locked(head, "OutTheBack")
+            self._deliver()
+
+    # -- state --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Messages queued (waiting for their transforms or for an earlier one)."""
+        with self._lock:
+            return len(self._queue)
+
+    def stats(self) -> dict:
+        """Counters: received, passed, dropped per reason, cleared, callback errors, queued."""
+        with self._lock:
+            return {
+                "received": self.received,
+                "passed": self.passed,
+                "dropped": dict(self.dropped),
+                "cleared": self.cleared,
+                "callback_errors": self.callback_errors,
+                "queued": len(self._queue),
+            }
+
+    def clear(self) -> None:
+        """Forget every queued message (no callbacks, as tf2_ros) and cancel its waits."""
+        with self._lock:
+            entries = list(self._queue)
+            self._queue.clear()
+            self._by_frame.clear()
+            self.cleared += len(entries)
+            for entry in entries:
+                self._to_cancel.extend(entry.futures)
+            self._timer_wake.notify_all()
+        self._deliver()
+
+    def close(self) -> None:
+        """``clear()``, refuse further messages and stop the timer thread. Idempotent."""
+        with self._lock:
+            self._closed = True
+            timer = self._timer
+        self.clear()
+        if timer is not None and timer is not threading.current_thread():
+            timer.join(5.0)
+
+    def __enter__(self) -> "MessageFilter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"MessageFilter(target_frames={list(self._targets)!r}, "
+                f"queue_size={self.queue_size}, queued={len(self._queue)})")
