@@ -25,7 +25,9 @@ are asked about the same instants. (At a wall-clock epoch a float second is only
 
 Every figure is the median of several repeats, the repeats of tf2py and of the peer
 interleaved so that a burst of load on a shared machine hits both alike. The ratio is
-tf2py / transform-tree: <= 1.0 means tf2py is as fast or faster (issue 9's target).
+tf2py / transform-tree, the median over repeats of the ratio of the two figures measured back
+to back in that repeat (steadier than the ratio of the medians when the load changes): <= 1.0
+means tf2py is as fast or faster (issue 9's target).
 
 Time-0 lookups: tf2py's ``Time()`` (the latest common time) against transform-tree's
 ``plan.latest()`` on a plan compiled once (the peer's cheapest "latest" call; on these trees,
@@ -263,16 +265,43 @@ def check_batch(chain, stamps_ns, seconds, what, sample=25):
 # ------------------------------------------------------------------------------------------
 
 
+class Runs(list):
+    """One case's figure per repeat (ns per call), in the order the repeats ran."""
+
+    @property
+    def median(self):
+        return statistics.median(self)
+
+    def __truediv__(self, k):
+        return Runs(v / k for v in self)
+
+
+def median_of(x):
+    return x.median if isinstance(x, Runs) else x
+
+
+def paired_ratio(ours, peer):
+    """tf2py / peer: the median of the per-repeat ratios when both cases ran in the same
+    repeats (each pair measured back to back, so a change of the machine's load between
+    repeats cancels), else the ratio of the medians."""
+    if isinstance(ours, Runs) and isinstance(peer, Runs) and len(ours) == len(peer):
+        return statistics.median(a / b for a, b in zip(ours, peer))
+    return median_of(ours) / median_of(peer)
+
+
 class Clock:
     def __init__(self, quick):
         self.quick = quick
-        self.repeat = 5 if quick else 11
-        self.budget_ns = 15_000_000 if quick else 80_000_000  # per repeat per case
+        # Many short repeats rather than a few long ones: on a shared machine a burst of
+        # load then spoils a few repeats of one case, which the median discards.
+        self.repeat = 7 if quick else 15
+        self.budget_ns = 10_000_000 if quick else 50_000_000  # per repeat per case
         self.overhead_ns = self._timer_overhead()
 
     @staticmethod
     def _timer_overhead():
-        """Cost of ``t0 = pc(); acc += pc() - t0`` with nothing between (median)."""
+        """Cost of ``t0 = pc(); acc += pc() - t0`` with nothing between (the least of several
+        runs: load only adds to it, and over-subtracting would flatter the timed call)."""
         runs = []
         for _ in range(7):
             acc = 0
@@ -280,7 +309,7 @@ class Clock:
                 t0 = pc()
                 acc += pc() - t0
             runs.append(acc / 20000)
-        return statistics.median(runs)
+        return min(runs)
 
     def calibrate(self, fn):
         """How many calls of fn() fill one repeat's budget."""
@@ -310,7 +339,7 @@ class Clock:
                 dt = pc() - t0
                 gc.enable()
                 runs[k].append(dt / n)
-        return [statistics.median(r) if r else None for r in runs]
+        return [Runs(r) if r else None for r in runs]
 
     def per_call(self, cases):
         """``cases``: [(prepare(n) -> steps, run(steps) -> summed ns, or a tuple of sums)]
@@ -344,8 +373,8 @@ class Clock:
             if not r:
                 out.append(None)
                 continue
-            medians = [statistics.median(col) for col in zip(*r)]
-            out.append(tuple(medians) if len(medians) > 1 else medians[0])
+            columns = [Runs(col) for col in zip(*r)]
+            out.append(tuple(columns) if len(columns) > 1 else columns[0])
         return out
 
 
@@ -388,7 +417,8 @@ def report(name, ours, peer, target=1.0, unit="ns", peer_name="transform-tree", 
            plan=None, plan_call="at"):
     """One row. ``plan``: the peer's figure through a plan compiled once (``Plan.at`` or
     ``Plan.latest``), for information: the ratio is against ``peer`` (names in)."""
-    ratio = None if (peer is None or ours is None or not peer) else ours / peer
+    ratio = None if (peer is None or ours is None) else paired_ratio(ours, peer)
+    ours, peer, plan = median_of(ours), median_of(peer), median_of(plan)
     met = None if ratio is None or target is None else ratio <= target
     if plan is not None:
         note = ("peer Plan.%s %s (%.1fx)" % (plan_call, fmt_ns(plan), ours / plan)
@@ -396,16 +426,16 @@ def report(name, ours, peer, target=1.0, unit="ns", peer_name="transform-tree", 
     RESULTS.append({"row": name, "tf2py": ours, "peer": peer, "ratio": ratio,
                     "target": target, "met": met, "unit": unit, "peer_name": peer_name,
                     "peer_plan": plan, "note": note})
-    print("%-58s %11s %11s %7s  %-12s%s" % (
+    print("%-62s %11s %11s %7s  %-12s%s" % (
         name, fmt_ns(ours, unit), fmt_ns(peer, unit),
         "\u2014" if ratio is None else "%.2f" % ratio,
         "" if met is None else ("ok " if met else "NOT ") + "(<= %.2g)" % target,
         ("  " + note) if note else ""), flush=True)
 
 
-def header(title, peer="transform-tree"):
+def header(title, peer="transform-tree", ours="tf2py"):
     print("\n== %s" % title)
-    print("%-58s %11s %11s %7s  %s" % ("row (per call unless said)", "tf2py", peer[:11],
+    print("%-62s %11s %11s %7s  %s" % ("row (per call unless said)", ours, peer[:11],
                                        "ratio", "target"))
 
 
@@ -626,7 +656,7 @@ def section_inserts(clock):
 
 
 def section_buffer(clock):
-    header("Buffer (with its lock) vs BufferCore, depth 3", peer="BufferCore")
+    header("Buffer (with its lock) vs BufferCore, depth 3", peer="BufferCore", ours="Buffer")
     plain = Chain(3)
     locked = Chain(3, buffer_class=Buffer)
     t, s = plain.target, plain.source
@@ -640,10 +670,11 @@ def section_buffer(clock):
                        partial(plain.core.lookup_transform, t, s, Time()),
                        partial(locked.core.can_transform, t, s, newest),
                        partial(plain.core.can_transform, t, s, newest)])
-    report("Buffer / BufferCore: lookup_transform, between the newest samples", figs[0], figs[1], target=1.2,
-           peer_name="BufferCore")
-    report("Buffer / BufferCore: lookup_transform, time 0", figs[2], figs[3], target=1.2, peer_name="BufferCore")
-    report("Buffer / BufferCore: can_transform", figs[4], figs[5], target=1.2, peer_name="BufferCore")
+    vs_core = dict(target=1.2, peer_name="BufferCore")
+    report("Buffer / BufferCore: lookup_transform, between the newest samples", figs[0],
+           figs[1], **vs_core)
+    report("Buffer / BufferCore: lookup_transform, time 0", figs[2], figs[3], **vs_core)
+    report("Buffer / BufferCore: can_transform", figs[4], figs[5], **vs_core)
 
     def prepare(chain, count):
         out = []
@@ -823,7 +854,8 @@ def main(argv=None):
     cond = conditions()
     print("tf2py vs transform-tree: %s" % ", ".join("%s %s" % kv for kv in cond.items()))
     clock = Clock(args.quick)
-    print("median of %d repeats, ratio = tf2py / peer (<= target is met); timer cost %.0f ns"
+    print("median of %d repeats; ratio = median over repeats of tf2py / peer measured back to "
+          "back (<= target is met); timer cost %.0f ns"
           % (clock.repeat, clock.overhead_ns))
     started = time.monotonic()
     for name in chosen:
