@@ -290,11 +290,11 @@ def paired_ratio(ours, peer):
 
 
 class Clock:
-    def __init__(self, quick):
+    def __init__(self, quick, repeat=None):
         self.quick = quick
         # Many short repeats rather than a few long ones: on a shared machine a burst of
         # load then spoils a few repeats of one case, which the median discards.
-        self.repeat = 7 if quick else 15
+        self.repeat = repeat or (7 if quick else 15)
         self.budget_ns = 10_000_000 if quick else 50_000_000  # per repeat per case
         self.overhead_ns = self._timer_overhead()
 
@@ -844,6 +844,8 @@ def main(argv=None):
     parser.add_argument("--only", default="",
                         help="comma-separated sections: " + ",".join(SECTIONS))
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="repeats per figure (default 15; --quick: 7)")
     args = parser.parse_args(argv)
     if tf_tree is None:
         sys.exit("bench_kernel needs transform-tree: pip install -e '.[bench]'")
@@ -853,7 +855,7 @@ def main(argv=None):
             sys.exit("unknown section %r (choose from %s)" % (name, ", ".join(SECTIONS)))
     cond = conditions()
     print("tf2py vs transform-tree: %s" % ", ".join("%s %s" % kv for kv in cond.items()))
-    clock = Clock(args.quick)
+    clock = Clock(args.quick, args.repeat)
     print("median of %d repeats; ratio = median over repeats of tf2py / peer measured back to "
           "back (<= target is met); timer cost %.0f ns"
           % (clock.repeat, clock.overhead_ns))
