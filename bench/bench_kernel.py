@@ -800,11 +800,15 @@ def conditions():
                     break
     except OSError:
         pass
+    import tf2py
+
+    where = os.path.dirname(os.path.dirname(os.path.abspath(tf2py.__file__)))
     try:
-        commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
+        commit = subprocess.run(["git", "-C", where, "describe", "--always", "--dirty"],
                                 capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        commit = "?"
+        commit = ""
+    commit = "%s (%s)" % (commit or "?", where)
     peer = getattr(tf_tree, "__version__", "not installed") if tf_tree else "not installed"
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
