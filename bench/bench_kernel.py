@@ -578,16 +578,9 @@ def section_inserts(clock):
             tx, ty, tz, qx, qy, qz, qw = (float(v) for v in rows[0])
             msgs.append(make_transform(parent, child, (tx, ty, tz), (qx, qy, qz, qw),
                                        stamp=Time.from_nanoseconds(stamp)))
-        return msgs, [(stamp, poses[0]) for stamp, _, _, poses in steps]
+        return {"ours": msgs, "peer": [(stamp, poses[0]) for stamp, _, _, poses in steps]}
 
-    pending = {}
-
-    def prep(n, who):
-        if not pending.get(who):
-            pending["ours"], pending["peer"] = prepare(n)
-        out = pending[who]
-        pending[who] = None
-        return out
+    shared = SharedSteps(prepare, ("ours", "peer"))
 
     def run_ours(msgs, set_transform=chain.core.set_transform):
         t0 = pc()
@@ -601,8 +594,8 @@ def section_inserts(clock):
             push(stamp, pose)
         return pc() - t0 + clock.overhead_ns * len(items)
 
-    figs = clock.per_call([(partial(prep, who="ours"), run_ours),
-                           (partial(prep, who="peer"), run_peer)])
+    figs = clock.per_call([(partial(shared.take, who="ours"), run_ours),
+                           (partial(shared.take, who="peer"), run_peer)])
     report("set_transform (prebuilt message) vs Publisher.push", figs[0], figs[1])
     check_latest(chain, "after the inserts")
 
@@ -626,24 +619,18 @@ def section_inserts(clock):
             rows = np.vstack([link_rows(j, [k]) for j in range(frames)])
             out_ours.append((np.full(frames, stamp, dtype=np.int64), rows))
             out_peer.append((stamp, [quat7(r) for r in rows]))
-        return out_ours, out_peer
+        return {"ours": out_ours, "peer": out_peer}
 
     # Fill the 10 s caches first (steady state).
-    fill_ours, fill_peer = prepare_batches(SAMPLES)
+    fill = prepare_batches(SAMPLES)
+    fill_ours, fill_peer = fill["ours"], fill["peer"]
     for stamps, rows in fill_ours:
         core.set_transforms(parents, star, stamps, rows, AUTHORITY)
     for stamp, poses in fill_peer:
         for pub, pose in zip(pubs, poses):
             pub.push(stamp, pose)
 
-    pending2 = {}
-
-    def prep2(n, who):
-        if not pending2.get(who):
-            pending2["ours"], pending2["peer"] = prepare_batches(n)
-        out = pending2[who]
-        pending2[who] = None
-        return out
+    shared2 = SharedSteps(prepare_batches, ("ours", "peer"))
 
     def run_ours2(batches, set_transforms=core.set_transforms):
         t0 = pc()
@@ -658,8 +645,8 @@ def section_inserts(clock):
                 pub.push(stamp, pose)
         return pc() - t0 + clock.overhead_ns * len(batches)
 
-    figs = clock.per_call([(partial(prep2, who="ours"), run_ours2),
-                           (partial(prep2, who="peer"), run_peer2)])
+    figs = clock.per_call([(partial(shared2.take, who="ours"), run_ours2),
+                           (partial(shared2.take, who="peer"), run_peer2)])
     report("set_transforms, batches of 50 frames (per transform)", figs[0] / frames,
            figs[1] / frames, note="(peer: 50 Publisher.push)")
     # what was stored is what the peer holds
