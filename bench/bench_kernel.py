@@ -61,7 +61,7 @@ import subprocess
 import sys
 import time
 from functools import partial
-from itertools import repeat
+from itertools import cycle, islice, repeat
 
 import numpy as np
 
@@ -254,6 +254,24 @@ def check_latest(chain, what, plan_latest=True):
         same_matrices(mine, chain.plan.latest()[None], what + " (plan.latest)")
 
 
+def check_snapshot(chain, what):
+    """A returned transform is the answer at the time of the call: data inserted afterwards
+    (which changes the answer at time 0) must not change it, however lazily the result is
+    built. Inserts one sample per link."""
+    before = chain.core.lookup_transform(chain.target, chain.source, Time())
+    expected = chain.core.lookup_transform(chain.target, chain.source,
+                                           Time.from_nanoseconds(chain.newest_common_now()))
+    step = chain.prepare_live(1)[0]
+    chain.insert_ours(step)
+    chain.insert_peer(step)
+    after = chain.core.lookup_transform(chain.target, chain.source, Time())
+    assert after.header.stamp.nanoseconds == step[0], (what, after.header.stamp)
+    same_matrices(before.transform.as_matrix()[None], expected.transform.as_matrix()[None],
+                  what + ": a time-0 result changed when newer data arrived")
+    if np.abs(after.transform.as_matrix() - before.transform.as_matrix()).max() < 1e-6:
+        raise Mismatch(what + ": time 0 did not move to the newly inserted sample")
+
+
 def _newest_common_now(self):
     return self.tree.span(self.target, self.source)[1]
 
@@ -325,34 +343,46 @@ class Clock:
             runs.append(acc / 20000)
         return min(runs)
 
-    def calibrate(self, fn):
-        """How many calls of fn() fill one repeat's budget."""
-        n = 1
-        while True:
+    @staticmethod
+    def _run(case, n):
+        """ns for n calls of a case: ``fn`` (called with no argument) or ``(fn, args)``
+        (called with each of ``args`` in turn, cycling)."""
+        if callable(case):
+            gc.disable()
             t0 = pc()
             for _ in repeat(None, n):
-                fn()
+                case()
             dt = pc() - t0
+            gc.enable()
+            return dt
+        fn, args = case
+        calls = list(islice(cycle(args), n))
+        gc.disable()
+        t0 = pc()
+        for a in calls:
+            fn(a)
+        dt = pc() - t0
+        gc.enable()
+        return dt
+
+    def calibrate(self, case):
+        """How many calls of a case fill one repeat's budget."""
+        n = 1
+        while True:
+            dt = self._run(case, n)
             if dt > self.budget_ns / 10 or n >= 1_000_000:
                 return max(3, int(n * self.budget_ns / max(dt, 1)))
             n *= 4
 
-    def loop(self, fns):
-        """Median ns per call of each fn (None skipped), repeats interleaved."""
-        numbers = [self.calibrate(fn) if fn is not None else 0 for fn in fns]
-        runs = [[] for _ in fns]
+    def loop(self, cases):
+        """ns per call of each case (None skipped) per repeat, the repeats interleaved.
+        A case is ``fn`` or ``(fn, args)``, see ``_run``."""
+        numbers = [self.calibrate(c) if c is not None else 0 for c in cases]
+        runs = [[] for _ in cases]
         for _ in range(self.repeat):
-            for k, fn in enumerate(fns):
-                if fn is None:
-                    continue
-                n = numbers[k]
-                gc.disable()
-                t0 = pc()
-                for _ in repeat(None, n):
-                    fn()
-                dt = pc() - t0
-                gc.enable()
-                runs[k].append(dt / n)
+            for k, case in enumerate(cases):
+                if case is not None:
+                    runs[k].append(self._run(case, numbers[k]) / numbers[k])
         return [Runs(r) if r else None for r in runs]
 
     def per_call(self, cases):
@@ -472,13 +502,17 @@ def section_single(clock):
         chain = Chain(depth)
         live = Chain(depth)
         t, s = chain.target, chain.source
-        newest = LATEST_NS - PERIOD_NS // 2  # between the two newest samples
-        back = LATEST_NS - 5 * NS - PERIOD_NS // 2  # between two samples 5 s back
+        # Each timed row cycles through 64 different stamps (so that no store can answer
+        # from a cache of its previous answer): between the two newest samples of every
+        # link, and between two samples 5 s before that.
         rng = np.random.default_rng(depth)
+        newest_ns = (LATEST_NS - PERIOD_NS + rng.integers(1, PERIOD_NS, 64)).tolist()
+        back_ns = (LATEST_NS - 5 * NS - PERIOD_NS + rng.integers(1, PERIOD_NS, 64)).tolist()
         sample = np.sort(rng.integers(chain.oldest_common, chain.newest_common + 1, 40))
-        check_single(chain, [newest, back, chain.newest_common, chain.oldest_common, *sample],
-                     "depth %d" % depth)
+        check_single(chain, [*newest_ns, *back_ns, chain.newest_common, chain.oldest_common,
+                             *sample], "depth %d" % depth)
         check_latest(chain, "depth %d time 0" % depth)
+        check_snapshot(live, "depth %d" % depth)
         for step in live.prepare_live(3):  # the live case, checked before it is timed
             live.insert_ours(step)
             live.insert_peer(step)
@@ -486,14 +520,15 @@ def section_single(clock):
         check_single(live, [live.newest_common_now() - PERIOD_NS // 2], "depth %d live" % depth)
 
         core, tree, plan = chain.core, chain.tree, chain.plan
-        t_newest, t_back, t_zero = (Time.from_nanoseconds(newest), Time.from_nanoseconds(back),
-                                    Time())
-        figs = clock.loop([partial(core.lookup_transform, t, s, t_newest),
-                           partial(tree.lookup, t, s, newest),
-                           partial(plan.at, newest),
-                           partial(core.lookup_transform, t, s, t_back),
-                           partial(tree.lookup, t, s, back),
-                           partial(plan.at, back),
+        t_newest = [Time.from_nanoseconds(x) for x in newest_ns]
+        t_back = [Time.from_nanoseconds(x) for x in back_ns]
+        t_zero = Time()
+        figs = clock.loop([(partial(core.lookup_transform, t, s), t_newest),
+                           (partial(tree.lookup, t, s), newest_ns),
+                           (plan.at, newest_ns),
+                           (partial(core.lookup_transform, t, s), t_back),
+                           (partial(tree.lookup, t, s), back_ns),
+                           (plan.at, back_ns),
                            partial(core.lookup_transform, t, s, t_zero),
                            partial(peer_latest, tree, t, s),
                            plan.latest])
@@ -536,8 +571,8 @@ def section_single(clock):
         check_latest(live, "depth %d time 0 after the live run" % depth)
 
         if depth == 3:
-            fig = clock.loop([partial(core.can_transform, t, s, t_newest)])
-            assert core.can_transform(t, s, t_newest) and core.can_transform(t, s, t_back)
+            fig = clock.loop([(partial(core.can_transform, t, s), t_newest)])
+            assert all(core.can_transform(t, s, x) for x in t_newest + t_back)
             assert not core.can_transform(t, s, Time.from_nanoseconds(LATEST_NS + NS))
             report("can_transform depth 3, between the newest samples", fig[0], None,
                    target=None, note="(transform-tree has no can_transform)")
@@ -662,16 +697,19 @@ def section_buffer(clock):
     plain = Chain(3)
     locked = Chain(3, buffer_class=Buffer)
     t, s = plain.target, plain.source
-    newest = Time.from_nanoseconds(LATEST_NS - PERIOD_NS // 2)
-    a = locked.core.lookup_transform(t, s, newest).transform.as_matrix()
-    b = plain.core.lookup_transform(t, s, newest).transform.as_matrix()
-    same_matrices(a[None], b[None], "Buffer vs BufferCore")
-    figs = clock.loop([partial(locked.core.lookup_transform, t, s, newest),
-                       partial(plain.core.lookup_transform, t, s, newest),
+    rng = np.random.default_rng(7)
+    newest = [Time.from_nanoseconds(x)
+              for x in (LATEST_NS - PERIOD_NS + rng.integers(1, PERIOD_NS, 64)).tolist()]
+    for x in newest[:8]:
+        a = locked.core.lookup_transform(t, s, x).transform.as_matrix()
+        b = plain.core.lookup_transform(t, s, x).transform.as_matrix()
+        same_matrices(a[None], b[None], "Buffer vs BufferCore")
+    figs = clock.loop([(partial(locked.core.lookup_transform, t, s), newest),
+                       (partial(plain.core.lookup_transform, t, s), newest),
                        partial(locked.core.lookup_transform, t, s, Time()),
                        partial(plain.core.lookup_transform, t, s, Time()),
-                       partial(locked.core.can_transform, t, s, newest),
-                       partial(plain.core.can_transform, t, s, newest)])
+                       (partial(locked.core.can_transform, t, s), newest),
+                       (partial(plain.core.can_transform, t, s), newest)])
     vs_core = dict(target=1.2, peer_name="BufferCore")
     report("Buffer / BufferCore: lookup_transform, between the newest samples", figs[0],
            figs[1], **vs_core)
