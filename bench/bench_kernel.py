@@ -371,7 +371,7 @@ class Clock:
         while True:
             dt = self._run(case, n)
             if dt > self.budget_ns / 10 or n >= 1_000_000:
-                return max(3, int(n * self.budget_ns / max(dt, 1)))
+                return max(1, int(n * self.budget_ns / max(dt, 1)))
             n *= 4
 
     def loop(self, cases):
