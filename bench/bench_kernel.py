@@ -24,7 +24,8 @@ are asked about the same instants. (At a wall-clock epoch a float second is only
 ~240 ns, whatever the store does.)
 
 Every figure is the median of several repeats, the repeats of tf2py and of the peer
-interleaved so that a burst of load on a shared machine hits both alike. The ratio is
+interleaved so that a burst of load on a shared machine hits both alike (the garbage
+collector paused during each timed loop, as ``timeit`` does). The ratio is
 tf2py / transform-tree, the median over repeats of the ratio of the two figures measured back
 to back in that repeat (steadier than the ratio of the medians when the load changes): <= 1.0
 means tf2py is as fast or faster (issue 9's target).
