@@ -115,13 +115,6 @@ def link_rows(i, ks):
     return rows
 
 
-def quat7(row):
-    """tf2py's ``[tx, ty, tz, qx, qy, qz, qw]`` as transform-tree's ``[qw, qx, qy, qz, tx,
-    ty, tz]`` (a list of floats, what ``Publisher.push`` takes)."""
-    tx, ty, tz, qx, qy, qz, qw = (float(v) for v in row)
-    return [qw, qx, qy, qz, tx, ty, tz]
-
-
 class Chain:
     """One chain of ``depth`` links stored in both libraries with the same samples.
 
@@ -168,16 +161,14 @@ class Chain:
 
     def prepare_live(self, count):
         """``count`` steps of one new sample per link, continuing the chain at 100 Hz:
-        [(stamp_ns, stamps array, rows array (D, 7), peer pose lists)]."""
-        steps = []
-        for _ in range(count):
-            k = self.next_k
-            self.next_k += 1
-            stamp = BASE_NS + k * PERIOD_NS
-            rows = np.vstack([link_rows(i, [k]) for i in range(self.depth)])
-            steps.append((stamp, np.full(self.depth, stamp, dtype=np.int64), rows,
-                          [quat7(r) for r in rows]))
-        return steps
+        [(stamp_ns, stamps array (D,), rows array (D, 7), peer pose lists)]."""
+        ks = np.arange(self.next_k, self.next_k + count)
+        self.next_k += count
+        rows = np.stack([link_rows(i, ks) for i in range(self.depth)], axis=1)  # (count, D, 7)
+        poses = rows[:, :, [6, 3, 4, 5, 0, 1, 2]].tolist()  # transform-tree's order
+        stamps = (BASE_NS + ks * PERIOD_NS).tolist()
+        return [(stamp, np.full(self.depth, stamp, dtype=np.int64), rows[j], poses[j])
+                for j, stamp in enumerate(stamps)]
 
     def insert_ours(self, step):
         _, stamps, rows, _ = step
@@ -647,15 +638,14 @@ def section_inserts(clock):
     state = {"k": 0}
 
     def prepare_batches(count):
-        out_ours, out_peer = [], []
-        for _ in range(count):
-            k = state["k"]
-            state["k"] += 1
-            stamp = BASE_NS + k * PERIOD_NS
-            rows = np.vstack([link_rows(j, [k]) for j in range(frames)])
-            out_ours.append((np.full(frames, stamp, dtype=np.int64), rows))
-            out_peer.append((stamp, [quat7(r) for r in rows]))
-        return {"ours": out_ours, "peer": out_peer}
+        ks = np.arange(state["k"], state["k"] + count)
+        state["k"] += count
+        rows = np.stack([link_rows(j, ks) for j in range(frames)], axis=1)  # (count, 50, 7)
+        poses = rows[:, :, [6, 3, 4, 5, 0, 1, 2]].tolist()  # transform-tree's order
+        stamps = (BASE_NS + ks * PERIOD_NS).tolist()
+        return {"ours": [(np.full(frames, stamp, dtype=np.int64), rows[j])
+                         for j, stamp in enumerate(stamps)],
+                "peer": list(zip(stamps, poses))}
 
     # Fill the 10 s caches first (steady state).
     fill = prepare_batches(SAMPLES)
