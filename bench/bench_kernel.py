@@ -157,6 +157,10 @@ class Chain:
         self.newest_common = min(int(s[-1]) for s in self.stamps)
         self.plan = self.tree.plan(self.target, self.source) if self.tree is not None else None
 
+    def newest_common_now(self):
+        """The newest stamp every link has now (ns), from the peer's span."""
+        return self.tree.span(self.target, self.source)[1]
+
     # -- live inserts: one new sample per link, the same in both libraries -----------------
 
     def prepare_live(self, count):
@@ -262,13 +266,6 @@ def check_snapshot(chain, what):
                   what + ": a time-0 result changed when newer data arrived")
     if np.abs(after.transform.as_matrix() - before.transform.as_matrix()).max() < 1e-6:
         raise Mismatch(what + ": time 0 did not move to the newly inserted sample")
-
-
-def _newest_common_now(self):
-    return self.tree.span(self.target, self.source)[1]
-
-
-Chain.newest_common_now = _newest_common_now
 
 
 def check_batch(chain, stamps_ns, seconds, what, sample=25):
