@@ -326,6 +326,12 @@ class Core:
                         except zmq.Again:
                             break
                         if not head.more:
+                            # /clock is one frame (topic and body, see wire.py), so that a
+                            # follower can keep only the latest tick; it is tiny and passed on.
+                            if (len(head) <= wire.CLOCK_FRAME_MAX
+                                    and head.bytes.startswith(wire.TOPIC_CLOCK)):
+                                send(head, 0, copy=False)
+                                continue
                             self.dropped.drop("shape", "a bus message has 2 frames, got 1")
                             continue
                         body = recv(0, copy=False)  # multipart delivery is atomic: it is here

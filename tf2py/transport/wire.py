@@ -51,6 +51,7 @@ __all__ = [
     "arrays_to_transforms",
     "default_authority",
     "TOPIC_CLOCK",
+    "CLOCK_FRAME_MAX",
     "encode_clock",
     "decode_clock",
     "clock_message",
@@ -490,6 +491,9 @@ def default_authority() -> str:
 #: sender's current time, e.g. a bag's recording time, in integer nanoseconds). One frame
 #: lets a follower keep only the latest tick (ZMQ_CONFLATE works on single-frame messages).
 TOPIC_CLOCK = b"/clock"
+#: The largest /clock frame (topic and body) that is read or passed on by the core.
+CLOCK_BODY_MAX = 64
+CLOCK_FRAME_MAX = len(TOPIC_CLOCK) + CLOCK_BODY_MAX
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -523,8 +527,9 @@ def decode_clock(body) -> int:
         time_ns = int.from_bytes(body[3:], "big")
         if time_ns <= _INT64_MAX:
             return time_ns
-    if len(body) > 64:
-        raise WireError(f"a clock message has at most 64 bytes, got {len(body)}", "too_large")
+    if len(body) > CLOCK_BODY_MAX:
+        raise WireError(f"a clock message has at most {CLOCK_BODY_MAX} bytes, got {len(body)}",
+                        "too_large")
     obj = unpack(body)
     if obj.__class__ is not list or len(obj) != 2:
         raise WireError(f"a clock message is [version, time_ns], got {_describe(obj)}")
