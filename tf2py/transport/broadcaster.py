@@ -10,6 +10,7 @@ from ..buffer.messages import TransformStamped
 from . import wire
 from ._sockets import SEND_HWM, client_options, inproc_name, join_thread, logger, make_socket
 from .address import bus_endpoints
+from .interface import construct
 
 __all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
 
@@ -46,6 +47,9 @@ class TransformBroadcaster:
     listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
     core costs the sender nothing beyond the bounded queue.
     """
+
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "TransformBroadcaster", args, kwargs, 0)
 
     def __init__(self, core: str | None = None, authority: str | None = None):
         self._publish_endpoint, _ = bus_endpoints(core)
@@ -114,6 +118,9 @@ class StaticTransformBroadcaster:
     started or restarted, so the core's latched set is always complete. The socket lives in
     a named daemon thread; ``close()`` ends it.
     """
+
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "StaticTransformBroadcaster", args, kwargs, 0)
 
     def __init__(self, core: str | None = None, authority: str | None = None):
         self._publish_endpoint, _ = bus_endpoints(core)
