@@ -24,6 +24,7 @@ COMMANDS = [
     ("launch", "launch"),
     ("play", "play"),
     ("record", "record"),
+    ("bridge", "bridge"),
 ]
 
 
@@ -83,6 +84,11 @@ def main(argv=None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except ImportError as exc:  # an extra that is not installed (e.g. ros2://): one line
+        if not getattr(exc, "one_line", False):
+            raise
+        print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ MISSING_EXTRA = ("ros2:// needs Cyclone DDS's Python binding: pip install 'tf2py
 class ExtraMissing(ImportError):
     """The ``ros2`` extra is not installed; the message is the one line to show."""
 
+    one_line = True
+
 
 def require():
     """The cyclonedds modules tf2py uses, as one namespace; ExtraMissing if not installed."""
