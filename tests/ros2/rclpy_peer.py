@@ -4,6 +4,7 @@
     rclpy_peer.py talk FRAMES COUNT HZ    /tf: COUNT messages of FRAMES transforms each, HZ per s,
                                           from the SIGUSR1 that says the listener is there
     rclpy_peer.py static FRAMES           /tf_static: one latched message of FRAMES transforms
+    rclpy_peer.py raw HEX...              /tf: these serialized samples (header included), as they are
     rclpy_peer.py listen                  prints every /tf and /tf_static transform received
                                           (and once a /tf publisher is seen)
     rclpy_peer.py nodes                   prints the node names of the graph, twice a second
@@ -85,6 +86,21 @@ def main():
             pub.publish(TFMessage(transforms=[transform(i, j) for j in range(frames)]))
             time.sleep(1.0 / hz)
         say(event="sent", count=count)
+        stop.wait()
+    elif mode == "raw":
+        # Serialized samples as given (hex, header included), e.g. garbage, on /tf.
+        pub = node.create_publisher(TFMessage, "/tf", TF_QOS)
+        go = threading.Event()
+        signal.signal(signal.SIGUSR1, lambda *a: go.set())
+        while pub.get_subscription_count() == 0 and not stop.is_set():
+            time.sleep(0.05)
+        say(event="matched")
+        while not go.is_set() and not stop.is_set():
+            go.wait(0.05)
+        for sample in sys.argv[2:]:
+            pub.publish(bytes.fromhex(sample))
+            time.sleep(0.01)
+        say(event="sent", count=len(sys.argv) - 2)
         stop.wait()
     elif mode == "static":
         frames = int(sys.argv[2])

@@ -48,6 +48,7 @@ CLOCK_WRITER_QOS = _qos(_P.Reliability.BestEffort, _P.Durability.Volatile, _P.Hi
 _DISCOVERY_QOS = _qos(_P.Reliability.Reliable(100 * _MS), _P.Durability.TransientLocal,
                       _P.History.KeepLast(1))
 
+_UNSET = object()
 _ANY = dds.core.SampleState.Any | dds.core.ViewState.Any | dds.core.InstanceState.Any
 _TAKE = 256  # samples taken per call
 
@@ -154,7 +155,7 @@ class Participant:
     @classmethod
     def acquire(cls, address: str) -> "Participant":
         domain_id = discovery.parse_ros2_address(address)
-        config = _config()
+        config = _domain_config()
         key = (domain_id, config)
         with cls._shared_lock:
             participant = cls._shared.get(key)
@@ -174,10 +175,11 @@ class Participant:
                     del Participant._shared[key]
         self.close()
 
-    def __init__(self, address: str, ignore_local: bool = False, _domain_id=None, _config=None):
+    def __init__(self, address: str, ignore_local: bool = False, _domain_id=None,
+                 _config=_UNSET):
         self.address = address
         self.domain_id = discovery.parse_ros2_address(address) if _domain_id is None else _domain_id
-        config = _config() if _config is None else _config
+        config = _domain_config() if _config is _UNSET else _config
         self.node_name = node_name()
         self._ignore_local = ignore_local
         self._users = 0
@@ -188,9 +190,9 @@ class Participant:
         self._subscriptions: list[Subscription] = []
         self.dropped = _sockets.DropCounter(f"tf2py ros2 node {self.node_name}")
         self._thread = None
-        # A domain with our configuration (Cyclone reads CYCLONEDDS_URI only without one).
-        self._domain = dds.domain.Domain(self.domain_id, config) if config else None
+        self._domain = None
         try:
+            self._domain = _acquire_domain(self.domain_id, config)
             self._dp = dds.domain.DomainParticipant(self.domain_id, qos=dds.qos.Qos(
                 _P.Userdata(b"enclave=/;")))
             self.gid = self._dp.guid.bytes
@@ -327,7 +329,8 @@ class Participant:
         if dp is not None:
             _destroy(dp)
         if self._domain is not None:
-            _destroy(self._domain)
+            _release_domain(self.domain_id)
+            self._domain = None
 
     def __enter__(self):
         return self
@@ -336,7 +339,39 @@ class Participant:
         self.close()
 
 
-def _config() -> str | None:
+_domains: dict = {}  # domain id -> [Domain or None, users, config]
+_domains_lock = threading.Lock()
+
+
+def _acquire_domain(domain_id: int, config):
+    """The process's Cyclone domain ``domain_id`` with ``config`` (Cyclone has one domain per
+    id in a process: a second participant joins it, and must want the same settings)."""
+    with _domains_lock:
+        entry = _domains.get(domain_id)
+        if entry is None:
+            # Cyclone reads CYCLONEDDS_URI itself only for a domain created without a config.
+            domain = dds.domain.Domain(domain_id, config) if config else None
+            entry = _domains[domain_id] = [domain, 0, config]
+        elif entry[2] != config:
+            raise ValueError(f"ROS 2 domain {domain_id} is already in use in this process with "
+                             "other discovery settings (ROS_* variables changed?)")
+        entry[1] += 1
+        return entry
+
+
+def _release_domain(domain_id: int) -> None:
+    with _domains_lock:
+        entry = _domains.get(domain_id)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _domains[domain_id]
+            if entry[0] is not None:
+                _destroy(entry[0])
+
+
+def _domain_config() -> str | None:
     config = discovery.cyclone_config(discovery.discovery_settings())
     uri = os.environ.get("CYCLONEDDS_URI", "").strip()
     if config and uri:
