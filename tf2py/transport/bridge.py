@@ -106,6 +106,11 @@ class Bridge:
             self._sides.append(b)
             self._directions = [(a, b)] + ([(b, a)] if both else [])
             for origin, destination in self._directions:
+                # The far side's broadcasters first, so they are connected (a ZeroMQ
+                # publisher drops what it sends before) when the first message comes.
+                destination.broadcaster()
+                destination.static_broadcaster()
+            for origin, destination in self._directions:
                 name = f"{origin.address} -> {destination.address}"
                 self.relayed[name] = [0, 0]
                 origin.subscribe(self._relay_to(destination, name))
