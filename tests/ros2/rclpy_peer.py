@@ -7,6 +7,7 @@
     rclpy_peer.py raw HEX...              /tf: these serialized samples (header included), as they are
     rclpy_peer.py listen                  prints every /tf and /tf_static transform received
                                           (and once a /tf publisher is seen)
+    rclpy_peer.py clock                   /clock: 500 s + 7 ns, 501 s + 7 ns, ... at 50 Hz
     rclpy_peer.py nodes                   prints the node names of the graph, twice a second
 
 Transform j of message i: parent "map" (j = 0: child "base_link", else "frame_{j}"), stamp
@@ -102,6 +103,21 @@ def main():
             time.sleep(0.01)
         say(event="sent", count=len(sys.argv) - 2)
         stop.wait()
+    elif mode == "clock":
+        # /clock as `ros2 bag play --clock` publishes it: rosgraph_msgs/Clock, ClockQoS.
+        from rosgraph_msgs.msg import Clock
+
+        clock_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+                               durability=DurabilityPolicy.VOLATILE)  # rclcpp's ClockQoS
+        pub = node.create_publisher(Clock, "/clock", clock_qos)
+        tick = 0
+        while not stop.is_set():
+            msg = Clock()
+            msg.clock.sec = 500 + tick
+            msg.clock.nanosec = 7
+            pub.publish(msg)
+            tick += 1
+            stop.wait(0.02)
     elif mode == "static":
         frames = int(sys.argv[2])
         pub = node.create_publisher(TFMessage, "/tf_static", STATIC_PUB_QOS)
