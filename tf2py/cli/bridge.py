@@ -15,6 +15,14 @@ def configure(parser) -> None:
                         help="relay both ways (never sending a transform back where it came from)")
 
 
+def _same_bus(a: str, b: str) -> bool:
+    from ..transport.ros2.discovery import is_ros2_address, parse_ros2_address
+
+    if is_ros2_address(a) and is_ros2_address(b):
+        return parse_ros2_address(a) == parse_ros2_address(b)
+    return a.strip() == b.strip()
+
+
 def run(args) -> int:
     import sys
     import threading
@@ -28,8 +36,8 @@ def run(args) -> int:
             check_core_address(address)
         except ValueError as exc:
             raise CommandError(str(exc), 2) from None
-    if args.source.strip() == args.target.strip():
-        raise CommandError(f"FROM and TO are the same bus ({args.source})", 2)
+    if _same_bus(args.source, args.target):
+        raise CommandError(f"FROM and TO are the same bus ({args.source}, {args.target})", 2)
     bridge = Bridge(args.source, args.target, both=args.both)
     arrow = "<->" if args.both else "->"
     print(f"tf2py bridge: relaying {args.source} {arrow} {args.target}", flush=True)

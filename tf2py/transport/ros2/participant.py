@@ -133,9 +133,9 @@ class Subscription:
                     raise dds.core.DDSException(samples, f"taking from {self.topic.name}")
                 return
             for data, info in samples:
-                if info.valid_data:
+                if info.valid_data and not self._closed:
                     self.callback(data, info)
-            if len(samples) < _TAKE:
+            if len(samples) < _TAKE or self._closed:
                 return
 
     def close(self) -> None:
