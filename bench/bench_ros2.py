@@ -12,6 +12,7 @@ ROS 2 -> tf2py: an rclpy publisher; a tf2py TransformListener (filling a real Bu
     every message, single transforms and batches of 50;
   - 1 kHz: latency (stamp = wall clock at sending, to receipt; tf2py: in the Buffer) p50/p99,
     and the receiver's CPU time per transform.
+Decoding: tf2py's CDR decoder vs cyclonedds-python's IdlStruct.deserialize, per sample.
 tf2py -> ROS 2: a tf2py broadcaster vs an rclpy publisher, each to an rclpy subscriber: the
   same ladder and 1 kHz figures, and the SENDER's CPU per transform.
 """
@@ -72,6 +73,30 @@ def ladder(peer_python, publisher, subscribers, batch):
     return best
 
 
+def decode_figures() -> None:
+    """tf2py's hand-written CDR decoder vs cyclonedds-python's IdlStruct deserialisation of
+    the same TFMessage samples (the alternative: an object per transform)."""
+    import timeit
+
+    import numpy as np
+
+    from tf2py.transport.ros2 import cdr, types
+
+    print("decoding one TFMessage sample (best of 3):")
+    for n in (1, 50):
+        sample = cdr.encode_tf_columns(["map"] * n, [f"frame_{j}" for j in range(n)],
+                                       list(range(n)), np.tile([1.0, 2, 3, 0, 0, 0, 1], (n, 1)))
+        k = 20000 if n == 1 else 2000
+
+        def best(fn):
+            return min(timeit.repeat(fn, number=k, repeat=3)) / k * 1e6
+        idl = best(lambda: types.TFMessage.deserialize(sample))
+        own = best(lambda: cdr.decode_tf_single(sample)) if n == 1 else best(
+            lambda: cdr.decode_tf(sample))
+        print(f"  {n:>2} transforms: tf2py cdr {own:7.1f} us, IdlStruct.deserialize "
+              f"{idl:7.1f} us ({idl / own:.0f}x)", flush=True)
+
+
 def main() -> int:
     try:
         peer_python = peer_env.peer_python(verbose=True)
@@ -80,6 +105,7 @@ def main() -> int:
         return 1
     print(f"bench_ros2: Python {sys.version.split()[0]}, {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    decode_figures()
 
     print("\nROS 2 -> tf2py (an rclpy publisher; both receivers at once)")
     for batch in (1, 50):

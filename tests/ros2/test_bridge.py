@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import threading
 from collections import Counter
 
@@ -111,12 +113,10 @@ def test_bridge_both_ways_relays_latches_statics_and_never_loops(
 
 
 def test_bridge_refuses_bad_or_identical_buses_with_one_line(tf2py_command):
-    import subprocess
-
     for args, text in ((["ros2://", "ros2://0"], "same bus"),
                        (["ros2://3", "tcp://nowhere"], "tcp://HOST:PORT"),
                        (["ros2://999", "tcp://127.0.0.1:7400"], "0..232")):
         out = subprocess.run([*tf2py_command, "bridge", *args], capture_output=True, text=True,
-                             timeout=60, env={**__import__("os").environ, "ROS_DOMAIN_ID": "0"})
+                             timeout=60, env={**os.environ, "ROS_DOMAIN_ID": "0"})
         assert out.returncode == 2, out
         assert out.stderr.count("\n") == 1 and text in out.stderr, out.stderr
