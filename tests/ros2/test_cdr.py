@@ -89,3 +89,45 @@ def test_participant_entities_info_layout():
     assert sample[32:44] == b"\x08\x00\x00\x00tf2py_1\x00"
     assert sample[44:48] == (1).to_bytes(4, "little") and sample[48:64] == b"r" * 16
     assert sample[64:68] == (2).to_bytes(4, "little") and sample[68:100] == b"w" * 16 + b"v" * 16
+
+
+def _tf(children, x, stamp=5, parent="map"):
+    n = len(children)
+    values = np.zeros((n, 7))
+    values[:, 0] = x
+    values[:, 6] = 1.0
+    return cdr.encode_tf_columns([parent] * n, children, [stamp] * n, values)
+
+
+def test_the_decoder_reuses_a_layout_only_for_the_same_frames():
+    decoder = cdr.TfDecoder()
+    children = [f"f{j}" for j in range(7)]
+    first = decoder.decode(_tf(children, 1.0, stamp=5))
+    second = decoder.decode(_tf(children, 2.0, stamp=6))  # same frames: the cached layout
+    assert second[0] == ["map"] * 7 and second[1] == children
+    assert second[2].tolist() == [6] * 7 and second[3][:, 0].tolist() == [2.0] * 7
+    assert first[3][:, 0].tolist() == [1.0] * 7  # the earlier result is not overwritten
+    # Same size, other frame ids: decoded afresh.
+    other = decoder.decode(_tf([f"g{j}" for j in range(7)], 3.0))
+    assert other[1] == [f"g{j}" for j in range(7)] and other[3][:, 0].tolist() == [3.0] * 7
+    # A caller changing the returned lists does not change the next result.
+    result = decoder.decode(_tf(children, 5.0))
+    result[1][0] = "changed"
+    assert decoder.decode(_tf(children, 6.0))[1] == children
+
+
+def test_the_decoder_cache_ignores_padding_but_not_the_count():
+    decoder = cdr.TfDecoder()
+    base = _tf(["ab"], 1.0)
+    # "map\0" ends at 24; "ab\0" at 31; the values start at 36 (8-aligned from offset 4).
+    decoder.decode(base)
+    padded = bytearray(base)
+    padded[31:36] = b"\xee" * 5  # the padding between "ab\0" and the values (8-aligned)
+    assert decoder.decode(bytes(padded))[3][0, 0] == 1.0
+    # One transform whose bytes happen to match a two-transform message's size: the count
+    # differs, so the layout is not reused.
+    two = _tf(["a", "b"], 2.0)
+    decoder.decode(two)
+    forged = bytearray(two)
+    forged[4:8] = (1).to_bytes(4, "little")
+    assert decoder.decode(bytes(forged))[1] == ["a"]

@@ -26,6 +26,8 @@ __all__ = [
     "HEADER_LE",
     "MAX_TRANSFORMS",
     "decode_tf",
+    "decode_tf_single",
+    "TfDecoder",
     "encode_tf",
     "encode_tf_columns",
     "decode_time",
@@ -72,6 +74,12 @@ def _check_header(data) -> None:
 def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
     """``(parents, children, stamps_ns, values)`` of a TFMessage sample (header included):
     N frame ids twice, int64 (N,) nanoseconds, float64 (N, 7) ``[tx ty tz qx qy qz qw]``."""
+    return _decode_tf(data)[0]
+
+
+def _decode_tf(data):
+    """decode_tf's result and the layout it found: (string byte positions, stamp offsets,
+    value offsets), which TfDecoder reuses for the next message of the same frames."""
     _check_header(data)
     size = len(data)
     (n,) = _U32.unpack_from(data, 4)
@@ -84,6 +92,7 @@ def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
     children = [None] * n
     stamp_offsets = np.empty(n, dtype=np.intp)
     value_offsets = np.empty(n, dtype=np.intp)
+    string_spans = []  # (start, end) of each string with its length field, padding excluded
     unpack_u32 = _U32.unpack_from
     position = 8  # absolute offset; the payload (and its alignment) starts at 4
     try:
@@ -96,6 +105,7 @@ def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
             if length == 0 or end > size or data[end - 1] != 0:
                 raise CdrError(f"transform {i}: a bad frame_id string")
             parents[i] = bytes(data[start:end - 1]).decode()
+            string_spans.append((start - 4, end))
             position = end + ((-(end - 4)) & 3)
             (length,) = unpack_u32(data, position)
             start = position + 4
@@ -103,6 +113,7 @@ def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
             if length == 0 or end > size or data[end - 1] != 0:
                 raise CdrError(f"transform {i}: a bad child_frame_id string")
             children[i] = bytes(data[start:end - 1]).decode()
+            string_spans.append((start - 4, end))
             position = end + ((-(end - 4)) & 7)
             value_offsets[i] = position
             position += 56
@@ -113,11 +124,48 @@ def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
     except UnicodeDecodeError as exc:
         raise CdrError(f"transform {i}: a frame id that is not UTF-8 ({exc.reason})") from None
     raw = np.frombuffer(data, dtype=np.uint8)
+    stamps, values = _numbers(raw, n, stamp_offsets, value_offsets)
+    # The count and every string with its length: equal bytes there mean an equal layout.
+    strings = np.concatenate([np.arange(4, 8, dtype=np.intp)]
+                             + [np.arange(a, b, dtype=np.intp) for a, b in string_spans])
+    return (parents, children, stamps, values), (strings, stamp_offsets, value_offsets)
+
+
+def _numbers(raw, n, stamp_offsets, value_offsets):
     values = raw[value_offsets[:, None] + _OFFSETS_56].view("<f8").reshape(n, 7)
     stamp_bytes = raw[stamp_offsets[:, None] + _OFFSETS_56[:8]]
     seconds = stamp_bytes[:, :4].copy().view("<i4")[:, 0].astype(np.int64)
     nanoseconds = stamp_bytes[:, 4:].copy().view("<u4")[:, 0].astype(np.int64)
-    return parents, children, seconds * 1_000_000_000 + nanoseconds, values
+    return seconds * 1_000_000_000 + nanoseconds, values
+
+
+class TfDecoder:
+    """decode_tf with a memory: a message of the same size whose frame-id bytes (length fields
+    and strings, never the padding) equal the previous message's has the same layout, so only
+    its numbers are read (two numpy gathers), not its strings one by one. Most /tf traffic
+    repeats the same frames message after message. One decoder per receiving thread."""
+
+    def __init__(self):
+        self._size = -1
+        self._layout = None
+        self._frames = None
+        self._string_bytes = None
+
+    def decode(self, data) -> tuple[list, list, np.ndarray, np.ndarray]:
+        size = len(data)
+        if size == self._size and bytes(data[:4]) == HEADER_LE:
+            strings, stamp_offsets, value_offsets = self._layout
+            raw = np.frombuffer(data, dtype=np.uint8)
+            if np.array_equal(raw[strings], self._string_bytes):
+                parents, children = self._frames
+                stamps, values = _numbers(raw, len(parents), stamp_offsets, value_offsets)
+                return list(parents), list(children), stamps, values
+        decoded, layout = _decode_tf(data)
+        self._size = size
+        self._layout = layout
+        self._frames = (decoded[0], decoded[1])
+        self._string_bytes = np.frombuffer(data, dtype=np.uint8)[layout[0]]
+        return list(decoded[0]), list(decoded[1]), decoded[2], decoded[3]
 
 
 def decode_tf_single(data):

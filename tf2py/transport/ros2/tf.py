@@ -224,6 +224,7 @@ class _Ros2Receiver(_Node):
         self.dropped = DropCounter(self._name)
         self._closed = False
         self._subscriptions = []
+        self._decode = cdr.TfDecoder().decode  # both topics are read on one thread
         self._participant = None
         self._join(core, participant)
         try:
@@ -256,7 +257,7 @@ class _Ros2Receiver(_Node):
                 self.received_transforms += 1
                 self._handle_one(single, self._authority_of(info), is_static, received_ns)
                 return
-            parents, children, stamps, values = cdr.decode_tf(data)
+            parents, children, stamps, values = self._decode(data)
         except cdr.CdrError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return
