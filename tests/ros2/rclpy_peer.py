@@ -7,7 +7,8 @@
     rclpy_peer.py raw HEX...              /tf: these serialized samples (header included), as they are
     rclpy_peer.py listen                  prints every /tf and /tf_static transform received
                                           (and once a /tf publisher is seen)
-    rclpy_peer.py clock                   /clock: 500 s + 7 ns, 501 s + 7 ns, ... at 50 Hz
+    rclpy_peer.py clock [LOOP]            /clock: 500 s + 7 ns, 501 s + 7 ns, ... at 50 Hz (back to
+                                          500 s after LOOP ticks, as a looping bag)
     rclpy_peer.py nodes                   prints the node names of the graph, twice a second
 
 Transform j of message i: parent "map" (j = 0: child "base_link", else "frame_{j}"), stamp
@@ -110,13 +111,14 @@ def main():
         clock_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                                durability=DurabilityPolicy.VOLATILE)  # rclcpp's ClockQoS
         pub = node.create_publisher(Clock, "/clock", clock_qos)
+        loop = int(sys.argv[2]) if len(sys.argv) > 2 else 0
         tick = 0
         while not stop.is_set():
             msg = Clock()
             msg.clock.sec = 500 + tick
             msg.clock.nanosec = 7
             pub.publish(msg)
-            tick += 1
+            tick = (tick + 1) % loop if loop else tick + 1
             stop.wait(0.02)
     elif mode == "static":
         frames = int(sys.argv[2])
