@@ -36,6 +36,6 @@ def parse_core_argument(parser) -> None:
         "--core",
         metavar="ADDRESS",
         default=None,
-        help="where the bus is, e.g. tcp://127.0.0.1:7400 (default: $TF2PY_CORE, "
-        "else tcp://127.0.0.1:7400)",
+        help="where the bus is, e.g. tcp://127.0.0.1:7400, or a ROS 2 graph: ros2:// or "
+        "ros2://DOMAIN_ID (default: $TF2PY_CORE, else tcp://127.0.0.1:7400)",
     )

@@ -9,6 +9,7 @@ Used by ``tf2py play`` (before /tf, which is not latched) and ``tf2py static-tra
 from __future__ import annotations
 
 import threading
+import time
 
 CONNECT_TIMEOUT_S = 3.0
 
@@ -18,6 +19,15 @@ def statics_echoed(core, static_broadcaster, timeout: float = CONNECT_TIMEOUT_S)
     at ``core``; False if they do not within ``timeout`` seconds."""
     from ..transport.listener import TransformSubscriber
 
+    from ..transport.interface import is_ros2
+
+    if is_ros2(core):
+        # No core on a ROS 2 graph: wait (a while) for a listener to know us, as there is
+        # nothing to answer; what is latched reaches later listeners anyway.
+        deadline = time.monotonic() + timeout
+        while static_broadcaster.matched_listeners() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return True
     echoed = threading.Event()
     authority = static_broadcaster.authority
 

@@ -26,6 +26,7 @@ COMMANDS = [
     ("record", "record"),
     ("keygen", "keygen"),
     ("foxglove", "foxglove"),
+    ("bridge", "bridge"),
 ]
 
 
@@ -109,6 +110,11 @@ def main(argv=None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except ImportError as exc:  # an extra that is not installed (e.g. ros2://): one line
+        if not getattr(exc, "one_line", False):
+            raise
+        print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

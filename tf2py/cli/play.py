@@ -144,10 +144,10 @@ def run(args) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
     clock_hz = None if args.clock is None else _number(args.clock, "--clock", positive=True)
-    from ..transport.address import bus_endpoints
+    from ..transport.interface import check_core_address
 
     try:
-        bus_endpoints(args.core)  # a malformed address: refused before reading the bag
+        check_core_address(args.core)  # a malformed address: refused before reading the bag
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
 

@@ -119,11 +119,12 @@ def run(args) -> int:
             raise CommandError(str(exc)) from None
 
     from ..bag import BagError, BagWriter
-    from ..transport.address import bus_endpoints, core_address
+    from ..transport.address import core_address
+    from ..transport.interface import check_core_address
     from ..transport.listener import TransformSubscriber
 
     try:
-        bus_endpoints(args.core)  # a malformed address: refused before the file is created
+        check_core_address(args.core)  # a malformed address: refused before the file is created
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
     try:

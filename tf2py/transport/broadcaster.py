@@ -12,6 +12,7 @@ from ..buffer.messages import TransformStamped
 from . import wire
 from ._sockets import SEND_HWM, client_options, inproc_name, join_thread, logger, make_socket
 from .address import bus_endpoints
+from .interface import construct
 from .keys import load_keys
 
 #: Seconds between a static broadcaster's heartbeats (the core forgets the statics of a
@@ -59,6 +60,9 @@ class TransformBroadcaster:
     listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
     core costs the sender nothing beyond the bounded queue.
     """
+
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "TransformBroadcaster", args, kwargs, 0)
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
@@ -132,6 +136,9 @@ class StaticTransformBroadcaster:
     started or restarted, so the core's latched set is always complete. The socket lives in
     a named daemon thread; ``close()`` ends it.
     """
+
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "StaticTransformBroadcaster", args, kwargs, 0)
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)

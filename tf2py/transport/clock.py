@@ -19,6 +19,7 @@ from ..buffer.time import Duration, Time, to_nanoseconds
 from . import wire
 from ._sockets import SEND_HWM, DropCounter, client_options, join_thread, logger, make_socket
 from .address import bus_endpoints, core_address
+from .interface import construct
 
 __all__ = ["SimClock", "ClockPublisher", "TimeJump"]
 
@@ -33,14 +34,6 @@ class TimeJump(NamedTuple):
     @property
     def delta(self) -> Duration:
         return self.current - self.previous
-
-
-def _ros2_clock(address: str):
-    """Dispatch point for ``ros2://`` addresses: ROS 2's ``/clock`` (rosgraph_msgs/Clock)."""
-    raise RuntimeError(
-        f"SimClock({address!r}): following ROS 2's /clock is not available in this build "
-        "of tf2py (needs the ROS 2 transport)"
-    )
 
 
 class ClockPublisher:
@@ -106,10 +99,11 @@ class SimClock:
     close_timeout = 5.0
     jump_check_interval = 0.05
 
+    def __new__(cls, *args, **kwargs):  # ros2:// -> ROS 2's /clock (rosgraph_msgs/Clock)
+        return construct(cls, "SimClock", args, kwargs, 0)
+
     def __init__(self, core: str | None = None):
         address = core_address(core)
-        if address.startswith("ros2://"):
-            _ros2_clock(address)
         _, subscribe_endpoint = bus_endpoints(address)
         self._now_ns = 0
         self.ticks = 0  # ticks seen (the socket keeps only the latest: not every one sent)

@@ -22,6 +22,7 @@ from ._sockets import (
     make_socket,
 )
 from .address import bus_endpoints
+from .interface import construct
 from .keys import load_keys
 
 __all__ = ["TransformListener", "TransformSubscriber", "TransformBatch"]
@@ -252,6 +253,9 @@ class TransformListener(_BusReceiver):
 
     _name = "tf2py-transform-listener"
 
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "TransformListener", args, kwargs, 1)
+
     def __init__(self, buffer, core: str | None = None, keys=None):
         if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
             raise TypeError(
@@ -321,6 +325,9 @@ class TransformSubscriber(_BusReceiver):
     message (a ``TransformBatch``). For tools that watch the bus (monitor, record)."""
 
     _name = "tf2py-transform-subscriber"
+
+    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
+        return construct(cls, "TransformSubscriber", args, kwargs, 0)
 
     def __init__(self, core: str | None = None, on_batch=None, keys=None):
         if on_batch is None:

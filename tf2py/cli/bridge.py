@@ -1,0 +1,57 @@
+"""``tf2py bridge FROM TO [--both]``: relay /tf and /tf_static between two buses."""
+
+from __future__ import annotations
+
+NAME = "bridge"
+HELP = ("relay /tf and /tf_static from one bus to another, e.g. "
+        "`tf2py bridge ros2:// tcp://127.0.0.1:7400` (statics stay latched)")
+
+
+def configure(parser) -> None:
+    parser.add_argument("source", metavar="FROM",
+                        help="the bus to read: tcp://HOST:PORT (a tf2py core) or ros2://[DOMAIN]")
+    parser.add_argument("target", metavar="TO", help="the bus to send to (same forms)")
+    parser.add_argument("--both", action="store_true",
+                        help="relay both ways (never sending a transform back where it came from)")
+
+
+def _same_bus(a: str, b: str) -> bool:
+    from ..transport.ros2.discovery import is_ros2_address, parse_ros2_address
+
+    if is_ros2_address(a) and is_ros2_address(b):
+        return parse_ros2_address(a) == parse_ros2_address(b)
+    return a.strip() == b.strip()
+
+
+def run(args) -> int:
+    import sys
+    import threading
+
+    from ..transport.bridge import Bridge
+    from ..transport.interface import check_core_address
+    from .common import CommandError
+
+    for address in (args.source, args.target):
+        try:
+            check_core_address(address)
+        except ValueError as exc:
+            raise CommandError(str(exc), 2) from None
+    if _same_bus(args.source, args.target):
+        raise CommandError(f"FROM and TO are the same bus ({args.source}, {args.target})", 2)
+    bridge = Bridge(args.source, args.target, both=args.both)
+    arrow = "<->" if args.both else "->"
+    print(f"tf2py bridge: relaying {args.source} {arrow} {args.target}", flush=True)
+    try:
+        threading.Event().wait()  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stats = bridge.stats()
+        bridge.close()
+        for direction, (messages, transforms) in stats["relayed"].items():
+            print(f"tf2py bridge: {direction}: relayed {messages} messages, "
+                  f"{transforms} transforms", flush=True)
+        dropped = ", ".join(f"{n} {cause}" for cause, n in sorted(stats["dropped"].items()))
+        print(f"tf2py bridge: dropped {sum(stats['dropped'].values())}"
+              + (f" ({dropped})" if dropped else ""), file=sys.stdout, flush=True)
+    return 0

@@ -1,0 +1,131 @@
+"""``SimClock`` for ``ros2://`` addresses: follows ROS 2's ``/clock`` (rosgraph_msgs/Clock),
+with the API of tf2py's SimClock (``now``, ``wait_for_time``, jump callbacks, ``stats``,
+``close``), so ``SimClock(core="ros2://")`` can simply hand over to it."""
+
+from __future__ import annotations
+
+import threading
+from time import monotonic
+from typing import NamedTuple
+
+from ...buffer.time import Duration, Time
+from .._sockets import DropCounter
+
+__all__ = ["Ros2SimClock"]
+
+
+class _TimeJump(NamedTuple):
+    """A backward jump (tf2py.transport.clock.TimeJump's shape, for builds without it)."""
+
+    previous: Time
+    current: Time
+
+    @property
+    def delta(self) -> Duration:
+        return self.current - self.previous
+
+
+def _time_jump_type():
+    try:
+        from ..clock import TimeJump
+    except ImportError:
+        return _TimeJump
+    return TimeJump
+
+
+class Ros2SimClock:
+    """Follows ``/clock`` on the ROS 2 graph at ``core`` (``ros2://`` or ``ros2://DOMAIN``).
+
+    ``now()`` -> the latest ``Time`` received (``Time()`` until the first tick);
+    ``add_jump_callback(fn)``: ``fn(jump)`` each time the time goes backwards, called on the
+    receive thread as the tick arrives. ``close()``; a context manager.
+    """
+
+    def __init__(self, core: str | None = None):
+        from ..address import core_address
+        from . import ClockSubscription
+
+        self.address = core_address(core)
+        self._now_ns = 0
+        self.ticks = 0
+        self.jumps = 0
+        self._callbacks: list = []
+        self._condition = threading.Condition()
+        self._closed = False
+        self._jump_type = _time_jump_type()
+        self._subscription = ClockSubscription(self.address, self._on_tick)
+        self.dropped = DropCounter("tf2py-sim-clock")
+
+    def _on_tick(self, stamp_ns: int) -> None:
+        with self._condition:
+            previous = self._now_ns
+            self._now_ns = stamp_ns
+            self.ticks += 1
+            jumped = bool(previous) and stamp_ns < previous
+            if jumped:
+                self.jumps += 1
+            callbacks = list(self._callbacks) if jumped else ()
+            self._condition.notify_all()
+        if jumped:
+            jump = self._jump_type(Time.from_nanoseconds(previous),
+                                   Time.from_nanoseconds(stamp_ns))
+            for fn in callbacks:
+                try:
+                    fn(jump)
+                except Exception as exc:  # a callback never stops the clock
+                    self.dropped.drop("callback", f"a jump callback raised {exc!r}")
+
+    def now(self) -> Time:
+        """The latest simulated time received (``Time()`` before the first tick)."""
+        return Time.from_nanoseconds(self._now_ns)
+
+    def wait_for_time(self, timeout: float | None = None) -> bool:
+        """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""
+        deadline = None if timeout is None else monotonic() + timeout
+        with self._condition:
+            while not self._now_ns and not self._closed:
+                remaining = None if deadline is None else deadline - monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._condition.wait(remaining)
+            return bool(self._now_ns) and not self._closed
+
+    def add_jump_callback(self, fn) -> None:
+        if not callable(fn):
+            raise TypeError(f"a jump callback must be callable, got {fn!r}")
+        with self._condition:
+            if self._closed:
+                raise RuntimeError("add_jump_callback on a closed SimClock")
+            self._callbacks.append(fn)
+
+    def remove_jump_callback(self, fn) -> None:
+        with self._condition:
+            try:
+                self._callbacks.remove(fn)
+            except ValueError:
+                pass
+
+    def stats(self) -> dict:
+        dropped = self.dropped.snapshot()
+        participant = getattr(self._subscription, "_participant", None)
+        if participant is not None:
+            for cause, n in participant.dropped.snapshot().items():
+                dropped[cause] = dropped.get(cause, 0) + n
+        return {"ticks": self.ticks, "jumps": self.jumps, "dropped": dropped}
+
+    def close(self) -> None:
+        with self._condition:
+            if self._closed:
+                return
+            self._closed = True
+            self._condition.notify_all()
+        self._subscription.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SimClock({self.address!r}, now={self.now()}, ticks={self.ticks})"

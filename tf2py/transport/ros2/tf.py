@@ -1,0 +1,390 @@
+"""/tf and /tf_static on a ROS 2 graph: the broadcasters, the listener and the subscriber that
+``TransformBroadcaster(core="ros2://...")`` and the others become (same methods, same counters
+as their ZeroMQ twins in ``tf2py.transport``).
+
+Topics ``rt/tf`` and ``rt/tf_static`` of type ``tf2_msgs::msg::dds_::TFMessage_``, with
+tf2_ros's QoS. Received samples are decoded straight into the buffer's batch insert (one call
+per message, no object per transform); what cannot be decoded is dropped and counted per cause.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ...buffer.exceptions import InvalidArgumentException
+from ...buffer.messages import TransformStamped
+from .. import wire
+from .._sockets import DropCounter
+from . import cdr, types
+from .participant import (
+    STATIC_READER_QOS,
+    STATIC_WRITER_QOS,
+    TF_QOS,
+    Participant,
+)
+
+__all__ = [
+    "TOPIC_TF",
+    "TOPIC_TF_STATIC",
+    "Ros2TransformBroadcaster",
+    "Ros2StaticTransformBroadcaster",
+    "Ros2TransformListener",
+    "Ros2TransformSubscriber",
+]
+
+TOPIC_TF = "rt/tf"
+TOPIC_TF_STATIC = "rt/tf_static"
+
+
+def _authority(authority) -> str:
+    if authority is None or authority == "":
+        return wire.default_authority()
+    if not isinstance(authority, str):
+        raise TypeError(f"authority must be a string, got {type(authority).__name__}")
+    return authority
+
+
+def _items(transform) -> list:
+    if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
+        return [transform]
+    if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
+        raise TypeError("send_transform takes a TransformStamped or a list of them, got "
+                        f"{type(transform).__name__}")
+    return list(transform)
+
+
+class _Node:
+    """Holds a participant: the shared one of the address, or a private one."""
+
+    def _join(self, core, participant, keys=None):
+        from ..address import core_address
+
+        if keys is not None:
+            # CURVE keys protect tf2py's own buses; ROS 2 traffic is plain DDS (SROS 2 is
+            # not supported), so asking for keys there is a mistake worth refusing.
+            raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
+                             "(ros2://), whose traffic is plain DDS")
+
+        self.address = core_address(core)
+        self._own_participant = participant is None
+        self._participant = Participant.acquire(self.address) if participant is None \
+            else participant
+
+    def _leave(self):
+        if self._own_participant and self._participant is not None:
+            self._participant.release()
+        self._participant = None
+
+    @property
+    def node_name(self) -> str:
+        return self._participant.node_name
+
+
+class Ros2TransformBroadcaster(_Node):
+    """Publishes on ROS 2's ``/tf`` (reliable, volatile, keep-last 100). ``authority`` is kept
+    for the API's sake: ROS 2 messages carry none."""
+
+    def __init__(self, core: str | None = None, authority: str | None = None, *,
+                 participant=None, keys=None):
+        self.authority = _authority(authority)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.sent_messages = 0
+        self.sent_transforms = 0
+        self._participant = None
+        self._join(core, participant, keys)
+        try:
+            self._writer = self._participant.writer(TOPIC_TF, types.TFMessage, TF_QOS)
+        except BaseException:
+            self._leave()
+            raise
+
+    def send_transform(self, transform) -> None:
+        """Publish a TransformStamped, or a list of them as ONE TFMessage."""
+        items = _items(transform)
+        if not items:
+            return
+        sample = cdr.encode_tf(items)
+        self.send_columns_sample(sample, len(items))
+
+    def send_columns(self, parents, children, stamps_ns, values) -> None:
+        """Publish N transforms given as columns (what a listener decodes), as one message."""
+        if len(parents):
+            self.send_columns_sample(
+                cdr.encode_tf_columns(parents, children, stamps_ns, values), len(parents))
+
+    def send_columns_sample(self, sample: bytes, n: int) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed TransformBroadcaster")
+            self._writer.write(sample)
+            self.sent_messages += 1
+            self.sent_transforms += n
+
+    def matched_listeners(self) -> int:
+        """How many DDS readers of /tf this broadcaster has found."""
+        return self._writer.matched_subscriptions()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._writer.close()
+        self._leave()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Ros2StaticTransformBroadcaster(_Node):
+    """Publishes on ROS 2's ``/tf_static`` (transient-local, keep-last 1): the latest transform
+    per child frame, the whole set in every message, so a late joiner gets all of it."""
+
+    def __init__(self, core: str | None = None, authority: str | None = None, *,
+                 participant=None, keys=None):
+        self.authority = _authority(authority)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._latched: dict[str, tuple] = {}
+        self.published = 0
+        self._participant = None
+        self._join(core, participant, keys)
+        try:
+            self._writer = self._participant.writer(
+                TOPIC_TF_STATIC, types.TFMessage, STATIC_WRITER_QOS)
+        except BaseException:
+            self._leave()
+            raise
+
+    def send_transform(self, transform) -> None:
+        """Latch a TransformStamped or a list of them (latest per child frame wins) and
+        publish the whole latched set as one message."""
+        items = _items(transform)
+        cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
+        from ...buffer.time import to_nanoseconds
+
+        rows = []
+        for ts in items:
+            t = ts.transform
+            rows.append((str(ts.header.frame_id), str(ts.child_frame_id),
+                         to_nanoseconds(ts.header.stamp),
+                         (t.translation.x, t.translation.y, t.translation.z,
+                          t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)))
+        self._latch(rows)
+
+    def send_columns(self, parents, children, stamps_ns, values) -> None:
+        """Latch N transforms given as columns and publish the whole set."""
+        values = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
+        self._latch([(p, c, int(s), tuple(v))
+                     for p, c, s, v in zip(parents, children, list(stamps_ns), values)])
+
+    def _latch(self, rows) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
+            for row in rows:
+                self._latched[row[1]] = row
+            latched = list(self._latched.values())
+            if not latched:
+                return
+            sample = cdr.encode_tf_columns(
+                [r[0] for r in latched], [r[1] for r in latched], [r[2] for r in latched],
+                np.array([r[3] for r in latched], dtype=np.float64))
+            self._writer.write(sample)
+            self.published += 1
+
+    def matched_listeners(self) -> int:
+        return self._writer.matched_subscriptions()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._writer.close()
+        self._leave()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Ros2Receiver(_Node):
+    """Readers of rt/tf and rt/tf_static; ``_handle(parents, children, stamps, values,
+    authority, is_static, received_ns)`` per message, on the participant's thread."""
+
+    _name = "tf2py-ros2-receiver"
+
+    def __init__(self, core=None, participant=None, keys=None):
+        self.received_messages = 0
+        self.received_transforms = 0
+        self.dropped = DropCounter(self._name)
+        self._closed = False
+        self._subscriptions = []
+        self._decode = cdr.TfDecoder().decode  # both topics are read on one thread
+        self._participant = None
+        self._join(core, participant, keys)
+        try:
+            for topic, qos, is_static in ((TOPIC_TF_STATIC, STATIC_READER_QOS, True),
+                                          (TOPIC_TF, TF_QOS, False)):
+                self._subscriptions.append(self._participant.subscribe(
+                    topic, types.TFMessage, qos, self._on_sample_static if is_static
+                    else self._on_sample))
+        except BaseException:
+            self.close()
+            raise
+
+    def _authority_of(self, info) -> str:
+        return f"ros2:{self.address}:{info.publication_handle:x}"
+
+    def _on_sample(self, data, info):
+        self._receive(data, info, False)
+
+    def _on_sample_static(self, data, info):
+        self._receive(data, info, True)
+
+    def _receive(self, data, info, is_static):
+        if self._closed:
+            return
+        received_ns = time.time_ns()
+        try:
+            single = cdr.decode_tf_single(data)
+            if single is not None:
+                self.received_messages += 1
+                self.received_transforms += 1
+                self._handle_one(single, self._authority_of(info), is_static, received_ns)
+                return
+            parents, children, stamps, values = self._decode(data)
+        except cdr.CdrError as exc:
+            self.dropped.drop(exc.cause, str(exc))
+            return
+        self.received_messages += 1
+        self.received_transforms += len(parents)
+        if parents:
+            self._handle(parents, children, stamps, values, self._authority_of(info), is_static,
+                         received_ns)
+
+    def _handle_one(self, single, authority, is_static, received_ns):
+        parent, child, stamp, values = single
+        self._handle([parent], [child], np.array([stamp], dtype=np.int64),
+                     np.array([values], dtype=np.float64), authority, is_static, received_ns)
+
+    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+        raise NotImplementedError
+
+    def matched_publishers(self) -> int:
+        """How many DDS writers of /tf and /tf_static this receiver has found."""
+        return sum(s.matched_publications() for s in self._subscriptions)
+
+    def stats(self) -> dict:
+        stats = {
+            "received_messages": self.received_messages,
+            "received_transforms": self.received_transforms,
+            "dropped": self.dropped.snapshot(),
+        }
+        return stats
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for subscription in self._subscriptions:
+            subscription.close()
+        self._subscriptions = []
+        self._leave()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Ros2TransformListener(_Ros2Receiver):
+    """Fills ``buffer`` from ROS 2's /tf and /tf_static (tf2_ros's TransformListener)."""
+
+    _name = "tf2py-ros2-transform-listener"
+
+    def __init__(self, buffer, core: str | None = None, keys=None, *, participant=None):
+        if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
+            raise TypeError(
+                f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}")
+        self.buffer = buffer
+        self.stored_transforms = 0
+        self.old_transforms = 0
+        self._set_transforms = getattr(buffer, "set_transforms", None)
+        self._set_transform_values = getattr(buffer, "set_transform_values", None)
+        super().__init__(core, participant, keys)
+
+    def _handle_one(self, single, authority, is_static, received_ns):
+        if self._set_transform_values is None:
+            return super()._handle_one(single, authority, is_static, received_ns)
+        parent, child, stamp, values = single
+        try:
+            stored = self._set_transform_values(parent, child, stamp, *values, authority,
+                                                is_static)
+        except InvalidArgumentException as exc:
+            self.dropped.drop("invalid", f"transform 0 of a message from {authority}: {exc}")
+            return
+        if stored:
+            self.stored_transforms += 1
+        else:
+            self.old_transforms += 1
+
+    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+        if self._set_transforms is None:
+            arrays = wire.TransformArrays(authority, parents, children, stamps, values)
+            for index, ts in enumerate(wire.arrays_to_transforms(arrays)):
+                try:
+                    if self.buffer.set_transform(ts, authority, is_static):
+                        self.stored_transforms += 1
+                    else:
+                        self.old_transforms += 1
+                except Exception as exc:
+                    self.dropped.drop("invalid", f"transform {index}: {exc}")
+            return
+        result = self._set_transforms(parents, children, stamps, values, authority, is_static)
+        self.stored_transforms += result.stored
+        self.old_transforms += result.old
+        if result.invalid:
+            index, exc = result.invalid[0]
+            self.dropped.drop("invalid", f"transform {index} of a message from {authority}: "
+                              f"{exc}", n=len(result.invalid))
+
+    def stats(self) -> dict:
+        stats = super().stats()
+        stats["stored_transforms"] = self.stored_transforms
+        stats["old_transforms"] = self.old_transforms
+        return stats
+
+
+class Ros2TransformSubscriber(_Ros2Receiver):
+    """Calls ``on_batch(batch)`` (a ``TransformBatch``) for every ROS 2 /tf and /tf_static
+    message, on the receive thread."""
+
+    _name = "tf2py-ros2-transform-subscriber"
+
+    def __init__(self, core: str | None = None, on_batch=None, keys=None, *, participant=None):
+        if on_batch is None:
+            raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
+        self._on_batch = on_batch
+        super().__init__(core, participant, keys)
+
+    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+        from ..listener import TransformBatch
+
+        try:
+            self._on_batch(TransformBatch(
+                wire.TransformArrays(authority, parents, children, stamps, values),
+                is_static, received_ns))
+        except Exception as exc:  # a long-running subscriber never dies
+            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
