@@ -30,6 +30,12 @@ def context() -> zmq.Context:
     return zmq.Context.instance()
 
 
+def shared_context() -> zmq.Context:
+    """The one ZeroMQ context of this process, shared by the core, servers and clients
+    (``zmq.Context.instance()``): never ``term()`` it; close your sockets instead."""
+    return zmq.Context.instance()
+
+
 def inproc_name(kind: str) -> str:
     """A unique inproc endpoint for this process."""
     return f"inproc://tf2py-{kind}-{id(threading.current_thread()):x}-{next(_counter)}"
