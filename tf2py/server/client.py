@@ -507,7 +507,6 @@ class _ClientState:
             self._push.send(_OP_CLOSE)
         with self._channels_lock:
             # Idle channels close now; one in use is woken, and closes as its call ends
-            # its poll raise ETERM).
             for channel in list(self._channels):
                 if not channel.in_use:
                     self._channels.discard(channel)
