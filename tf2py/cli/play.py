@@ -38,6 +38,9 @@ def configure(parser) -> None:
     parser.add_argument("--tf-static-topic", default="/tf_static",
                         help="the bag's static topic (/tf_static)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--lenient", action="store_true",
+                        help="play the readable part of a damaged or truncated recording "
+                             "(as tf2py.bag.load(..., strict=False)) instead of refusing it")
     parse_core_argument(parser)
 
 
@@ -130,9 +133,13 @@ def run(args) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", BagWarning)
-            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic)
+            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic,
+                                   strict=not args.lenient)
     except BagError as exc:
-        raise CommandError(str(exc)) from None
+        message = str(exc)
+        if not args.lenient and ("truncated" in message or "could not be decoded" in message):
+            message += " (--lenient plays the readable part)"
+        raise CommandError(message) from None
     for warning in caught:  # one line each, not Python's file:line warning format
         print(f"tf2py play: warning: {warning.message}", file=sys.stderr, flush=True)
 
