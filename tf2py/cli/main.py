@@ -66,6 +66,9 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    take_extra = getattr(modules[args.command], "take_extra_arguments", None)
+    if extra and take_extra is not None:
+        extra = take_extra(args, extra)
     if extra:
         # Name the subcommand, whose --help lists what it takes.
         print(
