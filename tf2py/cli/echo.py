@@ -12,7 +12,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 
 NAME = "echo"
 _LONGEST_SLEEP_S = 3600.0  # time.sleep refuses far longer waits (a rate of 1e-12 Hz, say)
@@ -43,7 +43,7 @@ def configure(parser) -> None:
 
 def _positive_seconds(text: str, what: str) -> float:
     try:
-        value = float(text)
+        value = number(text)
     except ValueError:
         raise CommandError(f"{what} must be a number of seconds, got {text!r}", 2) from None
     if not math.isfinite(value) or value <= 0.0:
@@ -54,7 +54,7 @@ def _positive_seconds(text: str, what: str) -> float:
 def parse_rate(text: str) -> float:
     """The echo rate in Hz; tf2_echo's message for text that is not a number."""
     try:
-        rate = float(text)
+        rate = number(text)
     except ValueError:
         raise CommandError(
             f"Failed to convert rate argument '{text}' to a floating-point number", 2

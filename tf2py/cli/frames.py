@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 
 NAME = "frames"
 HELP = "list the frames on the bus as a tree, with parents, broadcasters, rates and ages"
@@ -25,7 +25,7 @@ def configure(parser) -> None:
 
 def wait_time_of(args) -> float:
     try:
-        value = float(args.wait_time)
+        value = number(args.wait_time)
     except ValueError:
         raise CommandError(f"--wait-time must be a number of seconds, got {args.wait_time!r}",
                            2) from None

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from .common import CommandError
+from .common import CommandError, number
 
 NAME = "launch"
 HELP = "start the processes a launch file lists, and stop them all together"
@@ -385,7 +385,7 @@ def run(args) -> int:
     from .launch_file import LaunchFileError, load, parse_arguments
 
     try:
-        grace = float(args.grace)
+        grace = number(args.grace)
     except ValueError:
         grace = -1.0
     if not grace >= 0:

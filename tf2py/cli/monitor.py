@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 
 NAME = "monitor"
 HELP = "rates, delays and broadcasters per frame, as tf2_monitor reports them"
@@ -179,7 +179,7 @@ def run(args) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
     try:
-        period = float(args.period)
+        period = number(args.period)
     except ValueError:
         period = float("nan")
     if not math.isfinite(period) or period <= 0:

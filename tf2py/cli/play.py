@@ -13,7 +13,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
 from .core_check import statics_echoed
 
@@ -46,7 +46,7 @@ def configure(parser) -> None:
 
 def _number(text: str, what: str, positive: bool) -> float:
     try:
-        value = float(text)
+        value = number(text)
     except ValueError:
         raise CommandError(f"{what} must be a number, got {text!r}", 2) from None
     if not math.isfinite(value) or value < 0.0 or (positive and value == 0.0):
