@@ -51,6 +51,7 @@ class Statistics:
         self.frame_static: dict[str, bool] = {}
         self.authority_delays: dict[str, deque] = {}
         self.authority_received: dict[str, deque] = {}
+        self.authority_static: set[str] = set()  # broadcasters that sent statics
         self.invalid = 0
 
     def on_batch(self, batch) -> None:
@@ -72,6 +73,11 @@ class Statistics:
                 self.frame_static[child] = batch.is_static
                 self.frame_delays.setdefault(child, deque(maxlen=HISTORY)).append(delay)
                 self.frame_received.setdefault(child, deque(maxlen=HISTORY)).append(received_ns)
+            if batch.is_static:
+                # A latched static's stamp is when it was made, and it is re-sent to every
+                # new subscriber: neither a delay nor a rate means anything for it.
+                self.authority_static.add(batch.authority)
+                return
             average = sum(delays) / max(1, len(delays))
             self.authority_delays.setdefault(batch.authority, deque(maxlen=HISTORY)).append(average)
             self.authority_received.setdefault(batch.authority, deque(maxlen=HISTORY)).append(
@@ -93,8 +99,10 @@ class Statistics:
                 delays = self.frame_delays[frame]
                 received = self.frame_received[frame]
                 if self.frame_static[frame]:
-                    rate = "static"
-                elif len(received) < 2:
+                    lines.append(f"Frame: {frame}, published by {self.frame_authority[frame]}, "
+                                 "static (latched: no delay or rate)")
+                    continue
+                if len(received) < 2:
                     rate = "Rate: one sample"
                 else:  # intervals between samples, not tf2's count/span (which says
                     # 100000 Hz for a single sample)
@@ -115,7 +123,10 @@ class Statistics:
                 lines.append(
                     f"Node: {authority} {_g(self.rate(self.authority_received[authority]))} Hz, "
                     f"Average Delay: {_g(sum(delays) / len(delays))} Max Delay: {_g(max(delays))}"
+                    + (", and statics" if authority in self.authority_static else "")
                 )
+            for authority in sorted(self.authority_static - set(self.authority_delays)):
+                lines.append(f"Node: {authority} static (latched: no delay or rate)")
         return lines
 
 
@@ -212,7 +223,7 @@ def run(args) -> int:
                 if pair:
                     net.sample(buffer, pair[0], pair[1])
             text = report(stats, pair, buffer, net)
-            if not stats.authority_delays:
+            if not stats.frame_delays:
                 text += f"\n(no transforms received yet from {where})"
             if tty:
                 sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
@@ -220,7 +231,7 @@ def run(args) -> int:
                 sys.stdout.write("\n" + text + "\n")
             sys.stdout.flush()
             if args.once:
-                if not stats.authority_delays:  # as `tf2py frames`: nothing heard is an error
+                if not stats.frame_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
                         f"no tf data received from the core at {where} in {_g(period)} s (is "
                         "`tf2py core` running there, and is anything broadcasting?)"

@@ -102,6 +102,25 @@ def render(gv_path: str, name: str) -> list[str]:
     return written
 
 
+def _core_listening(core) -> bool:
+    """Whether something accepts connections at the core's address (tcp:// only; other
+    schemes are given the benefit of the doubt)."""
+    import socket
+
+    from ..transport.address import bus_endpoints
+
+    try:
+        endpoint = bus_endpoints(core)[0]
+    except ValueError:
+        return True
+    host, port = endpoint[len("tcp://"):].rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+            return True
+    except OSError:
+        return False
+
+
 def run(args) -> int:
     from ..buffer.time import Time
     from ..transport.address import core_address
@@ -115,11 +134,15 @@ def run(args) -> int:
     print(f"Listening to tf data on {where} during {wait_time:g} seconds...", flush=True)
     buffer = listen(args.core, wait_time)
     data = view_frames_data(buffer)
+    if not data and not _core_listening(args.core):
+        # As `frames` and `monitor`: no core at all is an error, not an empty picture. (A core
+        # with nothing on it gets tf2's "No tf data received" picture, as view_frames draws.)
+        raise CommandError(f"no core answered at {where} (is `tf2py core` running there?)")
     now = Time.now()
     dot = generate_dot(data, now.sec + now.nanosec / 1e9)
     if not data:
-        print(f"No tf data received from {where} (is `tf2py core` running there, and is "
-              "anything broadcasting?)", file=sys.stderr, flush=True)
+        print(f"No tf data received from {where} (is anything broadcasting?)",
+              file=sys.stderr, flush=True)
     gv_path = f"{name}.gv"
     try:
         with open(gv_path, "w", encoding="utf-8") as f:
