@@ -374,3 +374,15 @@ def test_backward_goal_older_than_the_window_is_still_answered_at_once(buffer, c
         buffer.set_transform(make_transform("map", "fresh", (1, 0, 0), stamp=stamp), "test")
     with pytest.raises(BackwardExtrapolationException, match="No data can make"):
         client.lookup_transform("map", "fresh", 5.0, timeout=30.0)
+
+
+def test_the_port_is_free_again_as_soon_as_close_returns(buffer):
+    # One shared ZeroMQ context: no term() waits for the listener, close() itself must.
+    server = BufferServer(buffer, "tcp://127.0.0.1:0")
+    address = server.address
+    for _ in range(20):
+        with BufferClient(address) as client:
+            client.lookup_transform("map", "laser", 2.0)
+            server.close()
+            server = BufferServer(buffer, address)  # binds at once, every time
+    server.close()

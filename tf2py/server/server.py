@@ -225,7 +225,8 @@ class _ServerState:
             self.router.setsockopt(zmq.RCVHWM, 100_000)
             self.router.setsockopt(zmq.HEARTBEAT_IVL, _HEARTBEAT_IVL_MS)
             self.router.setsockopt(zmq.HEARTBEAT_TIMEOUT, _HEARTBEAT_TIMEOUT_MS)
-            self.monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            self.monitor = self.router.get_monitor_socket(
+                zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED)
             try:
                 self.router.bind(requested)
             except zmq.ZMQError as exc:
@@ -361,6 +362,7 @@ class _ServerState:
             self.on_parent.clear()
             self.on_touch.clear()
             self.on_stamp.clear()
+            self._unbind()
             try:
                 router.disable_monitor()
             except zmq.ZMQError:
@@ -373,6 +375,26 @@ class _ServerState:
                     self.wake_push.close(linger=0)
                 except Exception:
                     pass
+
+    def _unbind(self) -> None:
+        """Stop listening and wait (up to 2 s) until the port is really released: the context
+        is shared, so no term() waits for it, and a server restarted on the same port right
+        after close() must be able to bind it."""
+        try:
+            self.router.unbind(self.address)
+        except zmq.ZMQError:
+            return
+        deadline = time.monotonic() + 2.0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.monitor.poll(int(remaining * 1000) + 1):
+                return
+            try:
+                event = parse_monitor_message(self.monitor.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                continue
+            if event["event"] == zmq.EVENT_CLOSED:
+                return
 
     def _drain_wake(self) -> None:
         wake = self.wake_pull
