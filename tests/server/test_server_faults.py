@@ -17,6 +17,7 @@ import zmq
 
 from helpers import wait_for
 from tf2py import (
+    Buffer,
     BackwardExtrapolationException,
     InvalidArgumentException,
     Time,
@@ -386,3 +387,29 @@ def test_the_port_is_free_again_as_soon_as_close_returns(buffer):
             server.close()
             server = BufferServer(buffer, address)  # binds at once, every time
     server.close()
+
+
+class _BufferWithoutListeners(Buffer):
+    """A Buffer without the insert-listener hook (e.g. another Buffer implementation): the
+    server falls back to one wait_for_transform_async per group of goals."""
+
+    @property
+    def add_insert_listener(self):
+        raise AttributeError("add_insert_listener")
+
+
+def test_a_buffer_without_insert_listeners_still_answers_waiting_goals():
+    buffer = _BufferWithoutListeners(cache_time=10.0)
+    buffer.set_transform_static(make_transform("map", "laser", (1, 0, 0)), "t")
+    with BufferServer(buffer, "tcp://127.0.0.1:0") as server, \
+            BufferClient(server.address, timeout_padding=5.0) as client:
+        futures = [client.lookup_transform_async("map", "later", 0, timeout=30.0)
+                   for _ in range(20)]
+        cancelled = client.lookup_transform_async("map", "never", 0, timeout=30.0)
+        wait_for(lambda: server.pending_count == 21)
+        assert buffer.pending_request_count == 2  # one request per group, not per goal
+        buffer.set_transform_static(make_transform("laser", "later", (1, 0, 0)), "t")
+        assert all(f.result(timeout=10).child_frame_id == "later" for f in futures)
+        cancelled.cancel()
+        wait_for(lambda: server.pending_count == 0)
+        wait_for(lambda: buffer.pending_request_count == 0, message="buffer request dropped")

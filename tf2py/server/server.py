@@ -201,6 +201,9 @@ class _ServerState:
         self.touched_parents: set = set()
         self.touched_children: set = set()
         self.touched_all = False
+        # True while the loop reads goals: a goal looked up then may miss an insertion that
+        # lands between its lookup and its indexing, so insertions are noted while it is set.
+        self.handling = False
         self.closed = False
         self.logged_causes: set = set()
         self.dropped_by_cause: dict = {}
@@ -295,11 +298,13 @@ class _ServerState:
     def _on_insert(self, parents, children) -> None:
         """Called by the Buffer after each insertion: note the frames, wake the loop once per
         burst (only when nothing was noted since the loop last looked)."""
+        if not (self.pending or self.handling):
+            # Nothing waits and no goal is being read: any goal read from now on is looked up
+            # after this insertion and sees it. No wake-up for a server with nothing waiting.
+            return
         with self.touch_lock:
             if self.closed:
                 return
-            # Noted even when nothing waits: a goal being indexed right now may have been
-            # looked up just before this insertion.
             first = not (self.touched_children or self.touched_parents or self.touched_all)
             if children is None:
                 self.touched_all = True
@@ -341,7 +346,11 @@ class _ServerState:
                 if wake in events:
                     self._drain_wake()
                 if router in events:
-                    self._drain_router()
+                    self.handling = True
+                    try:
+                        self._drain_router()
+                    finally:
+                        self.handling = False
                 self._take_touched()
                 if self.recheck_queue:
                     self._recheck_some()
