@@ -71,6 +71,19 @@ def _rss_kib(pid) -> int:
     return 0
 
 
+def _cpu_percent(pid, seconds: float) -> float:
+    """The process's CPU use (user + system, % of one core) over ``seconds``."""
+    def ticks():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    hz = os.sysconf("SC_CLK_TCK")
+    before, t0 = ticks(), time.monotonic()
+    time.sleep(seconds)
+    return 100.0 * (ticks() - before) / hz / (time.monotonic() - t0)
+
+
 def _pct(values, q):
     values = sorted(values)
     if not values:
@@ -552,7 +565,9 @@ def main():
 
         # staleness first without, then with the waiting goals
         stale0, lat0 = staleness(server, stream, int(100 * scale) + 20, 0)
+        cpu0 = _cpu_percent(server.popen.pid, 3.0)
         dealers = hold_waiting_goals(server.address, opts.waiting)
+        cpu1 = _cpu_percent(server.popen.pid, 3.0)
         stale1, lat1 = staleness(server, stream, int(100 * scale) + 20, opts.waiting)
 
         rows.append(attack_goal_flood(server, int(2000 * scale)))
@@ -599,6 +614,8 @@ def main():
     print(f"  without waiting goals: p50 {_pct(lat0, .5):.2f} ms  p99 {_pct(lat0, .99):.2f} ms")
     print(f"  with {opts.waiting} waiting: p50 {_pct(lat1, .5):.2f} ms  p99 {_pct(lat1, .99):.2f} ms"
           f"   (target p99 <= 5 ms; ratio p99 {_pct(lat1, .99) / _pct(lat0, .99):.2f})")
+    print(f"server CPU with the 100 Hz stream (3 s): {cpu0:.1f} % without waiting goals, "
+          f"{cpu1:.1f} % with {opts.waiting} waiting")
     failed = sum(r.crashes for r in rows) + sum(r.lost for r in rows)
     print()
     print("campaign:", "PASS (0 crashes, 0 lost)" if not failed else f"FAIL ({failed})")
