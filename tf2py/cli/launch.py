@@ -67,11 +67,13 @@ def take_extra_arguments(args, extra: list) -> list:
     """``NAME:=VALUE`` words argparse left over (given after an option, e.g. ``launch FILE
     --check rate:=5``) join ``args.arguments``; the rest is returned (unrecognised)."""
     rest = []
+    arguments = list(args.arguments)  # never the parser's shared default list
     for word in extra:
         if ":=" in word and not word.startswith("-"):
-            args.arguments.append(word)
+            arguments.append(word)
         else:
             rest.append(word)
+    args.arguments = arguments
     return rest
 
 
