@@ -413,3 +413,33 @@ def test_a_buffer_without_insert_listeners_still_answers_waiting_goals():
         cancelled.cancel()
         wait_for(lambda: server.pending_count == 0)
         wait_for(lambda: buffer.pending_request_count == 0, message="buffer request dropped")
+
+
+def test_memory_of_cancelled_goals_is_returned(server):
+    import tracemalloc
+
+    def traced():
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        with _Dealer(server.address) as dealer:
+            dealer.send(_goal(0, source="warm_up"))  # first-use allocations, then cancel
+            dealer.send(protocol.pack_cancel(0))
+            wait_for(lambda: server.stats()["cancelled"] == 1)
+            before = traced()
+            for i in range(1, 10_001):
+                dealer.send(_goal(i, source=f"m_{i}" if i % 2 else "island",
+                                  stamp_ns=0 if i % 3 else 60_000_000_000 + i))
+            wait_for(lambda: server.pending_count == 10_000, timeout=30)
+            waiting = traced() - before
+            for i in range(1, 10_001):
+                dealer.send(protocol.pack_cancel(i))
+            wait_for(lambda: server.pending_count == 0, timeout=30)
+            wait_for(lambda: server.stats()["cancelled"] == 10_001, timeout=30)
+            left = traced() - before
+    finally:
+        tracemalloc.stop()
+    assert waiting > 5_000_000  # 10 000 waiting goals take megabytes...
+    assert left < waiting / 10  # ... and they are given back when the goals go

@@ -195,6 +195,7 @@ class _ServerState:
         self.on_touch: dict = {}
         self.on_stamp: dict = {}  # frame -> heap of (needed_ns, serial, version, group)
         self.heap_entries = 0
+        self.peak_pending = 0  # most goals waiting since the tables were last rebuilt
         self.recheck_queue: deque = deque()
         self.ready: deque = deque()  # fallback: groups whose future is done
         self.touch_lock = threading.Lock()
@@ -629,6 +630,8 @@ class _ServerState:
         pending = _Pending(identity, goal, group, now + goal.timeout_ns, seq, now)
         group.members[key] = pending
         self.pending[key] = pending
+        if len(self.pending) > self.peak_pending:
+            self.peak_pending = len(self.pending)
         self.per_client[identity] = self.per_client.get(identity, 0) + 1
         self._note_peer(identity, frame)
         heapq.heappush(self.deadlines, (pending.deadline_ns, seq, key))
@@ -950,7 +953,22 @@ class _ServerState:
     def _compact(self) -> None:
         # Answered and cancelled goals leave their deadline (and stamp-heap) entries until
         # they pop; rebuild when those outnumber the live ones, so memory stays bounded by
-        # what waits and is returned after a mass cancel.
+        # what waits and is returned after a mass cancel. Dicts never shrink by deletion:
+        # copy them once they hold far fewer goals than at their peak.
+        peak = self.peak_pending
+        if len(self.pending) > peak:
+            self.peak_pending = len(self.pending)
+        elif peak > 1024 and len(self.pending) < peak // 4:
+            self.pending = dict(self.pending)
+            self.groups = dict(self.groups)
+            self.per_client = dict(self.per_client)
+            self.peer_fd = dict(self.peer_fd)
+            self.fd_peers = dict(self.fd_peers)
+            for index in (self.on_create, self.on_parent, self.on_touch, self.on_stamp):
+                refreshed = dict(index)
+                index.clear()
+                index.update(refreshed)
+            self.peak_pending = len(self.pending)
         if len(self.deadlines) > 2 * len(self.pending) + 1024:
             self.deadlines = [(p.deadline_ns, p.seq, key) for key, p in self.pending.items()]
             heapq.heapify(self.deadlines)
