@@ -606,11 +606,11 @@ def main():
           f"x ~2 KiB = {base_rss / 1024 + bound_mib:.0f} MiB; per client "
           f"{MAX_WAITING_GOALS_PER_CLIENT} goals; goal timeout <= {MAX_GOAL_TIMEOUT:g} s)")
     print()
-    print(f"answer staleness (100 Hz sample sent on the bus -> waiting goal's answer received):")
+    print("answer staleness (100 Hz sample sent on the bus -> waiting goal's answer received):")
     print(f"  without waiting goals: p50 {_pct(stale0, .5):.2f} ms  p99 {_pct(stale0, .99):.2f} ms")
     print(f"  with {opts.waiting} waiting: p50 {_pct(stale1, .5):.2f} ms  "
           f"p99 {_pct(stale1, .99):.2f} ms   (target p99 <= 10 ms)")
-    print(f"answerable lookup for another client (blocking, round trip):")
+    print("answerable lookup for another client (blocking, round trip):")
     print(f"  without waiting goals: p50 {_pct(lat0, .5):.2f} ms  p99 {_pct(lat0, .99):.2f} ms")
     print(f"  with {opts.waiting} waiting: p50 {_pct(lat1, .5):.2f} ms  p99 {_pct(lat1, .99):.2f} ms"
           f"   (target p99 <= 5 ms; ratio p99 {_pct(lat1, .99) / _pct(lat0, .99):.2f})")

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
-from helpers import SHARED_DATA, wait_for
+from helpers import SHARED_DATA
 
 from tf2py import make_transform
 from tf2py.bag import BagError, load, read_transforms

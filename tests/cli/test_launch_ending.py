@@ -14,7 +14,6 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import termios
 import textwrap
 import threading
