@@ -445,3 +445,26 @@ def test_memory_of_cancelled_goals_is_returned(server):
         tracemalloc.stop()
     assert waiting > 5_000_000  # 10 000 waiting goals take megabytes...
     assert left < waiting / 10  # ... and they are given back when the goals go
+
+
+def test_latest_goals_held_back_by_an_old_frame_recheck_only_when_that_frame_moves(buffer,
+                                                                                  server):
+    # 'stale' has one old sample: the latest common time of odom/base_link/laser and stale is
+    # 0.5 s, before odom's oldest sample (1 s): backward extrapolation at time 0.
+    buffer.set_transform(make_transform("map", "stale", (1, 0, 0), stamp=0.5), "t")
+    targets = ("odom", "base_link", "laser")
+    with _Dealer(server.address) as dealer:
+        for i in range(300):
+            dealer.send(_goal(i, target=targets[i % 3], source="stale"))
+        wait_for(lambda: server.pending_count == 300)
+        for k in range(50):  # new odom data cannot move the latest common time
+            stamp = 3.1 + k * 0.01
+            buffer.set_transform(make_transform("map", "odom", (stamp, 0, 0), stamp=stamp), "t")
+        _sync(server)
+        assert server.stats()["rechecks"] == 0
+        assert server.pending_count == 300
+        # the frame that holds it back moves on: all answered, one re-check per lookup
+        buffer.set_transform(make_transform("map", "stale", (1, 0, 0), stamp=2.0), "t")
+        results = _results(dealer, 300)
+    assert all(r[3] == 0 for r in results)
+    assert server.stats()["rechecks"] == 3

@@ -674,33 +674,58 @@ class _ServerState:
                 return
             self._queue(group)  # created since the lookup: look again
             return
+        # A parent that changes on either chain can change any answer (another path, or a
+        # connection): watched for every group, it costs nothing while parents stay.
+        seen = set()
+        for frame in names:
+            for child, parent in self._chain(frame):
+                if child not in seen:
+                    seen.add(child)
+                    self._add_parent_watch(child, parent, group)
         if isinstance(error, ConnectivityException):
-            seen = set()
-            for frame in names:
-                for child, parent in self._chain(frame):
-                    if child not in seen:
-                        seen.add(child)
-                        self._add_parent_watch(child, parent, group)
-            return
-        if isinstance(error, ExtrapolationException) and all(h[2] for h in halves):
+            return  # only a parent change can connect the trees
+        touch = set()
+        if isinstance(error, ExtrapolationException):
             for a, b, needed in halves:
-                for frame in self._path(a, b):
-                    parent = buffer.get_parent(frame, _TIME_ZERO)
-                    if parent is None:
-                        continue
-                    newest = buffer.get_latest_common_time(frame, parent).nanoseconds
-                    if newest and newest < needed:
-                        heapq.heappush(self.on_stamp.setdefault(frame, []),
-                                       (needed, group.serial, group.version, group))
-                        self.heap_entries += 1
-                        return
-        # Time 0 ("latest"), data older than asked, or no lagging frame found: re-check when
-        # a frame on the path gets new data (at most once per burst).
-        frames = set()
-        for a, b, _ in halves:
-            frames.update(self._path(a, b) or (a, b))
-        for frame in frames:
+                path = self._path(a, b)
+                if needed:
+                    # Forward: the data for time T is not there yet. Wait in the stamp heap of
+                    # one lagging frame; its newer samples below T cost nothing.
+                    for frame in path:
+                        newest = self._newest(frame)
+                        if newest and newest < needed:
+                            heapq.heappush(self.on_stamp.setdefault(frame, []),
+                                           (needed, group.serial, group.version, group))
+                            self.heap_entries += 1
+                            return
+                    touch.update(path or (a, b))  # older than kept: new data may change it
+                else:
+                    # Time 0 is the latest common time, the oldest of the path's newest
+                    # stamps: only new data on the frames that hold it back can move it.
+                    try:
+                        latest = self.buffer.get_latest_common_time(a, b).nanoseconds
+                    except TransformException:
+                        latest = 0
+                    behind = [f for f in path if 0 < self._newest(f) <= latest] if latest else []
+                    touch.update(behind or path or (a, b))
+        else:
+            for a, b, _ in halves:
+                touch.update(self._path(a, b) or (a, b))
+        # Re-checked when one of these frames gets new data (at most once per burst).
+        for frame in touch:
             self._add_to(self.on_touch, frame, group)
+
+    def _newest(self, frame) -> int:
+        """The newest stamp (ns) of ``frame``'s link to its parent; 0 for a static link, a
+        root or an unknown frame."""
+        buffer = self.buffer
+        parent = buffer.get_parent(frame, _TIME_ZERO)
+        if parent is None:
+            return 0
+        try:
+            return buffer.get_latest_common_time(frame, parent).nanoseconds
+        except TransformException:
+            return 0
 
     def _chain(self, frame):
         """(child, parent) from ``frame`` up to its root (parent None), by the latest data."""
