@@ -10,8 +10,12 @@ the group is indexed by what could change its answer, found from the error its l
 - data not there yet for time T (forward extrapolation): the group sits in the heap, keyed by
   T, of one frame on its path whose newest stamp is older than T; it is re-checked only when
   that frame's newest stamp reaches T (then, if another frame still lags, it moves there);
-- anything else (time 0 "latest", data older than asked): re-checked when a frame on its
-  path gets new data.
+- time 0 held back by an old frame (the latest common time is the oldest of the path's
+  newest stamps): re-checked when a frame holding it back gets new data, not on the others';
+- anything else (data older than the oldest kept): re-checked when a frame on its path gets
+  new data.
+
+Every group also watches the parents on its chains: a new path can change any answer.
 
 The Buffer tells the server which frames each insertion named (``Buffer.add_insert_listener``);
 the inserting thread only adds the names to a set and wakes the loop when the set was empty,
