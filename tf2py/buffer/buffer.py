@@ -289,7 +289,7 @@ def _insert_and_tell(buffer, locked_insert, frames_named, args, kwargs):
         for listener in tuple(buffer._insert_listeners):
             try:
                 listener(parents, children)
-            except Exception:  # pragma: no cover - a listener's bug must not stop inserts
+            except Exception:  # a listener's bug must not stop inserts
                 logging.getLogger("tf2py.buffer").exception("insert listener failed")
     return result
 

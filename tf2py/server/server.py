@@ -209,6 +209,7 @@ class _ServerState:
         # True while the loop reads goals: a goal looked up then may miss an insertion that
         # lands between its lookup and its indexing, so insertions are noted while it is set.
         self.handling = False
+        self.known_frames = None  # the buffer's frame ids, cached for one batch
         self.closed = False
         self.logged_causes: set = set()
         self.dropped_by_cause: dict = {}
@@ -356,9 +357,13 @@ class _ServerState:
                         self._drain_router()
                     finally:
                         self.handling = False
+                        self.known_frames = None
                 self._take_touched()
                 if self.recheck_queue:
-                    self._recheck_some()
+                    try:
+                        self._recheck_some()
+                    finally:
+                        self.known_frames = None
                 if self.ready:
                     self._answer_ready()
                 if self.deadlines and self.deadlines[0][0] <= time.monotonic_ns():
@@ -670,7 +675,9 @@ class _ServerState:
             names = (goal.target_frame, goal.source_frame)
             halves = ((goal.source_frame, goal.target_frame, goal.source_time_ns),)
         if isinstance(error, LookupException):
-            known = set(buffer.get_frames())
+            known = self.known_frames
+            if known is None:  # once per batch of goals: frames are only ever added
+                known = self.known_frames = set(buffer.get_frames())
             missing = [f for f in names if f not in known]
             if missing:
                 for frame in missing:
