@@ -47,7 +47,12 @@ def test_monitor_marks_static_frames(core, latch, tf2py):
     result = tf2py("monitor", "--once", "--period", "0.5", "--core", core)
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("Frame: ")]
-    assert line.startswith("Frame: laser, published by ") and line.endswith(", static")
+    assert line.startswith("Frame: laser, published by ")
+    assert line.endswith(", static (latched: no delay or rate)")
+    assert "Delay" not in line.split("published by ")[1]  # no meaningless delay for a static
+    (node,) = [line for line in result.stdout.splitlines() if line.startswith("Node: ")]
+    assert node.endswith(" static (latched: no delay or rate)")  # no "100000 Hz"
+    assert "Hz" not in node and "Delay" not in node
 
 
 def test_monitor_of_a_pair_reports_the_chain_and_its_net_delay(core, repeat, latch, tf2py):

@@ -68,6 +68,19 @@ def test_view_frames_without_data_draws_no_tf_data_received(core, tf2py, tmp_pat
     assert "No tf data received from" in result.stderr
 
 
+def test_view_frames_with_no_core_exits_1_with_one_line(tf2py, tmp_path):
+    from cli_support import free_bus_address
+
+    where = free_bus_address()
+    result = tf2py("view-frames", "-o", "none", "--wait-time", "0.2", "--core", where,
+                   cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"tf2py view-frames: error: no core answered at {where} (is `tf2py core` running "
+        "there?)"]
+    assert not (tmp_path / "none.gv").exists()
+
+
 def test_view_frames_without_dot_writes_the_gv_and_says_how_to_install_graphviz(
         core, latch, tf2py, tmp_path):
     latch(core, [make_transform("a", "b")])

@@ -168,11 +168,11 @@ def test_goal_older_than_the_cache_window_is_answered_at_once_without_waiting(bu
 def test_cancel_forgets_the_goal_on_the_server(buffer, server, client):
     future = client.lookup_transform_async("map", "never", 0, timeout=60.0)
     wait_for(lambda: server.pending_count == 1, message="goal pending")
-    assert buffer.pending_request_count == 1
     assert future.cancel()
     wait_for(lambda: server.pending_count == 0, message="goal forgotten")
-    assert buffer.pending_request_count == 0
     assert server.stats()["cancelled"] == 1
+    state = server._state
+    assert not state.groups and not state.on_create and not state.per_client
 
 
 def test_resent_goal_is_not_a_second_goal_and_keeps_the_earlier_deadline(server):
@@ -199,38 +199,54 @@ def test_cancel_is_acknowledged(server):
     assert server.pending_count == 0
 
 
-def _answerable_lookup_seconds(address) -> float:
-    """Seconds one answerable lookup takes through a fresh, already connected client."""
+def _answerable_lookup_seconds(address, repeat: int = 20) -> float:
+    """Median seconds of an answerable lookup through a fresh, already connected client."""
     with BufferClient(address) as fast:
         fast.lookup_transform("map", "laser", 2.0)  # connect before timing
-        started = time.perf_counter()
-        fast.lookup_transform("map", "laser", 2.0)
-        return time.perf_counter() - started
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            fast.lookup_transform("map", "laser", 2.0)
+            samples.append(time.perf_counter() - started)
+    return sorted(samples)[len(samples) // 2]
 
 
-def test_answerable_goal_returns_fast_while_50_clients_hold_waiting_goals(server):
+def test_answerable_goal_is_not_held_behind_50_clients_waiting_goals(server):
+    baseline = _answerable_lookup_seconds(server.address)
     clients = [BufferClient(server.address) for _ in range(50)]
     try:
         futures = [
-            c.lookup_transform_async("map", f"missing_{i}", 0, timeout=60.0)
+            c.lookup_transform_async("map", f"missing_{i}", 0, timeout=30.0)
             for i, c in enumerate(clients)
         ]
         wait_for(lambda: server.pending_count == 50, message="50 goals pending")
-        assert _answerable_lookup_seconds(server.address) < 0.1
+        loaded = _answerable_lookup_seconds(server.address)
+        # Answered while every waiting goal still waits (a server that served goals in
+        # order would answer only after their 30 s deadlines), and in the time of an
+        # answerable lookup without them (the margin absorbs a loaded 2-core machine).
         assert not any(f.done() for f in futures)
+        assert loaded < max(20 * baseline, 0.5)
     finally:
         for c in clients:
             c.close()
     wait_for(lambda: server.pending_count == 0, message="closed clients cancel their goals")
 
 
-def test_answerable_goal_returns_fast_while_500_goals_wait(server):
+def test_answerable_goal_sent_after_500_waiting_goals_is_answered_before_them(server):
     with _raw_dealer(server.address) as dealer:
         for goal_id in range(500):
             dealer.send(protocol.pack_goal(goal_id, "map", f"missing_{goal_id}", 0, 0, "", False,
-                                           60_000_000_000))
-        wait_for(lambda: server.pending_count == 500, message="500 goals pending")
-        assert _answerable_lookup_seconds(server.address) < 0.1
+                                           30_000_000_000))
+        dealer.send(_answerable_goal(9999))  # on the same connection, after all of them
+        accepted = set()
+        while True:
+            message = unpack(dealer.recv())
+            if message[1] == "accepted":
+                accepted.add(message[2])
+                continue
+            assert message[1:4] == ["result", 9999, 0]  # the first result is the answerable one
+            break
+        assert len(accepted) == 500 and server.pending_count == 500
 
 
 def test_goals_that_time_out_together_do_not_hold_back_an_answerable_goal(server):
@@ -251,11 +267,19 @@ def test_goals_that_time_out_together_do_not_hold_back_an_answerable_goal(server
     assert server.pending_count == 0
 
 
-def test_huge_timeout_is_clamped_not_refused(server, client):
-    future = client.lookup_transform_async("map", "never", 0, timeout=1e12)
+def test_a_timeout_over_the_limit_is_refused_naming_the_limit(server, client):
+    from tf2py.server.server import MAX_GOAL_TIMEOUT
+
+    with pytest.raises(InvalidArgumentException, match="limit on a goal's timeout"):
+        client.lookup_transform("map", "never", 0, timeout=2**62 / 1e9)
+    with pytest.raises(InvalidArgumentException, match=f"{MAX_GOAL_TIMEOUT:g} s"):
+        client.lookup_transform("map", "never", 0, timeout=MAX_GOAL_TIMEOUT + 1)
+    # at the limit: accepted and waiting
+    future = client.lookup_transform_async("map", "never", 0, timeout=MAX_GOAL_TIMEOUT)
     wait_for(lambda: server.pending_count == 1, message="goal pending")
     future.cancel()
     wait_for(lambda: server.pending_count == 0, message="goal cancelled")
+    assert server.stats()["refused"] == 2
 
 
 def test_finished_goals_leave_no_state_behind(buffer, server, client):
@@ -267,7 +291,10 @@ def test_finished_goals_leave_no_state_behind(buffer, server, client):
         client.lookup_transform("map", "ghost", 0, timeout=0.05)
     wait_for(lambda: server.pending_count == 0, message="no goal pending")
     assert buffer.pending_request_count == 0
-    assert len(server._deadlines) <= 1024 + 1  # compacted, not one entry per goal ever seen
+    state = server._state
+    assert len(state.deadlines) <= 1024 + 1  # compacted, not one entry per goal ever seen
+    assert not state.groups and not state.on_create and not state.on_touch
+    assert not state.on_parent and not state.on_stamp and not state.per_client
 
 
 # --- bad input ------------------------------------------------------------------------------
@@ -345,13 +372,13 @@ def test_bad_input_is_logged_once_per_cause(server, caplog):
     assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
 
 
-def test_goal_of_a_client_that_went_away_times_out_without_harm(server, client):
+def test_goal_of_a_client_that_went_away_is_dropped_without_harm(server, client):
     with _raw_dealer(server.address) as dealer:
-        dealer.send(protocol.pack_goal(1, "map", "never", 0, 0, "", False, 100_000_000))
+        dealer.send(protocol.pack_goal(1, "map", "never", 0, 0, "", False, 60_000_000_000))
         wait_for(lambda: server.pending_count == 1, message="goal pending")
-    # the client is gone; its goal is answered into the void at its deadline
-    wait_for(lambda: server.stats()["answered_at_timeout"] == 1, message="goal timed out")
-    assert server.pending_count == 0
+    # the client is gone: its goal goes with its connection, not at its 60 s deadline
+    wait_for(lambda: server.pending_count == 0, message="goal of the closed connection dropped")
+    assert server.stats()["disconnected"] == 1
     assert client.lookup_transform("map", "laser", 2.0).child_frame_id == "laser"
 
 

@@ -8,6 +8,7 @@ half-way raises ``BagError`` and leaves no half-filled buffer behind.
 
 from __future__ import annotations
 
+import stat
 import warnings
 from pathlib import Path
 
@@ -149,13 +150,21 @@ class BagTransforms:
 
 
 def _open(path: Path):
-    """An unopened rosbags reader for ``path`` and its kind: "ros1", "mcap" or "ros2"."""
-    if not path.exists():
-        raise BagError(f"{path}: no such file or directory")
-    if path.is_dir():
+    """An unopened rosbags reader for ``path`` and its kind: "ros1", "mcap" or "ros2",
+    recognised by content (magic bytes; a folder with metadata.yaml), whatever the name."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BagError(f"{path}: no such file or directory") from None
+    except OSError as exc:
+        raise BagError(f"{path}: cannot open ({_one_line(exc)})") from None
+    if stat.S_ISDIR(mode):
         if not (path / "metadata.yaml").is_file():
             raise BagError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
         return require("rosbags.rosbag2").Reader(path), "ros2"
+    if not stat.S_ISREG(mode):
+        # A FIFO, socket or device would block or never end: refuse it before opening.
+        raise BagError(f"{path}: not a regular file or a bag folder (a pipe or a device?)")
     try:
         with open(path, "rb") as f:
             head = f.read(16)
@@ -166,12 +175,25 @@ def _open(path: Path):
     if head.startswith(_ROS1_MAGIC):
         return require("rosbags.rosbag1").Reader(path), "ros1"
     if head.startswith(_MCAP_MAGIC):
-        return require("rosbags.rosbag2").Reader(path), "mcap"
+        return _rosbag2_reader(path, ".mcap"), "mcap"
     if head.startswith(_SQLITE_MAGIC):
-        return require("rosbags.rosbag2").Reader(path), "ros2"
+        return _rosbag2_reader(path, ".db3"), "ros2"
     raise BagError(
         f"{path}: not a ROS bag (neither MCAP, ROS 2 sqlite3 nor ROS 1 bag format 2.0)"
     )
+
+
+def _rosbag2_reader(path: Path, storage: str):
+    """rosbags' ROS 2 reader for a single storage file of the kind ``storage`` (".mcap" or
+    ".db3") found by content: rosbags picks the storage by the file's extension, so map this
+    file's own extension (whatever it is, or none) to the storage its content is."""
+    base = require("rosbags.rosbag2").Reader
+    if path.suffix == storage:
+        return base(path)
+    plugins = dict(base.STORAGE_PLUGINS)
+    plugins[path.suffix] = base.STORAGE_PLUGINS[storage]
+    by_content = type("ReaderByContent", (base,), {"STORAGE_PLUGINS": plugins})
+    return by_content(path)
 
 
 class _RecoveredMcap:

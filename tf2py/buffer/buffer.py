@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 import types
 import weakref
@@ -227,6 +228,11 @@ def _inserting(function, frames_named):
 
     @functools.wraps(function)
     def insert(self, *args, **kwargs):
+        if self._insert_listeners:
+            return _insert_and_tell(self, _locked_insert, frames_named, args, kwargs)
+        return _locked_insert(self, *args, **kwargs)
+
+    def _locked_insert(self, *args, **kwargs):
         with self._lock:
             if self._inserting:  # BufferCore calling one of its own insertions
                 return function(self, *args, **kwargs)
@@ -262,6 +268,33 @@ def _inserting(function, frames_named):
         return result
 
     return insert
+
+
+def _insert_and_tell(buffer, locked_insert, frames_named, args, kwargs):
+    """Insert-listener hook (see Buffer.add_insert_listener): run the insertion, then tell
+    each listener the frame ids it named, outside the lock. A listener that raises is
+    logged and kept."""
+    local = buffer._listener_local
+    depth = getattr(local, "depth", 0)
+    local.depth = depth + 1
+    try:
+        with buffer._lock:
+            before = buffer._stored_serial
+        result = locked_insert(buffer, *args, **kwargs)
+        stored = buffer._stored_serial != before
+    finally:
+        local.depth = depth
+    if stored and not depth:  # a nested call (BufferCore calling itself): the outer tells
+        try:
+            parents, children = frames_named(args, kwargs)
+        except Exception:
+            parents = children = None  # an unusual call form: "anything may have changed"
+        for listener in tuple(buffer._insert_listeners):
+            try:
+                listener(parents, children)
+            except Exception:  # a listener's bug must not stop inserts
+                logging.getLogger("tf2py.buffer").exception("insert listener failed")
+    return result
 
 
 def _locked(function):
@@ -301,6 +334,9 @@ class Buffer(BufferCore):
         self._watch: dict[str, _Watchers] = {}
         self._watch_any: dict[str, set[tuple]] = {}
         self._self_ref = weakref.ref(self)
+        self._insert_listeners: tuple = ()  # see add_insert_listener
+        self._stored_serial = 0  # counts insertion calls that stored data
+        self._listener_local = threading.local()
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
         super().__init__(cache_time)
@@ -344,9 +380,27 @@ class Buffer(BufferCore):
     def _notify_new_data(self):
         """Called by BufferCore once at the end of every insertion call that stored data."""
         self._new_data = True
+        self._stored_serial += 1
         if self._waiting:
             with self._condition:  # re-entrant: the inserting thread already holds it
                 self._condition.notify_all()
+
+    # -- insert listeners (used by BufferServer's goal index) ------------------------------
+
+    def add_insert_listener(self, listener) -> None:
+        """Call ``listener(parents, children)`` after every insertion call that stored data,
+        outside the buffer's lock, on the inserting thread: the frame ids the call named as
+        parents and as children (collections; both None when they could not be told). It
+        must be quick and must not block (BufferServer only records the names and wakes its
+        own thread)."""
+        with self._lock:
+            self._insert_listeners = self._insert_listeners + (listener,)
+
+    def remove_insert_listener(self, listener) -> None:
+        """Stop calling ``listener`` (no error if it was not added)."""
+        with self._lock:
+            self._insert_listeners = tuple(
+                fn for fn in self._insert_listeners if fn is not listener)
 
     # -- lookups that wait -----------------------------------------------------------------
 

@@ -215,6 +215,22 @@ def _strip_slash(frame_id):
     return frame_id
 
 
+
+#: Frames compared for a "did you mean" (difflib is quadratic in the name length, linear in
+#: the number of frames: bounded so an error on a huge tree stays cheap).
+_SUGGEST_MAX_FRAMES = 2000
+
+
+def did_you_mean_sentence(name: str, frames) -> str:
+    """``"Did you mean 'base_link'?"`` for a frame id close to ``name`` among ``frames``, or
+    ``""``. Appended after tf2's own message, which stays intact (users grep for it)."""
+    if not isinstance(name, str) or len(name) > 256 or len(frames) > _SUGGEST_MAX_FRAMES:
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(name, [f for f in frames if f], n=1, cutoff=0.75)
+    return f"Did you mean '{close[0]}'?" if close else ""
+
 class BufferCore:
     """The transform store: per-frame caches, the frame tree and tf2's lookups.
 
@@ -701,6 +717,7 @@ class BufferCore:
         if name not in self._lookup_ids:
             return LookupException(
                 '"%s" passed to %s argument %s does not exist. ' % (name, function, argument)
+                + did_you_mean_sentence(name, self._lookup_ids)
             )
         return None
 

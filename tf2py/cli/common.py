@@ -39,3 +39,17 @@ def parse_core_argument(parser) -> None:
         help="where the bus is, e.g. tcp://127.0.0.1:7400, or a ROS 2 graph: ros2:// or "
         "ros2://DOMAIN_ID (default: $TF2PY_CORE, else tcp://127.0.0.1:7400)",
     )
+
+
+def number(text) -> float:
+    """``float(text)`` for a number typed on a command line, without Python's extensions:
+    ``1_0`` is refused (ValueError), not read as 10. ``inf``, ``-inf`` and ``nan`` are numbers
+    here; callers refuse what they cannot use, with their own message."""
+    if isinstance(text, str) and "_" in text:
+        raise ValueError(f"not a number: {text!r}")
+    return float(text)
+
+
+# A word that is a negative number (so an option's value, not an option): -1, -.5, -1e-05,
+# -inf, -nan. argparse's own pattern knows only -1 and -.5.
+NEGATIVE_NUMBER = r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$"

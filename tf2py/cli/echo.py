@@ -12,7 +12,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
 
 NAME = "echo"
@@ -45,7 +45,7 @@ def configure(parser) -> None:
 
 def _positive_seconds(text: str, what: str) -> float:
     try:
-        value = float(text)
+        value = number(text)
     except ValueError:
         raise CommandError(f"{what} must be a number of seconds, got {text!r}", 2) from None
     if not math.isfinite(value) or value <= 0.0:
@@ -56,7 +56,7 @@ def _positive_seconds(text: str, what: str) -> float:
 def parse_rate(text: str) -> float:
     """The echo rate in Hz; tf2_echo's message for text that is not a number."""
     try:
-        rate = float(text)
+        rate = number(text)
     except ValueError:
         raise CommandError(
             f"Failed to convert rate argument '{text}' to a floating-point number", 2
@@ -138,12 +138,27 @@ class _LocalSource:
             with getattr(self.buffer, "_lock", contextlib.nullcontext()):
                 possible, reason = can_transform_core(target_frame, source_frame, 0)
             if not possible and reason:
-                return reason
+                return self._suggest(reason, target_frame, source_frame)
         try:
             self.buffer.lookup_transform(target_frame, source_frame, 0)
         except Exception as exc:  # noqa: BLE001 - the reason is what we print
             return str(exc)
         return None
+
+    def _suggest(self, reason: str, target_frame, source_frame) -> str:
+        """tf2's canTransform reason, with "Did you mean ...?" appended for a frame that does
+        not exist but is close to one that does (a typo)."""
+        if not reason.endswith("frame does not exist"):
+            return reason
+        from ..buffer.core import did_you_mean_sentence
+
+        frames = self.buffer.get_frames()
+        for frame in (target_frame, source_frame):
+            if f'"{frame}"' in reason:
+                sentence = did_you_mean_sentence(frame, frames)
+                if sentence:
+                    return f"{reason}. {sentence}"
+        return reason
 
     def lookup(self, target_frame, source_frame):
         return self.buffer.lookup_transform(target_frame, source_frame, 0)
@@ -156,6 +171,14 @@ class _LocalSource:
             return " (no transforms received at all: is `tf2py core` running there, and is " \
                    "anything broadcasting?)"
         return ""
+
+    def silence(self, seconds: float) -> str | None:
+        """The one-time notice that nothing at all has arrived, or None."""
+        if self.buffer.get_frames():
+            return None
+        return (f"tf2py echo: no transforms received at all from {self.where} in "
+                f"{seconds:.0f} s: is `tf2py core` running there, and is anything "
+                "broadcasting?")
 
     def close(self):
         self.listener.close()
@@ -204,6 +227,12 @@ class _ServerSource:
             return " (is `tf2py server` running there?)"
         return ""
 
+    def silence(self, seconds: float) -> str | None:
+        if self.answered:
+            return None
+        return (f"tf2py echo: no answer at all from {self.where} in {seconds:.0f} s: is "
+                "`tf2py server` running there?")
+
     def close(self):
         self.client.close()
 
@@ -220,11 +249,18 @@ def check_frame_id(frame: str, which: str) -> None:
                            f"{which} - in tf2 frame_ids cannot start with a '/'{hint}", 2)
 
 
+#: After this long with nothing received at all, echo says so (once), timeout or not.
+SILENCE_NOTICE_S = 3.0
+
+
 def wait_until_available(source, target_frame, source_frame, deadline, timeout_text,
                          period=1.0) -> None:
     """Return once ``source`` can look the transform up; meanwhile print tf2_echo's waiting
     line with tf2's reason, at most once per ``period`` seconds even when the source answers
-    at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s)."""
+    at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s).
+    After ``SILENCE_NOTICE_S`` with nothing received at all, say so once."""
+    began = time.monotonic()
+    noticed = False
     while True:
         started = time.monotonic()
         wait = period if deadline is None else max(0.0, min(period, deadline - started))
@@ -238,6 +274,12 @@ def wait_until_available(source, target_frame, source_frame, deadline, timeout_t
             )
         print(f"Waiting for transform {target_frame} ->  {source_frame}: {reason}",
               file=sys.stderr, flush=True)
+        waited = time.monotonic() - began
+        if not noticed and waited >= SILENCE_NOTICE_S:
+            noticed = True
+            notice = source.silence(waited)
+            if notice:
+                print(notice, file=sys.stderr, flush=True)
         # Pace the loop: the source may have answered before its wait was up.
         end = started + period if deadline is None else min(started + period, deadline)
         remaining = end - time.monotonic()

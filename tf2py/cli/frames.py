@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
@@ -27,7 +27,7 @@ def configure(parser) -> None:
 
 def wait_time_of(args) -> float:
     try:
-        value = float(args.wait_time)
+        value = number(args.wait_time)
     except ValueError:
         raise CommandError(f"--wait-time must be a number of seconds, got {args.wait_time!r}",
                            2) from None

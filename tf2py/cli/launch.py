@@ -4,6 +4,13 @@ their names, and stop them all together (see ``launch_file`` for the format).
 Stopping: on Ctrl-C, SIGTERM, SIGHUP, or the exit of a ``required`` process, every child's process
 group gets SIGINT, then SIGTERM after the grace period, then SIGKILL after another. A second
 Ctrl-C skips to the next step. Only our own children (by PID and process group) are signalled.
+
+However launch ends, no child outlives it: a watchdog process (in its own session, holding the
+read end of a pipe whose write end only launch holds) is told each child's process group as
+it starts and ends; when the pipe closes with groups still listed (launch was killed with
+SIGKILL, or crashed), the watchdog stops those groups (SIGTERM, then SIGKILL after the grace
+period), grandchildren of shell commands included. Writes to a closed terminal (SIGHUP) are
+dropped instead of failing, so the stop goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import sys
 import threading
 import time
 
-from .common import CommandError
+from .common import CommandError, number
 
 NAME = "launch"
 HELP = "start the processes a launch file lists, and stop them all together"
@@ -47,8 +54,8 @@ def configure(parser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("file", metavar="FILE", help="the launch file (YAML), e.g. "
                         "launch/demo.yaml")
-    parser.add_argument("arguments", nargs="*", metavar="NAME:=VALUE",
-                        help="values for the file's 'arg' declarations")
+    parser.add_argument("arguments", nargs="*", metavar="NAME:=VALUE", default=[],
+                        help="values for the file's 'arg' declarations (optional)")
     parser.add_argument("--grace", metavar="S", default="5.0",
                         help="seconds a process gets to stop after SIGINT, and again after "
                         "SIGTERM, before the next signal (default 5)")
@@ -56,20 +63,39 @@ def configure(parser) -> None:
                         help="check the file and print what would run, without starting anything")
 
 
+def take_extra_arguments(args, extra: list) -> list:
+    """``NAME:=VALUE`` words argparse left over (given after an option, e.g. ``launch FILE
+    --check rate:=5``) join ``args.arguments``; the rest is returned (unrecognised)."""
+    rest = []
+    arguments = list(args.arguments)  # never the parser's shared default list
+    for word in extra:
+        if ":=" in word and not word.startswith("-"):
+            arguments.append(word)
+        else:
+            rest.append(word)
+    args.arguments = arguments
+    return rest
+
+
 class _Output:
-    """Writes whole lines to our stdout from many reader threads, each with its prefix."""
+    """Writes whole lines to our stdout from many reader threads, each with its prefix. A
+    stdout that has gone (closed terminal: EIO; closed pipe) drops the lines: launch must go
+    on stopping its children, not fail on a message."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.stream = sys.stdout.buffer
+        self.gone = False
 
     def line(self, prefix: str, text: bytes) -> None:
         with self.lock:
+            if self.gone:
+                return
             try:
                 self.stream.write(b"[" + prefix.encode() + b"] " + text.rstrip(b"\r\n") + b"\n")
                 self.stream.flush()
-            except (BrokenPipeError, ValueError):
-                pass
+            except (OSError, ValueError):
+                self.gone = True
 
     def say(self, text: str) -> None:
         self.line("launch", text.encode())
@@ -78,9 +104,10 @@ class _Output:
 class _Child:
     """One process of the launch file, across its respawns."""
 
-    def __init__(self, spec, output: _Output):
+    def __init__(self, spec, output: _Output, watchdog=None):
         self.spec = spec
         self.output = output
+        self.watchdog = watchdog
         self.popen: subprocess.Popen | None = None
         self.reader: threading.Thread | None = None
         self.respawn_at: float | None = None
@@ -108,6 +135,8 @@ class _Child:
             raise CommandError(f"cannot start {self.spec.name} ({self.spec.cmd[0]}): "
                                f"{exc.strerror}") from None
         self.pids.append(self.popen.pid)
+        if self.watchdog is not None:
+            self.watchdog.started(self.popen.pid)
         self.reported = False
         self.output.say(f"started {self.spec.name} (pid {self.popen.pid}): "
                         f"{' '.join(self.spec.cmd)}")
@@ -153,9 +182,85 @@ class _Child:
         return f"{who} died with exit code {rc}"
 
 
+_WATCHDOG = r"""
+import os, signal, sys, time
+for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+    signal.signal(sig, signal.SIG_IGN)
+grace = float(sys.argv[1])
+groups = set()
+for line in sys.stdin.buffer:  # until launch's end of the pipe closes, however it ends
+    try:
+        op, pgid = line[:1], int(line[1:])
+    except ValueError:
+        continue
+    if op == b"+":
+        groups.add(pgid)
+    else:
+        groups.discard(pgid)
+
+def alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
+    live = [g for g in groups if alive(g)]
+    if not live:
+        break
+    for g in live:
+        try:
+            os.killpg(g, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(alive(g) for g in live):
+        time.sleep(0.02)
+"""
+
+
+class _Watchdog:
+    """The process that stops our children's process groups if launch dies without doing
+    it (SIGKILL): see the module doc."""
+
+    def __init__(self, grace: float):
+        self.popen = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, repr(min(grace, 5.0))],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+
+    def _send(self, line: bytes) -> None:
+        try:
+            self.popen.stdin.write(line)
+            self.popen.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    def started(self, pgid: int) -> None:
+        self._send(b"+%d\n" % pgid)
+
+    def ended(self, pgid: int) -> None:
+        self._send(b"-%d\n" % pgid)
+
+    def close(self) -> None:
+        try:
+            self.popen.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.popen.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 class _Launch:
     def __init__(self, specs, grace: float):
         self.output = _Output()
+        self.watchdog = None
         self.children = [_Child(spec, self.output) for spec in specs]
         self.grace = grace
         self.failed = False
@@ -174,6 +279,9 @@ class _Launch:
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
+            self.watchdog = _Watchdog(self.grace)
+            for child in self.children:
+                child.watchdog = self.watchdog
             try:
                 for child in self.children:
                     if self.stop_requests:
@@ -187,6 +295,8 @@ class _Launch:
                 self._supervise()
             self._stop_all()
         finally:
+            if self.watchdog is not None:
+                self.watchdog.close()  # stops whatever group is still listed
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if self.failed and self.exit_code == 0:
@@ -263,6 +373,9 @@ class _Launch:
                 pass
             # Whatever the child left behind in its own process group goes too.
             child.signal(signal.SIGKILL)
+            if child.watchdog is not None:
+                for pid in child.pids:
+                    child.watchdog.ended(pid)
             if child.reader is not None:
                 child.reader.join(timeout=1.0)
             if not child.reported and child.popen.returncode is not None:
@@ -274,7 +387,7 @@ def run(args) -> int:
     from .launch_file import LaunchFileError, load, parse_arguments
 
     try:
-        grace = float(args.grace)
+        grace = number(args.grace)
     except ValueError:
         grace = -1.0
     if not grace >= 0:

@@ -37,11 +37,13 @@ Everything is checked before anything starts: a problem is a ``LaunchFileError``
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 
@@ -56,6 +58,18 @@ STATIC_KEYS = ("frame-id", "child-frame-id", *STATIC_NUMBER_KEYS, "name", "core"
 RESERVED_NAMES = ("launch",)
 
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
+# Stand-ins for substitutions while a cmd string is split into words, so that a value with
+# spaces stays one word (as in ROS 2 launch) and a substitution's own spaces split nothing.
+_PLACEHOLDER = re.compile("\x00(\\d+)\x00")
+
+#: The largest launch file read (a launch file is a page of YAML; /dev/zero is not one).
+MAX_LAUNCH_FILE_BYTES = 1024 * 1024
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class LaunchFileError(Exception):
@@ -127,8 +141,9 @@ class _Parser:
                 if len(rest) != 1:
                     raise self.error(node, f"{match.group(0)!r}: use $(var NAME)")
                 if rest[0] not in self.variables:
-                    raise self.error(node, f"unknown launch argument {rest[0]!r} (declare it "
-                                     "earlier with an 'arg' action)")
+                    hint = did_you_mean(rest[0], self.variables)
+                    raise self.error(node, f"unknown launch argument {rest[0]!r}{hint} "
+                                     "(declare it earlier with an 'arg' action)")
                 return self.variables[rest[0]]
             if kind == "dirname":
                 if rest:
@@ -139,7 +154,7 @@ class _Parser:
 
         return _SUBSTITUTION.sub(replace, text)
 
-    def scalar(self, node, what: str):
+    def scalar(self, node, what: str, substitute: bool = True):
         if not isinstance(node, yaml.ScalarNode):
             raise self.error(node, f"{what} must be a single value, not a "
                              f"{'list' if isinstance(node, yaml.SequenceNode) else 'map'}")
@@ -150,12 +165,29 @@ class _Parser:
             raise self.error(node, f"{what}: {exc}") from None
         finally:
             loader.dispose()
-        if isinstance(value, str):
+        if isinstance(value, str) and substitute:
             value = self.substitute(node, value)
         return value
 
-    def string(self, node, what: str, allow_empty: bool = False) -> str:
-        value = self.scalar(node, what)
+    def split_command(self, node, text: str) -> list[str]:
+        """A cmd string split like a shell would, substitutions made per word afterwards: a
+        ``$(var NAME)`` whose value has spaces stays one argument."""
+        found = []
+
+        def hide(match):
+            found.append(match.group(0))
+            return f"\x00{len(found) - 1}\x00"
+
+        try:
+            words = shlex.split(_SUBSTITUTION.sub(hide, text))
+        except ValueError as exc:
+            raise self.error(node, f"cmd: {exc}") from None
+        return [self.substitute(node, _PLACEHOLDER.sub(lambda m: found[int(m.group(1))], w))
+                for w in words]
+
+    def string(self, node, what: str, allow_empty: bool = False,
+               substitute: bool = True) -> str:
+        value = self.scalar(node, what, substitute)
         if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
             raise self.error(node, f"{what} must be a string, got {_describe(value)}")
         value = str(value)
@@ -292,11 +324,8 @@ class _Parser:
         if isinstance(cmd_node, yaml.SequenceNode):
             cmd = [self.string(n, "each word of cmd") for n in cmd_node.value]
         else:
-            text = self.string(cmd_node, "cmd")
-            try:
-                cmd = shlex.split(text)
-            except ValueError as exc:
-                raise self.error(cmd_node, f"cmd: {exc}") from None
+            text = self.string(cmd_node, "cmd", substitute=False)
+            cmd = self.split_command(cmd_node, text)
         if not cmd:
             raise self.error(cmd_node, "cmd must not be empty")
         cwd = None
@@ -416,16 +445,30 @@ def _node_kind(node) -> str:
 def load(path: str, overrides: dict[str, str] | None = None) -> list[ProcessSpec]:
     """The processes a launch file lists, fully checked; raises LaunchFileError."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        mode = os.stat(path).st_mode
     except OSError as exc:
         raise LaunchFileError(path, None, f"cannot read the launch file: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        # A FIFO would block, a device (/dev/zero) never end: refuse before opening.
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe or a device?)"
+        raise LaunchFileError(path, None, f"cannot read the launch file: {kind}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_LAUNCH_FILE_BYTES + 1)
+    except OSError as exc:
+        raise LaunchFileError(path, None, f"cannot read the launch file: {exc.strerror}") from None
+    if len(data) > MAX_LAUNCH_FILE_BYTES:
+        raise LaunchFileError(path, None, f"too large for a launch file (over "
+                              f"{MAX_LAUNCH_FILE_BYTES // 1024} KiB)")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LaunchFileError(path, None, f"not a UTF-8 text file ({exc.reason})") from None
     parser = _Parser(path, overrides or {})
     specs = parser.parse(text)
     if parser.overrides:
-        unknown = ", ".join(sorted(parser.overrides))
+        unknown = ", ".join(name + did_you_mean(name, parser.variables)
+                            for name in sorted(parser.overrides))
         raise LaunchFileError(path, None, f"unknown launch argument(s) on the command line: "
                               f"{unknown} (the file declares: "
                               f"{', '.join(sorted(parser.variables)) or 'none'})")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
-from .common import CommandError, install_signal_handlers
+from .common import NEGATIVE_NUMBER, CommandError, install_signal_handlers
 
 # (module under tf2py.cli, subcommand name); the order is the order of ``tf2py --help``.
 COMMANDS = [
@@ -31,6 +32,11 @@ COMMANDS = [
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # -inf, -1e-05 are numbers (an option's value), not options
+        self._negative_number_matcher = re.compile(NEGATIVE_NUMBER)
+
     def error(self, message):
         # One line on stderr and exit 2, as argparse does, but without the usage dump so the
         # error is the line a user sees.
@@ -42,6 +48,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         prog="tf2py",
         description="tf2py: ROS tf2's transforms, broadcasts and tools without ROS.",
     )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"tf2py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
     modules = {}
     for module_name, name in COMMANDS:
@@ -80,6 +89,9 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    take_extra = getattr(modules[args.command], "take_extra_arguments", None)
+    if extra and take_extra is not None:
+        extra = take_extra(args, extra)
     if extra:
         # Name the subcommand, whose --help lists what it takes.
         print(

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -55,6 +55,7 @@ class Statistics:
         self.frame_static: dict[str, bool] = {}
         self.authority_delays: dict[str, deque] = {}
         self.authority_received: dict[str, deque] = {}
+        self.authority_static: set[str] = set()  # broadcasters that sent statics
         self.invalid = 0
         self.latest_received_ns = 0
 
@@ -95,6 +96,11 @@ class Statistics:
                 self.frame_static[child] = batch.is_static
                 self.frame_delays.setdefault(child, deque(maxlen=HISTORY)).append(delay)
                 self.frame_received.setdefault(child, deque(maxlen=HISTORY)).append(received_ns)
+            if batch.is_static:
+                # A latched static's stamp is when it was made, and it is re-sent to every
+                # new subscriber: neither a delay nor a rate means anything for it.
+                self.authority_static.add(batch.authority)
+                return
             average = sum(delays) / max(1, len(delays))
             self.authority_delays.setdefault(batch.authority, deque(maxlen=HISTORY)).append(average)
             self.authority_received.setdefault(batch.authority, deque(maxlen=HISTORY)).append(
@@ -116,8 +122,10 @@ class Statistics:
                 delays = self.frame_delays[frame]
                 received = self.frame_received[frame]
                 if self.frame_static[frame]:
-                    rate = "static"
-                elif len(received) < 2:
+                    lines.append(f"Frame: {frame}, published by {self.frame_authority[frame]}, "
+                                 "static (latched: no delay or rate)")
+                    continue
+                if len(received) < 2:
                     rate = "Rate: one sample"
                 else:  # intervals between samples, not tf2's count/span (which says
                     # 100000 Hz for a single sample)
@@ -138,7 +146,10 @@ class Statistics:
                 lines.append(
                     f"Node: {authority} {_g(self.rate(self.authority_received[authority]))} Hz, "
                     f"Average Delay: {_g(sum(delays) / len(delays))} Max Delay: {_g(max(delays))}"
+                    + (", and statics" if authority in self.authority_static else "")
                 )
+            for authority in sorted(self.authority_static - set(self.authority_delays)):
+                lines.append(f"Node: {authority} static (latched: no delay or rate)")
         return lines
 
 
@@ -202,7 +213,7 @@ def run(args) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
     try:
-        period = float(args.period)
+        period = number(args.period)
     except ValueError:
         period = float("nan")
     if not math.isfinite(period) or period <= 0:
@@ -244,7 +255,7 @@ def _monitor(args, period, pair, clock) -> int:
                 if pair:
                     net.sample(buffer, pair[0], pair[1], clock)
             text = report(stats, pair, buffer, net)
-            if not stats.authority_delays:
+            if not stats.frame_delays:
                 text += f"\n(no transforms received yet from {where})"
             if tty:
                 sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
@@ -253,7 +264,7 @@ def _monitor(args, period, pair, clock) -> int:
             sys.stdout.flush()
             if args.once:
                 require_time(clock, where, period)
-                if not stats.authority_delays:  # as `tf2py frames`: nothing heard is an error
+                if not stats.frame_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
                         f"no tf data received from the core at {where} in {_g(period)} s (is "
                         "`tf2py core` running there, and is anything broadcasting?)"

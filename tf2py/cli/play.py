@@ -20,7 +20,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
 from .core_check import statics_echoed
 
@@ -54,12 +54,15 @@ def configure(parser) -> None:
                         f"times a second (default {_DEFAULT_CLOCK_HZ}), as ros2 bag play "
                         "--clock (put it after BAG)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--lenient", action="store_true",
+                        help="play the readable part of a damaged or truncated recording "
+                             "(as tf2py.bag.load(..., strict=False)) instead of refusing it")
     parse_core_argument(parser)
 
 
 def _number(text: str, what: str, positive: bool) -> float:
     try:
-        value = float(text)
+        value = number(text)
     except ValueError:
         raise CommandError(f"{what} must be a number, got {text!r}", 2) from None
     if not math.isfinite(value) or value < 0.0 or (positive and value == 0.0):
@@ -158,9 +161,13 @@ def run(args) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", BagWarning)
-            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic)
+            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic,
+                                   strict=not args.lenient)
     except BagError as exc:
-        raise CommandError(str(exc)) from None
+        message = str(exc)
+        if not args.lenient and ("truncated" in message or "could not be decoded" in message):
+            message += " (--lenient plays the readable part)"
+        raise CommandError(message) from None
     for warning in caught:  # one line each, not Python's file:line warning format
         print(f"tf2py play: warning: {warning.message}", file=sys.stderr, flush=True)
 

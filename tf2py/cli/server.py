@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, sim_clock
+
+# The longest cache a Buffer holds: int64 nanoseconds (about 292 years).
+_MAX_CACHE_TIME_S = (2**63 - 1) / 1e9
 
 NAME = "server"
 HELP = "run the buffer server: a full listener on the bus answering remote lookup_transform goals"
@@ -21,8 +24,7 @@ def configure(parser) -> None:
     parser.add_argument(
         "--cache-time",
         metavar="SECONDS",
-        type=float,
-        default=120.0,
+        default="120",
         help="how many seconds of transforms the server's buffer keeps (default: 120, "
         "as tf2's buffer_server)",
     )
@@ -38,13 +40,20 @@ def run(args) -> int:
     from ..server.server import BufferServer
     from ..transport.listener import TransformListener
 
-    if not 0 < args.cache_time < float("inf"):
+    try:
+        cache_time = number(args.cache_time)
+    except ValueError:
+        cache_time = float("nan")
+    if not 0 < cache_time <= _MAX_CACHE_TIME_S:
         raise CommandError(
-            f"--cache-time must be a positive number of seconds, got {args.cache_time:g}"
+            f"--cache-time must be a positive number of seconds up to {_MAX_CACHE_TIME_S:.3g}, "
+            f"got {args.cache_time!r}", 2
         )
     clock = sim_clock(args)  # with --use-sim-time: a jump back of /clock clears the buffer
-    buffer = Buffer(cache_time=args.cache_time, clock=clock) if clock is not None \
-        else Buffer(cache_time=args.cache_time)
+    try:
+        buffer = Buffer(cache_time=cache_time, clock=clock)
+    except (ValueError, OverflowError) as exc:
+        raise CommandError(f"--cache-time {args.cache_time!r}: {exc}", 2) from None
     listener = server = None
     try:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 
 NAME = "static-transform-publisher"
 HELP = "publish a static transform (latched) until stopped, as ROS 2 static_transform_publisher"
@@ -63,12 +63,28 @@ def configure(parser) -> None:
 
 def _float(text: str, flag: str) -> float:
     try:
-        value = float(text)
+        value = number(text)
     except (TypeError, ValueError):
         raise CommandError(f"Failed to parse {flag} argument as float") from None
     if not math.isfinite(value):
         raise CommandError(f"Failed to parse {flag} argument as float")
     return value
+
+
+def normalized_quaternion(q) -> tuple:
+    """``q`` scaled to unit length (tf2 normalizes on insert), computed without overflow or
+    underflow: divided by its largest component before squaring, so (1e308, 0, 0, 1) gives
+    (1, 0, 0, 1e-308). CommandError for a zero quaternion or one with an infinite or NaN
+    component: no rotation."""
+    if not all(math.isfinite(c) for c in q):
+        raise CommandError(f"the quaternion {tuple(q)} is not a rotation (a component is not "
+                           "a finite number)")
+    largest = max(abs(c) for c in q)
+    if largest == 0.0:
+        raise CommandError("the quaternion (0, 0, 0, 0) is not a rotation")
+    scaled = [c / largest for c in q]
+    norm = math.sqrt(sum(c * c for c in scaled))
+    return tuple(c / norm for c in scaled)
 
 
 def parse(args):
@@ -110,11 +126,8 @@ def parse(args):
     if any(n in numbers for n in EULER_FLAGS):
         rotation = quaternion_from_rpy(*(numbers.get(n, 0.0) for n in EULER_FLAGS))
     else:
-        rotation = tuple(numbers.get(n, 1.0 if n == "qw" else 0.0) for n in QUATERNION_FLAGS)
-        norm = math.sqrt(sum(c * c for c in rotation))
-        if norm == 0.0:
-            raise CommandError("the quaternion (0, 0, 0, 0) is not a rotation")
-        rotation = tuple(c / norm for c in rotation)  # tf2 normalizes on insert
+        rotation = normalized_quaternion(
+            tuple(numbers.get(n, 1.0 if n == "qw" else 0.0) for n in QUATERNION_FLAGS))
 
     if not frame_id:
         raise CommandError("Frame id must not be empty")

@@ -242,6 +242,25 @@ def _load_bag(path: str):
     return buffer
 
 
+def _core_listening(core) -> bool:
+    """Whether something accepts connections at the core's address (tcp:// only; other
+    schemes are given the benefit of the doubt)."""
+    import socket
+
+    from ..transport.address import bus_endpoints
+
+    try:
+        endpoint = bus_endpoints(core)[0]
+    except ValueError:
+        return True
+    host, port = endpoint[len("tcp://"):].rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+            return True
+    except OSError:
+        return False
+
+
 def run(args) -> int:
     from ..buffer.time import Time
     from ..transport.address import core_address
@@ -266,6 +285,10 @@ def run(args) -> int:
         info = buffer.frames_info()
         now_ns = Time.now().nanoseconds
     data = view_frames_data(buffer)
+    if not data and args.from_bag is None and not _core_listening(args.core):
+        # As `frames` and `monitor`: no core at all is an error, not an empty picture. (A core
+        # with nothing on it gets tf2's "No tf data received" picture, as view_frames draws.)
+        raise CommandError(f"no core answered at {where} (is `tf2py core` running there?)")
     recorded_time = now_ns // 1_000_000_000 + (now_ns % 1_000_000_000) / 1e9
     if args.classic:
         dot = generate_dot(data, recorded_time)
@@ -276,8 +299,8 @@ def run(args) -> int:
         if args.from_bag is not None:
             print(f"No tf data in {where}", file=sys.stderr, flush=True)
         else:
-            print(f"No tf data received from {where} (is `tf2py core` running there, and is "
-                  "anything broadcasting?)", file=sys.stderr, flush=True)
+            print(f"No tf data received from {where} (is anything broadcasting?)",
+                  file=sys.stderr, flush=True)
     gv_path = f"{name}.gv"
     try:
         with open(gv_path, "w", encoding="utf-8") as f:

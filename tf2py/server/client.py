@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import struct
 import threading
@@ -35,8 +36,9 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ..buffer.exceptions import InvalidArgumentException, TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
-from ..transport.keys import load_keys
+from ..transport._sockets import context
 from ..transport.address import check_server_address, server_address
+from ..transport.keys import load_keys
 from . import protocol
 from .protocol import RESULT, ProtocolError
 
@@ -68,7 +70,24 @@ def _no_answer(address: str, waited_ns: int, timeout_ns: int, padding_ns: int) -
     return (f"The LookupTransform goal sent to the BufferServer at {address} did not come "
             f"back in the specified time ({waited_ns / 1e9:.3f} s: timeout "
             f"{timeout_ns / 1e9:g} s + padding {padding_ns / 1e9:g} s). Something is likely "
-            "wrong with the server.")
+            f"wrong with the server: is one running there? Start it with `tf2py server "
+            f"--address {address}` (or point TF2PY_SERVER / address= at the one you run).")
+
+
+def _answers_the_goal(transform, target_frame, source_frame, source_time_ns, advanced) -> bool:
+    """Whether a successful answer is one for the lookup that was asked: the frames it names
+    are the frames asked for (and, for a simple lookup at a given time, that time). A server
+    that answers another lookup is refused, so no stranger's answer is taken for ours."""
+    if transform.header.frame_id != target_frame or transform.child_frame_id != source_frame:
+        return False
+    if not advanced and source_time_ns != 0:
+        return transform.header.stamp.nanoseconds == source_time_ns
+    return True
+
+
+def _refused_answer(address: str) -> str:
+    return (f"the BufferServer at {address} answered with a transform for other frames than "
+            "the goal asked (refused)")
 
 
 class _Goal:
@@ -135,10 +154,10 @@ class _Channel:
     """One calling thread's own DEALER (and its connection monitor) for blocking lookups."""
 
     __slots__ = ("socket", "monitor", "poller", "connected_before", "in_use", "closed",
-                 "__weakref__")
+                 "wake_recv", "wake_send", "__weakref__")
 
     def __init__(self, context, address: str, keys=None):
-        self.socket = self.monitor = None
+        self.socket = self.monitor = self.wake_recv = self.wake_send = None
         self.closed = False
         self.in_use = False
         self.connected_before = False
@@ -148,12 +167,29 @@ class _Channel:
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
             )
             self.socket.connect(address)
+            # close() on another thread wakes a call waiting on this channel through this
+            # pair (the context is shared, so it cannot be terminated to wake it).
+            wake = f"inproc://tf2py-channel-{os.getpid()}-{next(_instance_ids)}"
+            self.wake_recv = context.socket(zmq.PAIR)
+            self.wake_recv.setsockopt(zmq.LINGER, 0)
+            self.wake_recv.bind(wake)
+            self.wake_send = context.socket(zmq.PAIR)
+            self.wake_send.setsockopt(zmq.LINGER, 0)
+            self.wake_send.connect(wake)
         except BaseException:
             self.close()
             raise
         self.poller = zmq.Poller()
         self.poller.register(self.socket, zmq.POLLIN)
         self.poller.register(self.monitor, zmq.POLLIN)
+        self.poller.register(self.wake_recv, zmq.POLLIN)
+
+    def wake(self) -> None:
+        """From close(), under the client's channel lock: make the waiting call return."""
+        try:
+            self.wake_send.send(b"", zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
 
     def reconnected(self) -> bool:
         """Read the monitor: True if the connection came back after a drop."""
@@ -180,6 +216,9 @@ class _Channel:
             self.monitor.close(linger=0)
         if self.socket is not None:
             self.socket.close(linger=linger)
+        for sock in (self.wake_send, self.wake_recv):
+            if sock is not None:
+                sock.close(linger=0)
 
 
 def _make_dealer(context, keys=None) -> zmq.Socket:
@@ -228,8 +267,96 @@ class BufferClient:
     ``address``: the server (None means ``$TF2PY_SERVER``, else ``tcp://127.0.0.1:7402``).
     ``timeout_padding`` (seconds or Duration): how much longer than a goal's own timeout to
     wait for the server's answer before raising ``TimeoutException``. Safe to use from many
-    threads at once; ``close()`` (or the context manager) ends its thread and sockets.
+    threads at once; ``close()`` (or the context manager) ends its thread and sockets. A
+    client dropped without ``close()`` is closed when it is collected (its I/O thread holds
+    only the inner state, never this object).
+
+    Only an answer naming the frames asked is accepted: an answer for other frames (a
+    stranger standing in for the server) is refused, counted in ``refused_answers`` and
+    logged once; the goal keeps waiting for a true answer.
     """
+
+    def __init__(self, address: str | None = None, timeout_padding=2.0, keys=None):
+        self._state = _ClientState(address, timeout_padding, keys)
+        self.address = self._state.address
+        self.timeout_padding = timeout_padding
+        self._finalizer = weakref.finalize(self, _ClientState.close, self._state)
+        self._finalizer.atexit = False
+
+    def lookup_transform_async(self, target_frame, source_frame, time, timeout=0.0) -> Future:
+        """A Future resolved with the TransformStamped that maps data in ``source_frame`` into
+        ``target_frame`` at ``time`` (0 = latest common time), or with tf2's exception.
+        The server waits up to ``timeout`` for the data; ``future.cancel()`` cancels the goal
+        on the server too."""
+        return self._state.lookup_transform_async(target_frame, source_frame, time, timeout)
+
+    def lookup_transform_full_async(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ) -> Future:
+        """The time-travel form of ``lookup_transform_async``."""
+        return self._state.lookup_transform_full_async(
+            target_frame, target_time, source_frame, source_time, fixed_frame, timeout)
+
+    def lookup_transform(self, target_frame, source_frame, time, timeout=0.0):
+        """The TransformStamped that maps data in ``source_frame`` into ``target_frame`` at
+        ``time`` (0 = latest common time), waiting up to ``timeout`` seconds for the data.
+
+        Raises what a local Buffer raises (LookupException, ConnectivityException, the
+        ExtrapolationException subclasses, InvalidArgumentException), and TimeoutException when
+        the server does not answer within ``timeout + timeout_padding``.
+        """
+        return self._state.lookup_transform(target_frame, source_frame, time, timeout)
+
+    def lookup_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ):
+        """The time-travel lookup; raises as ``lookup_transform``."""
+        return self._state.lookup_transform_full(
+            target_frame, target_time, source_frame, source_time, fixed_frame, timeout)
+
+    def can_transform(self, target_frame, source_frame, time, timeout=0.0) -> bool:
+        """Whether ``lookup_transform`` would succeed (waiting up to ``timeout``). False for a
+        tf2 error; TimeoutException if the server itself does not answer."""
+        return self._state.can_transform(target_frame, source_frame, time, timeout)
+
+    def can_transform_full(
+        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+    ) -> bool:
+        """Whether ``lookup_transform_full`` would succeed; as ``can_transform``."""
+        return self._state.can_transform_full(
+            target_frame, target_time, source_frame, source_time, fixed_frame, timeout)
+
+    @property
+    def pending_count(self) -> int:
+        """Goals sent and not answered yet."""
+        return len(self._state._goals)
+
+    @property
+    def refused_answers(self) -> int:
+        """Answers refused because they named other frames than the goal asked."""
+        return self._state.refused_answers
+
+    @property
+    def _channels(self):
+        return self._state._channels
+
+    def close(self) -> None:
+        """Cancel the goals still waiting (on the server too), end the I/O thread, close the
+        sockets. Callers still waiting get a TimeoutException."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"BufferClient(address={self.address!r})"
+
+
+class _ClientState:
+    """Everything the I/O thread and the calling threads use (see BufferClient)."""
 
     def __init__(self, address: str | None = None, timeout_padding=2.0, keys=None):
         self.address = server_address(address)
@@ -245,7 +372,9 @@ class BufferClient:
         self._channels_lock = threading.Lock()
         self._channels: set = set()
         self._local = threading.local()
-        self._context = zmq.Context()
+        self.refused_answers = 0
+        self._refusal_logged = False
+        self._context = context()
         self._dealer = self._monitor = self._pull = self._push = None
         self._thread = None
         try:
@@ -279,7 +408,6 @@ class BufferClient:
             for sock in (self._monitor, self._dealer, self._pull, self._push):
                 if sock is not None:
                     sock.close(linger=0)
-            self._context.term()
             raise
 
     # --- lookups ---------------------------------------------------------------------------
@@ -383,37 +511,20 @@ class BufferClient:
             self._closed = True
             self._push.send(_OP_CLOSE)
         with self._channels_lock:
-            # Idle channels close now; one in use closes as its call ends (term() below makes
-            # its poll raise ETERM).
+            # Idle channels close now; one in use is woken, and closes as its call ends
             for channel in list(self._channels):
                 if not channel.in_use:
                     self._channels.discard(channel)
                     channel.close()
+                else:
+                    channel.wake()
         if self._thread is threading.current_thread():
             # Called from a future's done callback (they run on the I/O thread): the thread
-            # ends its loop after this callback and terminates the context itself; term()
-            # here would wait forever for the thread's own sockets.
+            # ends its loop after this callback and closes the last socket itself.
             self._term_on_exit = True
             return
         self._thread.join()
         self._push.close(linger=0)
-        self._context.term()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            if not self._closed:
-                self.close()
-        except Exception:
-            pass
-
-    def __repr__(self):
-        return f"BufferClient(address={self.address!r})"
 
     # --- calling threads -------------------------------------------------------------------
 
@@ -494,6 +605,8 @@ class BufferClient:
                         _no_answer(self.address, time.monotonic_ns() - sent_ns, timeout_ns,
                                    self._padding_ns))
                 for ready, _ in poll(min(-(-wait_ns // 1_000_000), _MAX_POLL_MS)):
+                    if ready is channel.wake_recv:
+                        raise zmq.ZMQError(zmq.ETERM)  # closed: answered below
                     if ready is sock:
                         for _ in range(_BATCH):
                             try:
@@ -509,6 +622,10 @@ class BufferClient:
                                 continue
                             if exc is not None:
                                 raise exc
+                            if not _answers_the_goal(transform, target_frame, source_frame,
+                                                     source_time_ns, advanced):
+                                self._refuse_answer()
+                                continue
                             return transform
                     elif channel.reconnected():
                         remaining = max(0, sent_ns + timeout_ns - time.monotonic_ns())
@@ -571,7 +688,6 @@ class BufferClient:
             self._shutdown()
             if self._term_on_exit:
                 self._push.close(linger=0)
-                self._context.term()
 
     def _drain_requests(self, deadlines) -> bool:
         pull, dealer, goals = self._pull, self._dealer, self._goals
@@ -613,12 +729,18 @@ class BufferClient:
                 kind, goal_id, rest = protocol.parse_server_message(data)
                 if kind != RESULT:
                     continue  # ACCEPTED / CANCELLED: nothing to do for the caller
-                goal = goals.pop(goal_id, None)
+                goal = goals.get(goal_id)
                 if goal is None:
                     continue  # cancelled, timed out, or a duplicate answer after a re-send
                 transform, exc = protocol.result_outcome(rest)
             except ProtocolError:
                 continue  # not from a tf2py server we understand; nothing to resolve
+            if exc is None and not _answers_the_goal(
+                    transform, goal.target_frame, goal.source_frame, goal.source_time_ns,
+                    goal.advanced):
+                self._refuse_answer()
+                continue
+            goals.pop(goal_id, None)
             future = goal.future
             try:
                 if exc is None:
@@ -627,6 +749,13 @@ class BufferClient:
                     future.set_exception(exc)
             except InvalidStateError:
                 pass  # cancelled by the caller meanwhile
+
+    def _refuse_answer(self) -> None:
+        self.refused_answers += 1
+        if not self._refusal_logged:
+            self._refusal_logged = True
+            logging.getLogger("tf2py.server").warning(
+                "tf2py BufferClient: %s (logged once)", _refused_answer(self.address))
 
     def _drain_monitor(self, connected_before: bool) -> bool:
         while True:
