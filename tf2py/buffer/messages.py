@@ -299,3 +299,37 @@ def make_transform(
         child,
         Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
     )
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def stamped(target_frame, source_frame, values, time) -> TransformStamped:
+    """The ``TransformStamped`` of a lookup, built without the constructors' checks (the
+    lookup hot path): ``values`` = ``(tx, ty, tz, qx, qy, qz, qw, stamp_ns)``; ``time``, the
+    time asked for, is reused as the stamp when it is that ``Time``."""
+    t = values[7]
+    if time.__class__ is not Time or time._ns != t:
+        time = _new(Time)
+        _set(time, "_ns", t)
+    header = _new(Header)
+    header.stamp = time
+    header.frame_id = target_frame
+    translation = _new(Vector3)
+    translation.x = values[0]
+    translation.y = values[1]
+    translation.z = values[2]
+    rotation = _new(Quaternion)
+    rotation.x = values[3]
+    rotation.y = values[4]
+    rotation.z = values[5]
+    rotation.w = values[6]
+    transform = _new(Transform)
+    transform.translation = translation
+    transform.rotation = rotation
+    out = _new(TransformStamped)
+    out.header = header
+    out.child_frame_id = source_frame
+    out.transform = transform
+    return out

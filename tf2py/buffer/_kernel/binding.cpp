@@ -1,0 +1,451 @@
+// The Python binding of the kernel (nanobind): tf2py.buffer._kernel_ext.
+//
+// Every entry point takes typed arguments (nanobind refuses anything else with a
+// TypeError) and checks ids, shapes and sizes itself: no input from Python can crash the
+// process. Failures of a query are not raised here: the call returns None and error()
+// describes it, so that Python raises tf2's exception with tf2's wording.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernel.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using tf2k::Error;
+using tf2k::ErrorCode;
+using tf2k::Kernel;
+using tf2k::Pose;
+
+namespace {
+
+constexpr int kNameType = -7;   // a frame id that is not a str (batch rows)
+constexpr int kNotSimple = -8;  // an argument that is not a plain str / int / float: Python
+                                // checks it (and names the problem) on its slow path
+
+// A float or int argument as a double; false for anything else (arrays, strings...).
+bool plain_double(nb::handle h, double& out) {
+    PyObject* o = h.ptr();
+    if (PyFloat_Check(o)) {
+        out = PyFloat_AS_DOUBLE(o);
+        return true;
+    }
+    if (PyLong_Check(o)) {
+        out = PyLong_AsDouble(o);
+        if (out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+bool plain_int64(nb::handle h, int64_t& out) {
+    PyObject* o = h.ptr();
+    if (!PyLong_Check(o)) return false;
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return false;
+    }
+    out = static_cast<int64_t>(v);
+    return true;
+}
+
+using Int64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using RowsArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using CodesArray = nb::ndarray<int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// A str's UTF-8 bytes without a copy into a std::string where possible.
+bool str_view(PyObject* o, std::string& out) {
+    if (!PyUnicode_Check(o)) return false;
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(o, &size);
+    if (!data) {
+        PyErr_Clear();  // a str with lone surrogates: not a usable frame id
+        return false;
+    }
+    out.assign(data, static_cast<size_t>(size));
+    return true;
+}
+
+nb::tuple pose_tuple(const Pose& p, int64_t used) {
+    return nb::make_tuple(p.t[0], p.t[1], p.t[2], p.q[0], p.q[1], p.q[2], p.q[3], used);
+}
+
+class PyKernel {
+  public:
+    explicit PyKernel(int64_t cache_time_ns) : k_(cache_time_ns < 0 ? 0 : cache_time_ns) {
+        authority_.emplace_back(nb::none());
+    }
+
+    int64_t cache_time() const { return k_.cache_time(); }
+
+    int insert(nb::handle parent, nb::handle child, nb::handle stamp, nb::handle tx, nb::handle ty,
+               nb::handle tz, nb::handle qx, nb::handle qy, nb::handle qz, nb::handle qw, nb::object authority,
+               bool is_static) {
+        double v[7];
+        int64_t t = 0;
+        if (!str_view(parent.ptr(), parent_) || !str_view(child.ptr(), child_) || !plain_int64(stamp, t) ||
+            !plain_double(tx, v[0]) || !plain_double(ty, v[1]) || !plain_double(tz, v[2]) ||
+            !plain_double(qx, v[3]) || !plain_double(qy, v[4]) || !plain_double(qz, v[5]) ||
+            !plain_double(qw, v[6]))
+            return kNotSimple;
+        const int r = k_.insert(parent_, child_, t, v, is_static);
+        if (r > 0) set_authority(r, authority);
+        return r;
+    }
+
+    // Rows of a batch: codes[k] = InsertResult per row (child id > 0 counts as stored).
+    nb::tuple insert_batch(nb::list parents, nb::list children, Int64Array stamps, RowsArray rows,
+                           nb::object authority, bool is_static, CodesArray codes) {
+        const size_t n = stamps.shape(0);
+        if (nb::len(parents) != n || nb::len(children) != n || rows.shape(0) != n || rows.shape(1) != 7 ||
+            codes.shape(0) != n)
+            throw nb::value_error("insert_batch: parents, children, stamps, rows (N, 7) and codes must agree in N");
+        size_t stored = 0, old = 0;
+        std::string parent, child, last_parent, last_child;
+        int32_t last_parent_id = -1, last_child_id = -1;
+        const int64_t* ts = stamps.data();
+        const double* values = rows.data();
+        int32_t* out = codes.data();
+        for (size_t k = 0; k < n; ++k) {
+            PyObject* p = PyList_GET_ITEM(parents.ptr(), static_cast<Py_ssize_t>(k));
+            PyObject* c = PyList_GET_ITEM(children.ptr(), static_cast<Py_ssize_t>(k));
+            if (!str_view(p, parent) || !str_view(c, child)) {
+                out[k] = kNameType;
+                continue;
+            }
+            double v[7];
+            std::memcpy(v, values + 7 * k, sizeof v);
+            int r;
+            if (last_child_id > 0 && child == last_child && parent == last_parent) {
+                // The same link as the previous row (a batch of one frame's samples).
+                r = Kernel::check_values(v);
+                if (r == tf2k::kStored)
+                    r = k_.insert_ids(last_child_id, last_parent_id, ts[k], v, is_static) ? last_child_id
+                                                                                         : tf2k::kOld;
+            } else {
+                r = k_.insert(parent, child, ts[k], v, is_static);
+                if (r > 0) {
+                    last_child = child;
+                    last_parent = parent;
+                    last_child_id = r;
+                    const std::string& stripped = parent[0] == '/' ? parent.substr(1) : parent;
+                    last_parent_id = k_.register_name(stripped);
+                }
+            }
+            out[k] = r;
+            if (r > 0) {
+                ++stored;
+                set_authority(r, authority);
+            } else if (r == tf2k::kOld) {
+                ++old;
+            }
+        }
+        return nb::make_tuple(stored, old);
+    }
+
+    nb::object lookup(const std::string& target, const std::string& source, int64_t t) {
+        Pose out;
+        int64_t used = 0;
+        if (target == source) {  // tf2: before any validation
+            int32_t id = k_.lookup_id(target);
+            used = (t == 0 && id && k_.has_cache(id)) ? k_.cache(id).latest_stamp() : t;
+            return pose_tuple(tf2k::identity_pose(), used);
+        }
+        int32_t ids[2];
+        if (!resolve({&target, &source}, ids)) return nb::none();
+        error_ = k_.lookup(ids[0], ids[1], t, out, used, path_);
+        if (error_.code != ErrorCode::None) return nb::none();
+        return pose_tuple(out, used);
+    }
+
+    nb::object lookup_full(const std::string& target, int64_t target_time, const std::string& source,
+                           int64_t source_time, const std::string& fixed) {
+        int32_t ids[3];
+        if (!resolve({&target, &source, &fixed}, ids)) return nb::none();
+        Pose out;
+        int64_t used = 0;
+        error_ = k_.lookup_full(ids[0], target_time, ids[1], source_time, ids[2], out, used, path_);
+        if (error_.code != ErrorCode::None) return nb::none();
+        return pose_tuple(out, used);
+    }
+
+    bool can_transform(const std::string& target, const std::string& source, int64_t t) {
+        if (target == source) return true;
+        const int32_t a = k_.lookup_id(target), b = k_.lookup_id(source);
+        if (!a || !b) return false;
+        return k_.can_transform(a, b, t, path_);
+    }
+
+    bool can_transform_full(const std::string& target, int64_t target_time, const std::string& source,
+                            int64_t source_time, const std::string& fixed) {
+        const int32_t a = k_.lookup_id(target), b = k_.lookup_id(source), f = k_.lookup_id(fixed);
+        if (!a || !b || !f) return false;
+        return (a == f || k_.can_transform(a, f, target_time, path_)) &&
+               (f == b || k_.can_transform(f, b, source_time, path_));
+    }
+
+    nb::object common_time(const std::string& target, const std::string& source) {
+        int32_t ids[2];
+        if (!resolve({&target, &source}, ids)) return nb::none();
+        int64_t t = 0;
+        error_ = k_.common_time(ids[0], ids[1], t, path_);
+        if (error_.code != ErrorCode::None) return nb::none();
+        return nb::int_(t);
+    }
+
+    nb::object chain(const std::string& target, const std::string& source, int64_t t) {
+        int32_t ids[2];
+        if (!resolve({&target, &source}, ids)) return nb::none();
+        std::vector<int32_t> out;
+        error_ = k_.chain(ids[0], ids[1], t, out, path_);
+        if (error_.code != ErrorCode::None) return nb::none();
+        nb::list names;
+        for (int32_t id : out) names.append(nb::str(k_.name(id).c_str()));
+        return names;
+    }
+
+    nb::object lookup_many(const std::string& target, const std::string& source, Int64Array ts) {
+        const size_t n = ts.shape(0);
+        int32_t ids[2] = {0, 0};
+        if (target != source && !resolve({&target, &source}, ids)) return nb::none();
+        double* data = new double[n * 16 + 1];
+        nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+        size_t failed = 0;
+        if (target == source) {
+            for (size_t k = 0; k < n; ++k) tf2k::to_matrix(tf2k::identity_pose(), data + 16 * k);
+            error_ = Error{};
+        } else {
+            nb::gil_scoped_release release;  // pure C++ over our own copies of the data
+            error_ = k_.lookup_many(ids[0], ids[1], ts.data(), n, data, failed);
+        }
+        failed_ = failed;
+        if (error_.code != ErrorCode::None) return nb::none();
+        return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<3>>(data, {n, 4, 4}, owner));
+    }
+
+    // (code, argument, kind, time, stamp, source name, target name, failed index)
+    nb::tuple error() const {
+        auto name = [&](int32_t id) -> nb::object {
+            if (id < 0 || static_cast<size_t>(id) >= k_.frame_count()) return nb::none();
+            return nb::str(k_.name(id).c_str());
+        };
+        return nb::make_tuple(static_cast<int>(error_.code), error_.argument, static_cast<int>(error_.kind),
+                              error_.time, error_.stamp, name(error_.source), name(error_.target), failed_);
+    }
+
+    // Names of the frames the walks up from each frame visit at t (0: the latest data).
+    nb::list ancestors(nb::list frames, int64_t t) {
+        std::vector<int32_t> out;
+        std::string name;
+        for (nb::handle h : frames) {
+            if (!str_view(h.ptr(), name)) continue;
+            const int32_t id = k_.lookup_id(name);
+            if (id) k_.ancestors(id, t, out, path_);
+        }
+        std::vector<uint8_t> seen(k_.frame_count(), 0);
+        nb::list names;
+        for (int32_t id : out) {
+            const auto i = static_cast<size_t>(id);
+            if (id > 0 && !seen[i]) {
+                seen[i] = 1;
+                names.append(nb::str(k_.name(id).c_str()));
+            }
+        }
+        return names;
+    }
+
+    nb::object get_parent(const std::string& frame, int64_t t) const {
+        const int32_t id = k_.lookup_id(frame);
+        if (!id || !k_.has_cache(id)) return nb::none();
+        const int32_t parent = k_.cache(id).parent_at(t);
+        if (!parent) return nb::none();
+        return nb::str(k_.name(parent).c_str());
+    }
+
+    bool exists(const std::string& name) const { return k_.lookup_id(name) != 0; }
+    bool registered(const std::string& name) const { return k_.registered(name); }
+
+    // Registered names in registration order (NO_PARENT excluded).
+    nb::list frames() const {
+        nb::list out;
+        for (size_t i = 1; i < k_.frame_count(); ++i) out.append(nb::str(k_.name(static_cast<int32_t>(i)).c_str()));
+        return out;
+    }
+
+    // Per frame with a cache, in id order: (name, latest parent, samples, latest stamp,
+    // oldest stamp, is_static, authority).
+    nb::list frame_table() const {
+        nb::list out;
+        for (size_t i = 1; i < k_.frame_count(); ++i) {
+            const auto id = static_cast<int32_t>(i);
+            if (!k_.has_cache(id)) continue;
+            const auto& c = k_.cache(id);
+            out.append(nb::make_tuple(nb::str(k_.name(id).c_str()), nb::str(k_.name(c.latest_parent()).c_str()),
+                                      c.size(), c.latest_stamp(), c.oldest_stamp(), c.is_static(),
+                                      i < authority_.size() ? authority_[i] : nb::none()));
+        }
+        return out;
+    }
+
+    // Every stored sample of a frame: (stamp, (7 values), parent name), oldest first.
+    nb::list samples(const std::string& frame) const {
+        nb::list out;
+        const int32_t id = k_.lookup_id(frame);
+        if (!id || !k_.has_cache(id)) return out;
+        const auto& c = k_.cache(id);
+        for (size_t k = 0; k < c.size(); ++k) {
+            const double* v = c.values_at(k);
+            out.append(nb::make_tuple(c.stamp_at(k), nb::make_tuple(v[0], v[1], v[2], v[3], v[4], v[5], v[6]),
+                                      nb::str(k_.name(c.parent_of(k)).c_str())));
+        }
+        return out;
+    }
+
+    size_t memory_bytes() const {
+        size_t total = 0;
+        for (size_t i = 0; i < k_.frame_count(); ++i) total += k_.cache(static_cast<int32_t>(i)).memory_bytes();
+        return total;
+    }
+
+    void clear() { k_.clear(); }
+
+  private:
+    // Lookup ids of the named frames in argument order; false with error_ set (Frame) for
+    // the first one a lookup cannot use.
+    bool resolve(std::initializer_list<const std::string*> names, int32_t* ids) {
+        int k = 0;
+        for (const std::string* name : names) {
+            const int32_t id = k_.lookup_id(*name);
+            if (!id) {
+                error_ = Error{};
+                error_.code = ErrorCode::Frame;
+                error_.argument = k;
+                error_.source = error_.target = -1;
+                return false;
+            }
+            ids[k++] = id;
+        }
+        return true;
+    }
+
+    void set_authority(int id, nb::object& authority) {
+        const auto i = static_cast<size_t>(id);
+        if (authority_.size() <= i) authority_.resize(k_.frame_count(), nb::none());
+        authority_[i] = authority;
+    }
+
+    Kernel k_;
+    std::string parent_, child_;  // scratch of insert
+    std::vector<nb::object> authority_;
+    tf2k::Path path_;  // scratch of the walks (reused: no allocation per query)
+    Error error_;
+    size_t failed_ = 0;
+};
+
+// One frame's cache on its own, for tests and tools (parents are plain ints here).
+class PyTimeCache {
+  public:
+    explicit PyTimeCache(int64_t cache_time_ns, bool is_static) : c_(cache_time_ns < 0 ? 0 : cache_time_ns, is_static) {}
+
+    bool insert(int64_t stamp, double tx, double ty, double tz, double qx, double qy, double qz, double qw,
+                int32_t parent) {
+        const double v[7] = {tx, ty, tz, qx, qy, qz, qw};
+        return c_.insert(stamp, v, parent);
+    }
+
+    nb::object get(int64_t t) const {
+        Pose p;
+        int32_t parent = 0;
+        if (!c_.get(t, p, parent)) return nb::none();
+        return nb::make_tuple(p.t[0], p.t[1], p.t[2], p.q[0], p.q[1], p.q[2], p.q[3], parent);
+    }
+
+    int32_t parent_at(int64_t t) const { return c_.parent_at(t); }
+
+    nb::tuple error(int64_t t) const {
+        int64_t stamp = 0;
+        const auto kind = c_.error(t, stamp);
+        return nb::make_tuple(static_cast<int>(kind), stamp);
+    }
+
+    nb::tuple latest() const { return nb::make_tuple(c_.latest_stamp(), c_.latest_parent()); }
+    int64_t latest_stamp() const { return c_.latest_stamp(); }
+    int64_t oldest_stamp() const { return c_.oldest_stamp(); }
+    size_t size() const { return c_.size(); }
+    bool is_static() const { return c_.is_static(); }
+    void clear() { c_.clear(); }
+
+    nb::list samples() const {
+        nb::list out;
+        for (size_t k = 0; k < c_.size(); ++k) {
+            const double* v = c_.values_at(k);
+            out.append(nb::make_tuple(c_.stamp_at(k), nb::make_tuple(v[0], v[1], v[2], v[3], v[4], v[5], v[6]),
+                                      c_.parent_of(k)));
+        }
+        return out;
+    }
+
+  private:
+    tf2k::TimeCache c_;
+};
+
+}  // namespace
+
+NB_MODULE(_kernel_ext, m) {
+    m.doc() = "tf2py's compiled transform kernel (see tf2py/buffer/_kernel/).";
+    m.attr("MAX_GRAPH_DEPTH") = tf2k::kMaxGraphDepth;
+    m.attr("NAME_TYPE") = kNameType;
+    m.attr("NOT_SIMPLE") = kNotSimple;
+
+    nb::class_<PyKernel>(m, "Kernel")
+        .def(nb::init<int64_t>(), "cache_time_ns"_a)
+        .def_prop_ro("cache_time_ns", &PyKernel::cache_time)
+        .def("insert", &PyKernel::insert, "parent"_a, "child"_a, "stamp"_a, "tx"_a, "ty"_a, "tz"_a, "qx"_a,
+             "qy"_a, "qz"_a, "qw"_a, "authority"_a.none(), "is_static"_a)
+        .def("insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a, "rows"_a,
+             "authority"_a.none(), "is_static"_a, "codes"_a)
+        .def("lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
+        .def("lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
+             "fixed"_a)
+        .def("can_transform", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
+        .def("can_transform_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
+             "source_time"_a, "fixed"_a)
+        .def("common_time", &PyKernel::common_time, "target"_a, "source"_a)
+        .def("chain", &PyKernel::chain, "target"_a, "source"_a, "t"_a)
+        .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a)
+        .def("error", &PyKernel::error)
+        .def("ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
+        .def("get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
+        .def("exists", &PyKernel::exists, "name"_a)
+        .def("registered", &PyKernel::registered, "name"_a)
+        .def("frames", &PyKernel::frames)
+        .def("frame_table", &PyKernel::frame_table)
+        .def("samples", &PyKernel::samples, "frame"_a)
+        .def("memory_bytes", &PyKernel::memory_bytes)
+        .def("clear", &PyKernel::clear);
+
+    nb::class_<PyTimeCache>(m, "TimeCache")
+        .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)
+        .def("insert", &PyTimeCache::insert, "stamp"_a, "tx"_a, "ty"_a, "tz"_a, "qx"_a, "qy"_a, "qz"_a,
+             "qw"_a, "parent"_a)
+        .def("get", &PyTimeCache::get, "t"_a)
+        .def("parent_at", &PyTimeCache::parent_at, "t"_a)
+        .def("error", &PyTimeCache::error, "t"_a)
+        .def("latest", &PyTimeCache::latest)
+        .def("latest_stamp", &PyTimeCache::latest_stamp)
+        .def("oldest_stamp", &PyTimeCache::oldest_stamp)
+        .def("__len__", &PyTimeCache::size)
+        .def_prop_ro("is_static", &PyTimeCache::is_static)
+        .def("clear", &PyTimeCache::clear)
+        .def("samples", &PyTimeCache::samples);
+}
