@@ -28,6 +28,7 @@ from .messages import (
     TransformStamped,
     Vector3,
     Vector3Stamped,
+    _matrix_from_quaternion,
 )
 
 __all__ = [
@@ -86,14 +87,7 @@ def _multiply(a, b) -> tuple[float, float, float, float]:
 
 def rotation_matrix(transform: TransformStamped) -> np.ndarray:
     """The 3x3 rotation matrix of ``transform`` (its quaternion normalised)."""
-    x, y, z, w = _unit_quaternion(transform.transform.rotation)
-    return np.array(
-        [
-            [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-            [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-            [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
-        ]
-    )
+    return _matrix_from_quaternion(*_unit_quaternion(transform.transform.rotation))
 
 
 def _header(transform: TransformStamped) -> Header:

@@ -143,6 +143,29 @@ def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:
     return float(x), float(y), float(z), float(w)
 
 
+def _check_rigid(m: np.ndarray, tolerance: float = 1e-6) -> None:
+    """ValueError unless ``m`` (4x4) is a rigid transform."""
+    if not np.isfinite(m).all():
+        raise ValueError("Transform.from_matrix needs a finite matrix")
+    if np.abs(m[3] - (0.0, 0.0, 0.0, 1.0)).max() > tolerance:
+        raise ValueError(f"Transform.from_matrix: the bottom row must be (0, 0, 0, 1), got {m[3]}")
+    r = m[:3, :3]
+    gram = r.T @ r
+    if np.abs(gram - np.eye(3)).max() > tolerance:
+        scale = gram[0, 0]
+        if np.abs(gram - scale * np.eye(3)).max() <= tolerance * max(scale, 1.0):
+            raise ValueError(
+                f"Transform.from_matrix: the rotation block has a scale of {math.sqrt(scale):g}; "
+                "a rigid transform has none"
+            )
+        raise ValueError("Transform.from_matrix: the rotation block is not orthonormal (a shear?)")
+    if np.linalg.det(r) < 0.0:
+        raise ValueError(
+            "Transform.from_matrix: the rotation block is a reflection (determinant -1), "
+            "not a rotation"
+        )
+
+
 class Transform(_Message):
     """A rigid transform: rotate by ``rotation``, then translate by ``translation``."""
 
@@ -165,10 +188,13 @@ class Transform(_Message):
 
     @classmethod
     def from_matrix(cls, m) -> "Transform":
-        """A Transform from a 4x4 homogeneous matrix (its rotation block must be orthonormal)."""
+        """A Transform from a 4x4 homogeneous matrix of a rigid transform: a rotation block
+        that is orthonormal with determinant +1 (no scale, shear or reflection) and a bottom
+        row (0, 0, 0, 1); anything else is a ``ValueError`` saying which."""
         m = np.asarray(m, dtype=float)
         if m.shape != (4, 4):
             raise ValueError(f"Transform.from_matrix needs a 4x4 matrix, got shape {m.shape}")
+        _check_rigid(m)
         x, y, z, w = _quaternion_from_matrix(m[:3, :3])
         return cls(
             Vector3(float(m[0, 3]), float(m[1, 3]), float(m[2, 3])), Quaternion(x, y, z, w)

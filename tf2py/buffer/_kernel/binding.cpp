@@ -225,7 +225,7 @@ class PyKernel {
             for (size_t k = 0; k < n; ++k) tf2k::to_matrix(tf2k::identity_pose(), data + 16 * k);
             error_ = Error{};
         } else {
-            nb::gil_scoped_release release;  // pure C++ over our own copies of the data
+            // The GIL stays held: it is what makes every kernel call atomic for Python threads.
             error_ = k_.lookup_many(ids[0], ids[1], ts.data(), n, data, failed);
         }
         failed_ = failed;
@@ -410,10 +410,12 @@ NB_MODULE(_kernel_ext, m) {
     nb::class_<PyKernel>(m, "Kernel")
         .def(nb::init<int64_t>(), "cache_time_ns"_a)
         .def_prop_ro("cache_time_ns", &PyKernel::cache_time)
-        .def("insert", &PyKernel::insert, "parent"_a, "child"_a, "stamp"_a, "tx"_a, "ty"_a, "tz"_a, "qx"_a,
-             "qy"_a, "qz"_a, "qw"_a, "authority"_a.none(), "is_static"_a)
-        .def("insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a, "rows"_a,
-             "authority"_a.none(), "is_static"_a, "codes"_a)
+        .def("insert", &PyKernel::insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
+             "ty"_a.none(), "tz"_a.none(), "qx"_a.none(), "qy"_a.none(), "qz"_a.none(), "qw"_a.none(),
+             "authority"_a.none(), "is_static"_a)
+        // Arrays exactly as given (no silent conversion of float stamps to integers).
+        .def("insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+             "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a, "codes"_a.noconvert())
         .def("lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
         .def("lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
              "fixed"_a)
@@ -422,7 +424,7 @@ NB_MODULE(_kernel_ext, m) {
              "source_time"_a, "fixed"_a)
         .def("common_time", &PyKernel::common_time, "target"_a, "source"_a)
         .def("chain", &PyKernel::chain, "target"_a, "source"_a, "t"_a)
-        .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a)
+        .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
         .def("error", &PyKernel::error)
         .def("ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
         .def("get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
