@@ -47,6 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import _kernel_ext
 from .core import BatchResult, BufferCore
 from .requests import WaitingRequests, _cancel_all, _Request, _resolve, _Watchers
 from .messages import TransformStamped
@@ -133,6 +134,7 @@ class Buffer(WaitingRequests, BufferCore):
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
         super().__init__(cache_time)
+        self._k_set_lock(self._lock)  # the kernel's lookup_transform / can_transform take it
         self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
         self._clock = clock
         self._clock_last: int | None = None  # the clock's last reading, ns
@@ -292,15 +294,27 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    def lookup_transform(self, target_frame, source_frame, time, timeout=0.0):
-        """The ``TransformStamped`` that maps data in ``source_frame`` into ``target_frame`` at
-        ``time`` (Time or seconds; 0 = the latest common time), waiting up to ``timeout``
-        seconds (or a Duration) for the data to arrive."""
-        if not timeout:
-            with self._lock:
-                return _core_lookup_transform(self, target_frame, source_frame, time)
-        return self._wait_for_lookup(
+    # lookup_transform(target_frame, source_frame, time, timeout=0.0) and
+    # can_transform(..., timeout=0.0) are the kernel's (compiled, for speed): without a
+    # timeout they run under the buffer's lock (the kernel takes it, see _k_set_lock); with
+    # one, they call _wait_for_lookup / _wait_for_can below.
+    lookup_transform = _kernel_ext.Kernel._k_lookup_transform_waiting
+    can_transform = _kernel_ext.Kernel._k_can_transform_waiting
+    # lookup_transform waits up to ``timeout`` (seconds or a Duration) for the data,
+    # woken by the insertion; when the wait runs out it raises tf2's exception with the
+    # wait in its message. can_transform never raises for missing data.
+
+    def _wait_for_lookup(self, target_frame, source_frame, time, timeout):
+        """lookup_transform with a timeout (called by the kernel's lookup_transform)."""
+        return self._wait_until_looked_up(
             _core_lookup_transform, (target_frame, source_frame, time), timeout
+        )
+
+    def _wait_for_can(self, target_frame, source_frame, time, timeout) -> bool:
+        """can_transform with a timeout (called by the kernel's can_transform)."""
+        return self._wait_until_can(
+            _core_can_transform, (target_frame, source_frame, time),
+            (target_frame, source_frame), timeout,
         )
 
     def lookup_transform_full(
@@ -313,18 +327,7 @@ class Buffer(WaitingRequests, BufferCore):
         if not timeout:
             with self._lock:
                 return _core_lookup_transform_full(self, *args)
-        return self._wait_for_lookup(_core_lookup_transform_full, args, timeout)
-
-    def can_transform(self, target_frame, source_frame, time, timeout=0.0) -> bool:
-        """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
-        never raises for missing data, and returns False at once for an invalid frame id."""
-        if not timeout:
-            with self._lock:
-                return _core_can_transform(self, target_frame, source_frame, time)
-        return self._wait_for_can(
-            _core_can_transform, (target_frame, source_frame, time),
-            (target_frame, source_frame), timeout,
-        )
+        return self._wait_until_looked_up(_core_lookup_transform_full, args, timeout)
 
     def can_transform_full(
         self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
@@ -334,11 +337,11 @@ class Buffer(WaitingRequests, BufferCore):
         if not timeout:
             with self._lock:
                 return _core_can_transform_full(self, *args)
-        return self._wait_for_can(
+        return self._wait_until_can(
             _core_can_transform_full, args, (target_frame, source_frame, fixed_frame), timeout
         )
 
-    def _wait_for_lookup(self, lookup, args, timeout):
+    def _wait_until_looked_up(self, lookup, args, timeout):
         timeout_s = _timeout_seconds(timeout)
         start = monotonic()
         deadline = start + timeout_s
@@ -361,7 +364,7 @@ class Buffer(WaitingRequests, BufferCore):
                 finally:
                     self._waiting -= 1
 
-    def _wait_for_can(self, can, args, frames, timeout) -> bool:
+    def _wait_until_can(self, can, args, frames, timeout) -> bool:
         timeout_s = _timeout_seconds(timeout)
         deadline = monotonic() + timeout_s
         condition = self._condition

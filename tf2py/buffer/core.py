@@ -34,14 +34,16 @@ from .errors import (
     query_error,
 )
 from .exceptions import InvalidArgumentException, TransformException
-from .messages import TransformStamped, stamped
+from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
 from .time import Duration, Time, duration_to_nanoseconds, seconds_tf2, to_nanoseconds
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
 MAX_GRAPH_DEPTH = _kernel_ext.MAX_GRAPH_DEPTH  # tf2's: more links than this means a loop
 DEFAULT_CACHE_TIME_NS = 10_000_000_000
-_NOT_SIMPLE = _kernel_ext.NOT_SIMPLE
+KernelError = _kernel_ext.KernelError
+# The kernel builds lookup results straight into these classes' slots.
+_kernel_ext.set_message_types(Time, Header, Vector3, Quaternion, Transform, TransformStamped)
 _NAME_TYPE = _kernel_ext.NAME_TYPE
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 _NS_PER_S = 1_000_000_000
@@ -74,7 +76,7 @@ def _clamp(t: int) -> int:
     return STAMP_MAX if t > STAMP_MAX else STAMP_MIN if t < STAMP_MIN else t
 
 
-class BufferCore:
+class BufferCore(_kernel_ext.Kernel):
     """The transform store: per-frame caches, the frame tree and tf2's lookups.
 
     ``cache_time`` (a ``Duration`` or seconds, default 10 s) is how much history each
@@ -89,7 +91,7 @@ class BufferCore:
         )
         if cache_time_ns < 0:
             raise InvalidArgumentException("cache_time must not be negative")
-        self._kernel = _kernel_ext.Kernel(_clamp(cache_time_ns))
+        super().__init__(_clamp(cache_time_ns))
         self._cache_time_ns = cache_time_ns
 
     @property
@@ -153,7 +155,7 @@ class BufferCore:
 
     def _store(self, parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static) -> bool:
         """Check and store one sample (no notification): True if stored, False if too old."""
-        r = self._kernel.insert(
+        r = self._k_insert(
             parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
         )
         if r < 0:
@@ -161,7 +163,7 @@ class BufferCore:
             parent, child, values, stamp_ns = check_insert(
                 parent, child, (tx, ty, tz, qx, qy, qz, qw), stamp_ns
             )
-            r = self._kernel.insert(parent, child, stamp_ns, *values, authority, is_static)
+            r = self._k_insert(parent, child, stamp_ns, *values, authority, is_static)
             if r < 0:  # the kernel's own checks (its tolerance) refused what Python let pass
                 raise InvalidArgumentException(
                     "transform of frame \"%s\" (parent \"%s\") is invalid (%d)" % (child, parent, r)
@@ -204,7 +206,7 @@ class BufferCore:
         codes = np.empty(n, dtype=np.int32)
         parents = parents if parents.__class__ is list else list(parents)
         children = children if children.__class__ is list else list(children)
-        stored, old = self._kernel.insert_batch(
+        stored, old = self._k_insert_batch(
             parents, children, stamps, values, authority, is_static, codes
         )
         invalid = []
@@ -248,41 +250,58 @@ class BufferCore:
 
     def clear(self) -> None:
         """Forget all non-static data; frames stay known and static transforms stay."""
-        self._kernel.clear()
+        self._k_clear()
 
     # -- lookups --------------------------------------------------------------------------
 
-    def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
-        """The transform that maps data in ``source_frame`` into ``target_frame`` at ``time``
-        (a ``Time`` or seconds; zero = the latest common time).
+    # lookup_transform(target_frame, source_frame, time) and can_transform(...) are the
+    # kernel's own methods (inherited from _kernel_ext.Kernel): the contract's calls run
+    # whole in C++ for plain arguments (str frame ids, a Time or seconds) and build the
+    # TransformStamped in one step. What they hand back to Python is below.
+    #
+    # lookup_transform: the TransformStamped that maps data in ``source_frame`` into
+    # ``target_frame`` at ``time`` (a Time or seconds; zero = the latest common time);
+    # ``header.stamp`` is the time used. Raises LookupException, ConnectivityException,
+    # ExtrapolationException (Backward/Forward/NoData) or InvalidArgumentException with
+    # tf2's messages.
 
-        ``header.stamp`` is the time used (the resolved latest common time for zero).
-        Raises ``LookupException``, ``ConnectivityException``, ``ExtrapolationException``
-        (Backward/Forward/NoData subclasses) or ``InvalidArgumentException`` with tf2's
-        messages.
-        """
-        t = time._ns if time.__class__ is Time else _time_ns(time)
-        try:
-            r = self._kernel.lookup(target_frame, source_frame, t)
-        except TypeError:
-            r = self._lookup_slow(target_frame, source_frame, t)
-        if r is None:
-            raise query_error(self, self._kernel.error(), (target_frame, source_frame))
-        return stamped(target_frame, source_frame, r, time)
+    def _raise_lookup_error(self, target_frame, source_frame, error) -> None:
+        """The kernel's lookup_transform failed: raise tf2's exception for ``error``."""
+        raise query_error(self, error, (target_frame, source_frame))
 
-    def _lookup_slow(self, target_frame, source_frame, t):
-        """``lookup`` for frame ids that are not str or times beyond int64."""
+    def _lookup_transform_slow(self, target_frame, source_frame, time) -> TransformStamped:
+        """``lookup_transform`` for arguments the kernel does not take as they are: frame
+        ids that are not str, times of other types or beyond 64-bit nanoseconds."""
+        t = _time_ns(time)
         if target_frame == source_frame:
-            return (*_IDENTITY, t)
+            if t == 0 and isinstance(target_frame, str) and self._k_exists(target_frame):
+                t = self._k_common_time(target_frame, target_frame)
+            return stamped(target_frame, source_frame, (*_IDENTITY, t), time)
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
-        r = self._kernel.lookup(target_frame, source_frame, _clamp(t))
-        if r is None:
+        try:
+            r = self._k_lookup(target_frame, source_frame, _clamp(t))
+        except KernelError as exc:
             raise query_error(
-                self, self._kernel.error(), (target_frame, source_frame), requested=t
-            )
-        return (*r[:7], t)
+                self, exc.args, (target_frame, source_frame), requested=None if t == _clamp(t) else t
+            ) from None
+        return stamped(target_frame, source_frame, r if t == _clamp(t) else (*r[:7], t), time)
+
+    def _can_transform_slow(self, target_frame, source_frame, time) -> bool:
+        """``can_transform`` for arguments the kernel does not take as they are."""
+        t = _time_ns(time)
+        if target_frame == source_frame:
+            return True
+        if not isinstance(target_frame, str) or not isinstance(source_frame, str):
+            return False
+        return self._k_can(target_frame, source_frame, _clamp(t))
+
+    def _wait_for_lookup(self, target_frame, source_frame, time, timeout):
+        raise TypeError("BufferCore.lookup_transform does not wait: use a Buffer for a timeout")
+
+    def _wait_for_can(self, target_frame, source_frame, time, timeout):
+        raise TypeError("BufferCore.can_transform does not wait: use a Buffer for a timeout")
 
     def lookup_transform_full(
         self, target_frame: str, target_time: TimeLike, source_frame: str, source_time: TimeLike,
@@ -308,9 +327,10 @@ class BufferCore:
         for name, argument in zip(frames, ("target_frame", "source_frame", "fixed_frame")):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
-        r = self._kernel.lookup_full(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
-        if r is None:
-            error = self._kernel.error()
+        try:
+            r = self._k_lookup_full(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
+        except KernelError as exc:
+            error = exc.args
             # Which half failed is in the error's frames: the target half names target_frame.
             requested = tt if error[6] == target_frame and tt != _clamp(tt) else (
                 st if st != _clamp(st) else None
@@ -319,18 +339,6 @@ class BufferCore:
         if r[7] != _clamp(tt) or tt == _clamp(tt):
             return r
         return (*r[:7], tt)
-
-    def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
-        """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
-        t = time._ns if time.__class__ is Time else _time_ns(time)
-        try:
-            return self._kernel.can_transform(target_frame, source_frame, t)
-        except TypeError:
-            if target_frame == source_frame:
-                return True
-            if not isinstance(target_frame, str) or not isinstance(source_frame, str):
-                return False
-            return self._kernel.can_transform(target_frame, source_frame, _clamp(t))
 
     def can_transform_full(
         self, target_frame: str, target_time: TimeLike, source_frame: str, source_time: TimeLike,
@@ -348,7 +356,7 @@ class BufferCore:
             return True, ""
         _time_ns(time)  # an invalid time raises, as in tf2_py
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
-            message = can_frame_message(name, argument, self._kernel.exists)
+            message = can_frame_message(name, argument, self._k_exists)
             if message is not None:
                 return False, message
         error = self._transform_error(target_frame, source_frame, time)
@@ -363,7 +371,7 @@ class BufferCore:
             (source_frame, "source_frame"),
             (fixed_frame, "fixed_frame"),
         ):
-            message = can_frame_message(name, argument, self._kernel.exists)
+            message = can_frame_message(name, argument, self._k_exists)
             if message is not None:
                 return False, message
         error = self._transform_full_error(
@@ -392,11 +400,12 @@ class BufferCore:
         """What time zero resolves to for this pair: the latest time at which every dynamic
         link between the two frames is known (``Time()`` when all are static)."""
         for name in (target_frame, source_frame):
-            if not isinstance(name, str) or not self._kernel.exists(name):
-                raise frame_error(name, None, "get_latest_common_time", self._kernel.exists)
-        t = self._kernel.common_time(target_frame, source_frame)
-        if t is None:
-            raise query_error(self, self._kernel.error(), (target_frame, source_frame))
+            if not isinstance(name, str) or not self._k_exists(name):
+                raise frame_error(name, None, "get_latest_common_time", self._k_exists)
+        try:
+            t = self._k_common_time(target_frame, source_frame)
+        except KernelError as exc:
+            raise query_error(self, exc.args, (target_frame, source_frame)) from None
         return Time.from_nanoseconds(t)
 
     def get_parent(self, frame: str, time: TimeLike) -> str | None:
@@ -407,7 +416,7 @@ class BufferCore:
             return None
         if frame.startswith("/"):
             frame = frame[1:]
-        return self._kernel.get_parent(frame, t)
+        return self._k_get_parent(frame, t)
 
     # -- batch lookups --------------------------------------------------------------------
 
@@ -463,13 +472,12 @@ class BufferCore:
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
-        out = self._kernel.lookup_many(target_frame, source_frame, ts)
-        if out is None:
-            error = self._kernel.error()
+        try:
+            return self._k_lookup_many(target_frame, source_frame, ts)
+        except KernelError as exc:
             raise query_error(
-                self, error, (target_frame, source_frame), requested=huge.get(error[7])
-            )
-        return out
+                self, exc.args, (target_frame, source_frame), requested=huge.get(exc.args[7])
+            ) from None
 
     # -- introspection --------------------------------------------------------------------
 
@@ -487,40 +495,40 @@ class BufferCore:
             (source_frame, "source_frame"),
             (fixed_frame, "fixed_frame"),
         ):
-            error = frame_error(name, argument, "chain", self._kernel.exists)
+            error = frame_error(name, argument, "chain", self._k_exists)
             if error is not None:
                 raise error
-        first = self._chain(fixed_frame, source_frame, st)
-        second = self._chain(target_frame, fixed_frame, tt)
+        first = self._chain_half(fixed_frame, source_frame, st)
+        second = self._chain_half(target_frame, fixed_frame, tt)
         if first and second:
             return first + second[1:]
         return first or second
 
-    def _chain(self, target_frame, source_frame, t):
-        names = self._kernel.chain(target_frame, source_frame, _clamp(t))
-        if names is None:
+    def _chain_half(self, target_frame, source_frame, t):
+        try:
+            return self._k_chain(target_frame, source_frame, _clamp(t))
+        except KernelError as exc:
             requested = t if t != _clamp(t) else None
-            raise query_error(self, self._kernel.error(), (target_frame, source_frame), requested=requested)
-        return names
+            raise query_error(self, exc.args, (target_frame, source_frame), requested=requested) from None
 
     def samples(self, frame: str) -> list:
         """Every stored sample of ``frame`` as ``(stamp_ns, (tx, ty, tz, qx, qy, qz, qw),
         parent)``, oldest first (for tests and tools; not a hot path)."""
-        return self._kernel.samples(frame) if isinstance(frame, str) else []
+        return self._k_samples(frame) if isinstance(frame, str) else []
 
     def get_frames(self) -> list[str]:
         """Every known frame id, sorted."""
-        return sorted(self._kernel.frames())
+        return sorted(self._k_frames())
 
     def _frame_exists(self, frame_id: str) -> bool:
-        return isinstance(frame_id, str) and self._kernel.registered(frame_id)
+        return isinstance(frame_id, str) and self._k_registered(frame_id)
 
     def all_frames_as_string(self) -> str:
         """tf2's allFramesAsString: ``Frame <child> exists with parent <parent>.`` per frame
         that has a cache, in registration order."""
         return "".join(
             "Frame %s exists with parent %s.\n" % (row[0], row[1])
-            for row in self._kernel.frame_table()
+            for row in self._k_frame_table()
         )
 
     def frames_info(self) -> dict:
@@ -529,7 +537,7 @@ class BufferCore:
         ``buffer_seconds`` (latest - oldest, s, as tf2 computes it; what tf2's yaml calls
         buffer_length) and ``is_static``. In registration order."""
         out = {}
-        for name, parent, length, latest, oldest, is_static, authority in self._kernel.frame_table():
+        for name, parent, length, latest, oldest, is_static, authority in self._k_frame_table():
             if length == 0:
                 continue
             span = seconds_tf2(latest - oldest)
@@ -547,7 +555,7 @@ class BufferCore:
 
     def all_frames_as_yaml(self) -> str:
         """tf2's allFramesAsYAML (``[]`` when no frame was ever registered)."""
-        if not self._kernel.frames():
+        if not self._k_frames():
             return "[]"
         parts = []
         for child, info in self.frames_info().items():

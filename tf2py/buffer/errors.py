@@ -198,7 +198,7 @@ def query_error(core, error, frames, function="lookupTransform", requested=None)
     code, argument, kind, t, stamp, source, target, _ = error
     if code == _FRAME:
         name = frames[argument]
-        return frame_error(name, _ARGUMENTS[argument], function, core._kernel.exists)
+        return frame_error(name, _ARGUMENTS[argument], function, core._k_exists)
     if code == _LOOP:
         return LookupException(
             "The tf tree is invalid because it contains a loop.\n"

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right, insort
 from concurrent.futures import Future, InvalidStateError
 
 from .apply import copy_transform_stamped
-from .core import BufferCore, _clamp
+from .core import BufferCore, KernelError, _clamp
 from .exceptions import BackwardExtrapolationException, InvalidArgumentException, TransformException
 from .time import format_seconds, to_nanoseconds
 
@@ -225,7 +225,7 @@ class WaitingRequests:
 
     def _frame_usable(self, frame_id) -> bool:
         """Whether a lookup accepts this frame id now."""
-        return isinstance(frame_id, str) and self._kernel.exists(frame_id)
+        return isinstance(frame_id, str) and self._k_exists(frame_id)
 
     def _watched_frames(self, request: _Request):
         """``(watch, watch_any)`` for a request whose lookup just failed.
@@ -246,14 +246,15 @@ class WaitingRequests:
         times.add(0)
         for frame_a, frame_b, time_ns in request.pairs:
             if time_ns == 0:
-                latest = self._kernel.common_time(frame_a, frame_b)
-                if latest is not None:
-                    times.add(latest)
+                try:
+                    times.add(self._k_common_time(frame_a, frame_b))
+                except (KernelError, TypeError):
+                    pass
         names = set(request.frames)
         frames = [f for f in request.frames if isinstance(f, str)]
         for time_ns in times:
             # The kernel's walk upwards from each frame, as the lookup would walk.
-            names.update(self._kernel.ancestors(frames, _clamp(time_ns)))
+            names.update(self._k_ancestors(frames, _clamp(time_ns)))
         return frozenset(names), frozenset()
 
     def _index(self, request: _Request):

@@ -9,6 +9,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <structmember.h>
+
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -74,6 +77,168 @@ bool str_view(PyObject* o, std::string& out) {
     }
     out.assign(data, static_cast<size_t>(size));
     return true;
+}
+
+PyObject* g_kernel_error = nullptr;  // KernelError: args = the error tuple (see raise_error)
+
+nb::object frame_name(const Kernel& k, int32_t id) {
+    if (id < 0 || static_cast<size_t>(id) >= k.frame_count()) return nb::none();
+    return nb::str(k.name(id).c_str());
+}
+
+// (code, argument, kind, time, stamp, source name, target name, failed index)
+nb::tuple error_tuple(const Kernel& k, const Error& e, size_t failed) {
+    return nb::make_tuple(static_cast<int>(e.code), e.argument, static_cast<int>(e.kind), e.time, e.stamp,
+                          frame_name(k, e.source), frame_name(k, e.target), failed);
+}
+
+// A query that failed raises KernelError(*error_tuple): no error state is kept between
+// calls, so concurrent threads never see each other's errors.
+[[noreturn]] void raise_error(const Kernel& k, const Error& e, size_t failed = 0) {
+    nb::tuple t = error_tuple(k, e, failed);
+    PyErr_SetObject(g_kernel_error, t.ptr());
+    throw nb::python_error();
+}
+
+// ---- messages built in one step ---------------------------------------------------------
+// tf2py's message classes use __slots__; a slot is a PyObject* at a fixed offset, given by
+// its member descriptor. A lookup's TransformStamped is allocated and filled directly (no
+// __init__, no attribute lookups), which is what makes the contract's call the fast one.
+
+struct Slots {
+    PyTypeObject* type = nullptr;
+    Py_ssize_t offset[4] = {0, 0, 0, 0};
+};
+
+struct MessageTypes {
+    Slots time, header, vector3, quaternion, transform, stamped;
+    bool ready = false;
+} g_types;
+
+Slots slots_of(nb::handle cls, std::initializer_list<const char*> names) {
+    if (!PyType_Check(cls.ptr())) throw nb::type_error("a message class is needed");
+    Slots out;
+    out.type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    int k = 0;
+    for (const char* name : names) {
+        nb::object d = nb::steal(PyObject_GetAttrString(cls.ptr(), name));
+        if (!d.is_valid()) throw nb::python_error();
+        if (Py_TYPE(d.ptr()) != &PyMemberDescr_Type) throw nb::type_error("message fields must be __slots__");
+        PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(d.ptr())->d_member;
+        if (member->type != T_OBJECT_EX) throw nb::type_error("message fields must be object slots");
+        out.offset[k++] = member->offset;
+    }
+    return out;
+}
+
+void set_message_types(nb::handle time, nb::handle header, nb::handle vector3, nb::handle quaternion,
+                       nb::handle transform, nb::handle stamped) {
+    MessageTypes t;
+    t.time = slots_of(time, {"_ns"});
+    t.header = slots_of(header, {"stamp", "frame_id"});
+    t.vector3 = slots_of(vector3, {"x", "y", "z"});
+    t.quaternion = slots_of(quaternion, {"x", "y", "z", "w"});
+    t.transform = slots_of(transform, {"translation", "rotation"});
+    t.stamped = slots_of(stamped, {"header", "child_frame_id", "transform"});
+    for (PyTypeObject* type : {t.time.type, t.header.type, t.vector3.type, t.quaternion.type, t.transform.type,
+                               t.stamped.type})
+        Py_INCREF(type);  // kept for the life of the process
+    t.ready = true;
+    g_types = t;
+}
+
+// A new instance of a slots class with its fields (references stolen; nullptr on failure,
+// with the references released).
+PyObject* make(const Slots& s, std::initializer_list<PyObject*> fields) {
+    PyObject* o = nullptr;
+    bool ok = true;
+    for (PyObject* f : fields) ok = ok && f != nullptr;
+    if (ok) o = s.type->tp_alloc(s.type, 0);
+    int k = 0;
+    for (PyObject* f : fields) {
+        if (o) {
+            *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(o) + s.offset[k]) = f;
+        } else {
+            Py_XDECREF(f);
+        }
+        ++k;
+    }
+    return o;
+}
+
+PyObject* slot(PyObject* o, Py_ssize_t offset) { return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(o) + offset); }
+
+// The TransformStamped of a lookup; stamp_obj (borrowed) is reused when it is that Time.
+nb::object build_stamped(PyObject* target, PyObject* source, const Pose& p, int64_t used, PyObject* time) {
+    const MessageTypes& t = g_types;
+    PyObject* stamp = nullptr;
+    if (Py_TYPE(time) == t.time.type) {
+        PyObject* ns = slot(time, t.time.offset[0]);
+        if (ns && PyLong_CheckExact(ns)) {
+            int overflow = 0;
+            const long long v = PyLong_AsLongLongAndOverflow(ns, &overflow);
+            if (!overflow && v == used) {
+                Py_INCREF(time);
+                stamp = time;
+            }
+        }
+    }
+    if (!stamp) stamp = make(t.time, {PyLong_FromLongLong(used)});
+    Py_INCREF(target);
+    PyObject* header = make(t.header, {stamp, target});
+    PyObject* translation =
+        make(t.vector3, {PyFloat_FromDouble(p.t[0]), PyFloat_FromDouble(p.t[1]), PyFloat_FromDouble(p.t[2])});
+    PyObject* rotation = make(t.quaternion, {PyFloat_FromDouble(p.q[0]), PyFloat_FromDouble(p.q[1]),
+                                             PyFloat_FromDouble(p.q[2]), PyFloat_FromDouble(p.q[3])});
+    PyObject* transform = make(t.transform, {translation, rotation});
+    Py_INCREF(source);
+    PyObject* out = make(t.stamped, {header, source, transform});
+    if (!out) throw nb::python_error();
+    return nb::steal(out);
+}
+
+// Nanoseconds of a time argument on the fast path: a tf2py Time, or plain float / int
+// seconds (rounded to the nearest ns, half to even, as Python's round()); false for
+// anything else or a time beyond int64 (Python then converts it, and names it).
+bool fast_time_ns(PyObject* o, int64_t& out) {
+    if (Py_TYPE(o) == g_types.time.type) {
+        PyObject* ns = slot(o, g_types.time.offset[0]);
+        if (!ns || !PyLong_CheckExact(ns)) return false;
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(ns, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return false;
+        }
+        out = v;
+        return true;
+    }
+    if (PyFloat_CheckExact(o)) {
+        const double ns = std::nearbyint(PyFloat_AS_DOUBLE(o) * 1e9);
+        if (!(ns > -9.2e18 && ns < 9.2e18)) return false;
+        out = static_cast<int64_t>(ns);
+        return true;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return false;
+        }
+        if (v > 9'000'000'000LL || v < -9'000'000'000LL) return false;
+        out = static_cast<int64_t>(v) * 1'000'000'000LL;
+        return true;
+    }
+    return false;
+}
+
+// True when a timeout asks for no wait (None, 0, 0.0, a zero Duration).
+bool no_wait(nb::handle timeout) {
+    if (timeout.is_none()) return true;
+    const int truth = PyObject_IsTrue(timeout.ptr());
+    if (truth < 0) throw nb::python_error();
+    return truth == 0;
 }
 
 nb::tuple pose_tuple(const Pose& p, int64_t used) {
@@ -153,6 +318,85 @@ class PyKernel {
         return nb::make_tuple(stored, old);
     }
 
+    // Buffer's lock (an RLock), taken by the fast lookups once set (BufferCore has none).
+    void set_lock(nb::handle lock) {
+        lock_acquire_ = lock.attr("acquire");
+        lock_release_ = lock.attr("release");
+    }
+
+    // Holds the buffer's lock for the scope (if there is one).
+    struct Locked {
+        PyObject* release = nullptr;
+        explicit Locked(PyKernel& k) {
+            if (!k.lock_acquire_.is_valid()) return;
+            PyObject* r = PyObject_CallNoArgs(k.lock_acquire_.ptr());  // blocks without the GIL
+            if (!r) throw nb::python_error();
+            Py_DECREF(r);
+            release = k.lock_release_.ptr();
+        }
+        ~Locked() {
+            if (!release) return;
+            PyObject* r = PyObject_CallNoArgs(release);
+            if (r) {
+                Py_DECREF(r);
+            } else {
+                PyErr_Clear();  // cannot happen for a lock this thread holds
+            }
+        }
+        Locked(const Locked&) = delete;
+        Locked& operator=(const Locked&) = delete;
+    };
+
+    // BufferCore.lookup_transform / Buffer.lookup_transform: the contract's call, whole in
+    // C++ when the arguments are plain (str frames, a Time or float/int seconds, no wait);
+    // otherwise Python's _lookup_transform_slow or, with a timeout, _wait_for_lookup.
+    static nb::object lookup_transform(nb::pointer_and_handle<PyKernel> self, nb::handle target,
+                                       nb::handle source, nb::handle time, nb::handle timeout) {
+        if (!no_wait(timeout)) return self.h.attr("_wait_for_lookup")(target, source, time, timeout);
+        PyKernel& k = *self.p;
+        Locked locked(k);
+        int64_t t = 0;
+        if (!g_types.ready || !PyUnicode_CheckExact(target.ptr()) || !PyUnicode_CheckExact(source.ptr()) ||
+            !fast_time_ns(time.ptr(), t) || !str_view(target.ptr(), k.parent_) || !str_view(source.ptr(), k.child_))
+            return self.h.attr("_lookup_transform_slow")(target, source, time);
+        const std::string& a = k.parent_;
+        const std::string& b = k.child_;
+        Pose out;
+        int64_t used = 0;
+        if (a == b) {
+            const int32_t id = k.k_.lookup_id(a);
+            used = (t == 0 && id && k.k_.has_cache(id)) ? k.k_.cache(id).latest_stamp() : t;
+            return build_stamped(target.ptr(), source.ptr(), tf2k::identity_pose(), used, time.ptr());
+        }
+        const int32_t ta = k.k_.lookup_id(a), sb = k.k_.lookup_id(b);
+        Error e;
+        if (!ta || !sb) {
+            e.code = ErrorCode::Frame;
+            e.argument = ta ? 1 : 0;
+            e.source = e.target = -1;
+        } else {
+            e = k.k_.lookup(ta, sb, t, out, used, k.path_);
+        }
+        if (e.code != ErrorCode::None)
+            return self.h.attr("_raise_lookup_error")(target, source, error_tuple(k.k_, e, 0));
+        return build_stamped(target.ptr(), source.ptr(), out, used, time.ptr());
+    }
+
+    // BufferCore.can_transform / Buffer.can_transform, as lookup_transform above.
+    static nb::object can_transform_fast(nb::pointer_and_handle<PyKernel> self, nb::handle target,
+                                         nb::handle source, nb::handle time, nb::handle timeout) {
+        if (!no_wait(timeout)) return self.h.attr("_wait_for_can")(target, source, time, timeout);
+        PyKernel& k = *self.p;
+        Locked locked(k);
+        int64_t t = 0;
+        if (!PyUnicode_CheckExact(target.ptr()) || !PyUnicode_CheckExact(source.ptr()) ||
+            !fast_time_ns(time.ptr(), t) || !str_view(target.ptr(), k.parent_) || !str_view(source.ptr(), k.child_))
+            return self.h.attr("_can_transform_slow")(target, source, time);
+        if (k.parent_ == k.child_) return nb::bool_(true);
+        const int32_t ta = k.k_.lookup_id(k.parent_), sb = k.k_.lookup_id(k.child_);
+        return nb::bool_(ta && sb && k.k_.can_transform(ta, sb, t, k.path_));
+    }
+
     nb::object lookup(const std::string& target, const std::string& source, int64_t t) {
         Pose out;
         int64_t used = 0;
@@ -162,20 +406,20 @@ class PyKernel {
             return pose_tuple(tf2k::identity_pose(), used);
         }
         int32_t ids[2];
-        if (!resolve({&target, &source}, ids)) return nb::none();
-        error_ = k_.lookup(ids[0], ids[1], t, out, used, path_);
-        if (error_.code != ErrorCode::None) return nb::none();
+        resolve({&target, &source}, ids);
+        const Error e = k_.lookup(ids[0], ids[1], t, out, used, path_);
+        if (e.code != ErrorCode::None) raise_error(k_, e);
         return pose_tuple(out, used);
     }
 
     nb::object lookup_full(const std::string& target, int64_t target_time, const std::string& source,
                            int64_t source_time, const std::string& fixed) {
         int32_t ids[3];
-        if (!resolve({&target, &source, &fixed}, ids)) return nb::none();
+        resolve({&target, &source, &fixed}, ids);
         Pose out;
         int64_t used = 0;
-        error_ = k_.lookup_full(ids[0], target_time, ids[1], source_time, ids[2], out, used, path_);
-        if (error_.code != ErrorCode::None) return nb::none();
+        const Error e = k_.lookup_full(ids[0], target_time, ids[1], source_time, ids[2], out, used, path_);
+        if (e.code != ErrorCode::None) raise_error(k_, e);
         return pose_tuple(out, used);
     }
 
@@ -196,19 +440,19 @@ class PyKernel {
 
     nb::object common_time(const std::string& target, const std::string& source) {
         int32_t ids[2];
-        if (!resolve({&target, &source}, ids)) return nb::none();
+        resolve({&target, &source}, ids);
         int64_t t = 0;
-        error_ = k_.common_time(ids[0], ids[1], t, path_);
-        if (error_.code != ErrorCode::None) return nb::none();
+        const Error e = k_.common_time(ids[0], ids[1], t, path_);
+        if (e.code != ErrorCode::None) raise_error(k_, e);
         return nb::int_(t);
     }
 
     nb::object chain(const std::string& target, const std::string& source, int64_t t) {
         int32_t ids[2];
-        if (!resolve({&target, &source}, ids)) return nb::none();
+        resolve({&target, &source}, ids);
         std::vector<int32_t> out;
-        error_ = k_.chain(ids[0], ids[1], t, out, path_);
-        if (error_.code != ErrorCode::None) return nb::none();
+        const Error e = k_.chain(ids[0], ids[1], t, out, path_);
+        if (e.code != ErrorCode::None) raise_error(k_, e);
         nb::list names;
         for (int32_t id : out) names.append(nb::str(k_.name(id).c_str()));
         return names;
@@ -217,30 +461,18 @@ class PyKernel {
     nb::object lookup_many(const std::string& target, const std::string& source, Int64Array ts) {
         const size_t n = ts.shape(0);
         int32_t ids[2] = {0, 0};
-        if (target != source && !resolve({&target, &source}, ids)) return nb::none();
+        if (target != source) resolve({&target, &source}, ids);
         double* data = new double[n * 16 + 1];
         nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<double*>(p); });
         size_t failed = 0;
         if (target == source) {
             for (size_t k = 0; k < n; ++k) tf2k::to_matrix(tf2k::identity_pose(), data + 16 * k);
-            error_ = Error{};
         } else {
             // The GIL stays held: it is what makes every kernel call atomic for Python threads.
-            error_ = k_.lookup_many(ids[0], ids[1], ts.data(), n, data, failed);
+            const Error e = k_.lookup_many(ids[0], ids[1], ts.data(), n, data, failed);
+            if (e.code != ErrorCode::None) raise_error(k_, e, failed);
         }
-        failed_ = failed;
-        if (error_.code != ErrorCode::None) return nb::none();
         return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<3>>(data, {n, 4, 4}, owner));
-    }
-
-    // (code, argument, kind, time, stamp, source name, target name, failed index)
-    nb::tuple error() const {
-        auto name = [&](int32_t id) -> nb::object {
-            if (id < 0 || static_cast<size_t>(id) >= k_.frame_count()) return nb::none();
-            return nb::str(k_.name(id).c_str());
-        };
-        return nb::make_tuple(static_cast<int>(error_.code), error_.argument, static_cast<int>(error_.kind),
-                              error_.time, error_.stamp, name(error_.source), name(error_.target), failed_);
     }
 
     // Names of the frames the walks up from each frame visit at t (0: the latest data).
@@ -319,23 +551,21 @@ class PyKernel {
 
     void clear() { k_.clear(); }
 
-  private:
-    // Lookup ids of the named frames in argument order; false with error_ set (Frame) for
-    // the first one a lookup cannot use.
-    bool resolve(std::initializer_list<const std::string*> names, int32_t* ids) {
+    // Lookup ids of the named frames in argument order; raises (Frame error) for the first
+    // one a lookup cannot use.
+    void resolve(std::initializer_list<const std::string*> names, int32_t* ids) {
         int k = 0;
         for (const std::string* name : names) {
             const int32_t id = k_.lookup_id(*name);
             if (!id) {
-                error_ = Error{};
-                error_.code = ErrorCode::Frame;
-                error_.argument = k;
-                error_.source = error_.target = -1;
-                return false;
+                Error e;
+                e.code = ErrorCode::Frame;
+                e.argument = k;
+                e.source = e.target = -1;
+                raise_error(k_, e);
             }
             ids[k++] = id;
         }
-        return true;
     }
 
     void set_authority(int id, nb::object& authority) {
@@ -344,12 +574,12 @@ class PyKernel {
         authority_[i] = authority;
     }
 
+  private:
     Kernel k_;
-    std::string parent_, child_;  // scratch of insert
+    std::string parent_, child_;  // scratch of insert and the fast lookups
     std::vector<nb::object> authority_;
     tf2k::Path path_;  // scratch of the walks (reused: no allocation per query)
-    Error error_;
-    size_t failed_ = 0;
+    nb::object lock_acquire_, lock_release_;
 };
 
 // One frame's cache on its own, for tests and tools (parents are plain ints here).
@@ -407,34 +637,66 @@ NB_MODULE(_kernel_ext, m) {
     m.attr("NAME_TYPE") = kNameType;
     m.attr("NOT_SIMPLE") = kNotSimple;
 
-    nb::class_<PyKernel>(m, "Kernel")
+    g_kernel_error = PyErr_NewException("tf2py.buffer._kernel_ext.KernelError", PyExc_Exception, nullptr);
+    m.attr("KernelError") = nb::handle(g_kernel_error);
+    m.def("set_message_types", &set_message_types, "time"_a, "header"_a, "vector3"_a, "quaternion"_a,
+          "transform"_a, "stamped"_a);
+
+    // Methods are private (_k_name): BufferCore, a Python subclass, is the public face.
+    nb::class_<PyKernel>(m, "Kernel", nb::is_weak_referenceable())
         .def(nb::init<int64_t>(), "cache_time_ns"_a)
-        .def_prop_ro("cache_time_ns", &PyKernel::cache_time)
-        .def("insert", &PyKernel::insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
+        .def(
+            "lookup_transform",
+            [](nb::pointer_and_handle<PyKernel> self, nb::handle target, nb::handle source, nb::handle time) {
+                return PyKernel::lookup_transform(self, target, source, time, nb::none());
+            },
+            "target_frame"_a.none(), "source_frame"_a.none(), "time"_a.none(),
+            "The TransformStamped that maps data in source_frame into target_frame at time (a Time or\n"
+            "seconds; zero = the latest common time); header.stamp is the time used. Raises tf2's\n"
+            "exceptions with tf2's messages.")
+        .def(
+            "can_transform",
+            [](nb::pointer_and_handle<PyKernel> self, nb::handle target, nb::handle source, nb::handle time) {
+                return PyKernel::can_transform_fast(self, target, source, time, nb::none());
+            },
+            "target_frame"_a.none(), "source_frame"_a.none(), "time"_a.none(),
+            "Whether lookup_transform(target_frame, source_frame, time) would succeed.")
+        // Buffer's forms (Buffer.lookup_transform = these): with a timeout they call the
+        // buffer's _wait_for_lookup / _wait_for_can; without, they run here under its lock.
+        .def("_k_lookup_transform_waiting", &PyKernel::lookup_transform, "target_frame"_a.none(),
+             "source_frame"_a.none(), "time"_a.none(), "timeout"_a.none() = 0.0,
+             "The TransformStamped that maps data in source_frame into target_frame at time, waiting\n"
+             "up to timeout (seconds or a Duration) for the data, woken by its insertion; when the\n"
+             "wait runs out, tf2's exception with the wait in its message.")
+        .def("_k_can_transform_waiting", &PyKernel::can_transform_fast, "target_frame"_a.none(),
+             "source_frame"_a.none(), "time"_a.none(), "timeout"_a.none() = 0.0,
+             "Whether lookup_transform would succeed, waiting up to timeout for it to; never raises\n"
+             "for missing data.")
+        .def("_k_set_lock", &PyKernel::set_lock, "lock"_a)
+        .def("_k_insert", &PyKernel::insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
              "ty"_a.none(), "tz"_a.none(), "qx"_a.none(), "qy"_a.none(), "qz"_a.none(), "qw"_a.none(),
              "authority"_a.none(), "is_static"_a)
         // Arrays exactly as given (no silent conversion of float stamps to integers).
-        .def("insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+        .def("_k_insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
              "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a, "codes"_a.noconvert())
-        .def("lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
-        .def("lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
+        .def("_k_lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
+        .def("_k_lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
              "fixed"_a)
-        .def("can_transform", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
-        .def("can_transform_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
+        .def("_k_can", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
+        .def("_k_can_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
              "source_time"_a, "fixed"_a)
-        .def("common_time", &PyKernel::common_time, "target"_a, "source"_a)
-        .def("chain", &PyKernel::chain, "target"_a, "source"_a, "t"_a)
-        .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
-        .def("error", &PyKernel::error)
-        .def("ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
-        .def("get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
-        .def("exists", &PyKernel::exists, "name"_a)
-        .def("registered", &PyKernel::registered, "name"_a)
-        .def("frames", &PyKernel::frames)
-        .def("frame_table", &PyKernel::frame_table)
-        .def("samples", &PyKernel::samples, "frame"_a)
-        .def("memory_bytes", &PyKernel::memory_bytes)
-        .def("clear", &PyKernel::clear);
+        .def("_k_common_time", &PyKernel::common_time, "target"_a, "source"_a)
+        .def("_k_chain", &PyKernel::chain, "target"_a, "source"_a, "t"_a)
+        .def("_k_lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
+        .def("_k_ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
+        .def("_k_get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
+        .def("_k_exists", &PyKernel::exists, "name"_a)
+        .def("_k_registered", &PyKernel::registered, "name"_a)
+        .def("_k_frames", &PyKernel::frames)
+        .def("_k_frame_table", &PyKernel::frame_table)
+        .def("_k_samples", &PyKernel::samples, "frame"_a)
+        .def("_k_memory_bytes", &PyKernel::memory_bytes)
+        .def("_k_clear", &PyKernel::clear);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
         .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)
