@@ -124,7 +124,6 @@ class Buffer(WaitingRequests, BufferCore):
         # Everything _notify_new_data uses exists before BufferCore starts.
         self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
-        self._waiting = 0  # threads in a timed wait (notified only when there are some)
         self._new_data = False  # set by _notify_new_data, consumed by _insert
         self._requests: dict[tuple, _Request] = {}
         # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
@@ -134,13 +133,17 @@ class Buffer(WaitingRequests, BufferCore):
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
         super().__init__(cache_time)
-        self._k_set_lock(self._lock)  # the kernel's lookup_transform / can_transform take it
+        # The kernel's lookup_transform, can_transform and set_transform take the lock;
+        # _waiting (threads in a timed wait, notified only when there are some) lives there.
+        self._k_set_lock(self._lock)
         self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
         self._clock = clock
         self._clock_last: int | None = None  # the clock's last reading, ns
         if clock is not None:
             if not callable(getattr(clock, "now", None)):
                 raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
+        self._k_set_buffer_state(self._requests, clock)
+        if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
             if callable(add_jump_callback):
                 add_jump_callback(_on_clock_jump(self._self_ref))
@@ -156,15 +159,19 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- insertion: under the lock, then the pending requests it can have affected ----------
 
-    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        """``BufferCore.set_transform`` under the lock; wakes the waits it can satisfy."""
+    # set_transform(transform, authority, is_static=False): BufferCore's, under the lock, and
+    # waking the waits it can satisfy. In C++ while no request waits and there is no clock;
+    # else (and for anything the kernel does not read itself) _set_transform_slow.
+    set_transform = _kernel_ext.Kernel._k_set_transform_locked
+
+    def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         touched = _named_by_transform(transform)
-        return self._insert(BufferCore.set_transform, (transform, authority, is_static), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static), touched)
 
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``BufferCore.set_transform_static`` under the lock; wakes the waits it can satisfy."""
         touched = _named_by_transform(transform)
-        return self._insert(BufferCore.set_transform, (transform, authority, True), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, True), touched)
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,

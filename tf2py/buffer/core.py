@@ -101,14 +101,14 @@ class BufferCore(_kernel_ext.Kernel):
 
     # -- insertion ----------------------------------------------------------------------
 
-    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        """Store a ``TransformStamped`` (maps data in ``child_frame_id`` into
-        ``header.frame_id``).
+    # set_transform(transform, authority, is_static=False) is the kernel's (inherited): a
+    # TransformStamped of tf2py's classes with plain values is read and stored in C++.
+    # Returns True when stored, False when older than the cache window (tf2's TF_OLD_DATA);
+    # a repeated stamp replaces the earlier sample; InvalidArgumentException for invalid
+    # input (nothing stored), raised by _set_transform_slow, which reads anything else.
 
-        Returns True when stored, False when older than the cache window (tf2's
-        TF_OLD_DATA). A repeated stamp replaces the earlier sample. Raises
-        ``InvalidArgumentException`` for invalid input (nothing stored).
-        """
+    def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+        """``set_transform`` for what the kernel does not read itself, and its refusals."""
         try:
             header = transform.header
             tr = transform.transform
@@ -137,7 +137,7 @@ class BufferCore(_kernel_ext.Kernel):
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``set_transform(transform, authority, is_static=True)``: valid at every time;
         only the latest per child frame is kept."""
-        return BufferCore.set_transform(self, transform, authority, True)
+        return BufferCore.set_transform(self, transform, authority, True)  # the kernel's
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,
@@ -574,3 +574,6 @@ class BufferCore(_kernel_ext.Kernel):
             )
         return "".join(parts)
 
+
+# The kernel's set_transform calls a subclass's _notify_new_data, never this empty one.
+_kernel_ext.set_notify_noop(BufferCore._notify_new_data)

@@ -27,9 +27,9 @@ using tf2k::Pose;
 
 namespace {
 
-constexpr int kNameType = -7;   // a frame id that is not a str (batch rows)
-constexpr int kNotSimple = -8;  // an argument that is not a plain str / int / float: Python
-                                // checks it (and names the problem) on its slow path
+constexpr int kNameType = -7;  // a frame id that is not a str (batch rows)
+// tf2k::kNotSimple: an argument that is not a plain str / int / float; Python checks it
+// (and names the problem) on its slow path.
 
 // A float or int argument as a double; false for anything else (arrays, strings...).
 bool plain_double(nb::handle h, double& out) {
@@ -213,7 +213,7 @@ bool fast_time_ns(PyObject* o, int64_t& out) {
         out = v;
         return true;
     }
-    if (PyFloat_CheckExact(o)) {
+    if (PyFloat_Check(o)) {  // float or a subclass (numpy.float64)
         const double ns = std::nearbyint(PyFloat_AS_DOUBLE(o) * 1e9);
         if (!(ns > -9.2e18 && ns < 9.2e18)) return false;
         out = static_cast<int64_t>(ns);
@@ -231,6 +231,46 @@ bool fast_time_ns(PyObject* o, int64_t& out) {
         return true;
     }
     return false;
+}
+
+// The fields of a TransformStamped of tf2py's own classes with plain values: parent and
+// child ids, stamp (ns) and the 7 numbers; false for anything else (Python reads it then).
+bool read_transform(PyObject* msg, std::string& parent, std::string& child, int64_t& stamp, double* v) {
+    const MessageTypes& t = g_types;
+    if (!t.ready || Py_TYPE(msg) != t.stamped.type) return false;
+    PyObject* header = slot(msg, t.stamped.offset[0]);
+    PyObject* child_id = slot(msg, t.stamped.offset[1]);
+    PyObject* transform = slot(msg, t.stamped.offset[2]);
+    if (!header || !child_id || !transform || Py_TYPE(header) != t.header.type ||
+        Py_TYPE(transform) != t.transform.type)
+        return false;
+    PyObject* time = slot(header, t.header.offset[0]);
+    PyObject* frame_id = slot(header, t.header.offset[1]);
+    PyObject* translation = slot(transform, t.transform.offset[0]);
+    PyObject* rotation = slot(transform, t.transform.offset[1]);
+    if (!time || !frame_id || !translation || !rotation || Py_TYPE(translation) != t.vector3.type ||
+        Py_TYPE(rotation) != t.quaternion.type)
+        return false;
+    if (!PyUnicode_CheckExact(frame_id) || !PyUnicode_CheckExact(child_id) || !str_view(frame_id, parent) ||
+        !str_view(child_id, child) || !fast_time_ns(time, stamp))
+        return false;
+    for (int k = 0; k < 3; ++k) {
+        PyObject* f = slot(translation, t.vector3.offset[k]);
+        if (!f || !plain_double(f, v[k])) return false;
+    }
+    for (int k = 0; k < 4; ++k) {
+        PyObject* f = slot(rotation, t.quaternion.offset[k]);
+        if (!f || !plain_double(f, v[3 + k])) return false;
+    }
+    return true;
+}
+
+PyObject* g_notify_name = nullptr;  // "_notify_new_data"
+PyObject* g_notify_noop = nullptr;  // BufferCore._notify_new_data (nothing to call)
+
+void set_notify_noop(nb::handle function) {
+    Py_XDECREF(g_notify_noop);
+    g_notify_noop = function.inc_ref().ptr();
 }
 
 // True when a timeout asks for no wait (None, 0, 0.0, a zero Duration).
@@ -262,7 +302,7 @@ class PyKernel {
             !plain_double(tx, v[0]) || !plain_double(ty, v[1]) || !plain_double(tz, v[2]) ||
             !plain_double(qx, v[3]) || !plain_double(qy, v[4]) || !plain_double(qz, v[5]) ||
             !plain_double(qw, v[6]))
-            return kNotSimple;
+            return static_cast<int>(tf2k::kNotSimple);
         const int r = k_.insert(parent_, child_, t, v, is_static);
         if (r > 0) set_authority(r, authority);
         return r;
@@ -381,6 +421,69 @@ class PyKernel {
             return self.h.attr("_raise_lookup_error")(target, source, error_tuple(k.k_, e, 0));
         return build_stamped(target.ptr(), source.ptr(), out, used, time.ptr());
     }
+
+    // BufferCore.set_transform(transform, authority, is_static=False): whole in C++ for a
+    // valid TransformStamped of tf2py's classes; anything else (and every refusal, so that
+    // Python names it) goes through _set_transform_slow.
+    static nb::object set_transform(nb::pointer_and_handle<PyKernel> self, nb::handle transform,
+                                    nb::handle authority, nb::handle is_static) {
+        const int r = self.p->insert_message(transform, authority, is_static);
+        if (r < 0) return self.h.attr("_set_transform_slow")(transform, authority, is_static);
+        if (r == 0) return nb::bool_(false);
+        // The notification hook, when a subclass has one (Buffer's inserts do not come here).
+        PyObject* hook = _PyType_Lookup(Py_TYPE(self.h.ptr()), g_notify_name);
+        if (hook && hook != g_notify_noop) self.h.attr("_notify_new_data")();
+        return nb::bool_(true);
+    }
+
+    // Buffer.set_transform without waiting requests or a clock: under the buffer's lock,
+    // waking the threads that wait; otherwise the buffer's own path (_set_transform_slow).
+    static nb::object set_transform_locked(nb::pointer_and_handle<PyKernel> self, nb::handle transform,
+                                           nb::handle authority, nb::handle is_static) {
+        PyKernel& k = *self.p;
+        int r = tf2k::kNotSimple;
+        {
+            Locked locked(k);
+            // Checked under the lock: a request added meanwhile must see this insert.
+            if (k.plain_inserts()) r = k.insert_message(transform, authority, is_static);
+            // A refused (too old) insert pruned first, as tf2 does: that can change answers.
+            if (r >= 0 && k.waiting_ > 0) self.h.attr("_condition").attr("notify_all")();
+        }
+        // The buffer's own path resolves futures after unlocking: never under this lock.
+        if (r < 0) return self.h.attr("_set_transform_slow")(transform, authority, is_static);
+        return nb::bool_(r > 0);
+    }
+
+    bool plain_inserts() const {
+        return requests_.is_valid() && PyDict_GET_SIZE(requests_.ptr()) == 0 && clock_.is_none();
+    }
+
+    // Read and store a message: > 0 stored, 0 too old, kNotSimple when Python must read it
+    // (or name why it is refused).
+    int insert_message(nb::handle transform, nb::handle authority, nb::handle is_static) {
+        double v[7];
+        int64_t stamp = 0;
+        const int truth = PyObject_IsTrue(is_static.ptr());
+        if (truth < 0) throw nb::python_error();
+        if (!read_transform(transform.ptr(), parent_, child_, stamp, v)) return tf2k::kNotSimple;
+        const int r = k_.insert(parent_, child_, stamp, v, truth != 0);
+        if (r < 0) return tf2k::kNotSimple;
+        if (r > 0) {
+            nb::object keep = nb::borrow(authority);
+            set_authority(r, keep);
+        }
+        return r;
+    }
+
+    // Buffer's state the locked insert reads: its requests dict and clock (both fixed for
+    // the buffer's life), and the count of threads in a timed wait.
+    void set_buffer_state(nb::handle requests, nb::handle clock) {
+        if (!PyDict_Check(requests.ptr())) throw nb::type_error("requests must be a dict");
+        requests_ = nb::borrow(requests);
+        clock_ = nb::borrow(clock);
+    }
+    int waiting() const { return waiting_; }
+    void set_waiting(int n) { waiting_ = n; }
 
     // BufferCore.can_transform / Buffer.can_transform, as lookup_transform above.
     static nb::object can_transform_fast(nb::pointer_and_handle<PyKernel> self, nb::handle target,
@@ -580,6 +683,8 @@ class PyKernel {
     std::vector<nb::object> authority_;
     tf2k::Path path_;  // scratch of the walks (reused: no allocation per query)
     nb::object lock_acquire_, lock_release_;
+    nb::object requests_, clock_ = nb::none();
+    int waiting_ = 0;
 };
 
 // One frame's cache on its own, for tests and tools (parents are plain ints here).
@@ -635,10 +740,12 @@ NB_MODULE(_kernel_ext, m) {
     m.doc() = "tf2py's compiled transform kernel (see tf2py/buffer/_kernel/).";
     m.attr("MAX_GRAPH_DEPTH") = tf2k::kMaxGraphDepth;
     m.attr("NAME_TYPE") = kNameType;
-    m.attr("NOT_SIMPLE") = kNotSimple;
+    m.attr("NOT_SIMPLE") = static_cast<int>(tf2k::kNotSimple);
 
     g_kernel_error = PyErr_NewException("tf2py.buffer._kernel_ext.KernelError", PyExc_Exception, nullptr);
     m.attr("KernelError") = nb::handle(g_kernel_error);
+    g_notify_name = PyUnicode_InternFromString("_notify_new_data");
+    m.def("set_notify_noop", &set_notify_noop, "function"_a);
     m.def("set_message_types", &set_message_types, "time"_a, "header"_a, "vector3"_a, "quaternion"_a,
           "transform"_a, "stamped"_a);
 
@@ -672,6 +779,16 @@ NB_MODULE(_kernel_ext, m) {
              "source_frame"_a.none(), "time"_a.none(), "timeout"_a.none() = 0.0,
              "Whether lookup_transform would succeed, waiting up to timeout for it to; never raises\n"
              "for missing data.")
+        .def("set_transform", &PyKernel::set_transform, "transform"_a.none(), "authority"_a.none(),
+             "is_static"_a.none() = false,
+             "Store a TransformStamped (maps data in child_frame_id into header.frame_id): True when\n"
+             "stored, False when older than the cache window; InvalidArgumentException for invalid\n"
+             "input (nothing stored).")
+        .def("_k_set_transform_locked", &PyKernel::set_transform_locked, "transform"_a.none(),
+             "authority"_a.none(), "is_static"_a.none() = false,
+             "Store a TransformStamped under the buffer's lock and wake the waits it can satisfy.")
+        .def("_k_set_buffer_state", &PyKernel::set_buffer_state, "requests"_a, "clock"_a.none())
+        .def_prop_rw("_waiting", &PyKernel::waiting, &PyKernel::set_waiting)
         .def("_k_set_lock", &PyKernel::set_lock, "lock"_a)
         .def("_k_insert", &PyKernel::insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
              "ty"_a.none(), "tz"_a.none(), "qx"_a.none(), "qy"_a.none(), "qz"_a.none(), "qw"_a.none(),

@@ -30,6 +30,7 @@ enum InsertResult : int {
     kReservedChild = -4,
     kNotFinite = -5,
     kNotUnit = -6,
+    kNotSimple = -8,  // (binding) an argument Python must check and convert
 };
 
 enum class ErrorCode : int { None = 0, Frame = 1, Loop = 2, Connectivity = 3, Extrapolation = 4 };
@@ -155,7 +156,7 @@ class Kernel {
     // Parent walks; Latest walks use each cache's latest sample). target == -1 walks the
     // source up to its root. Fills path with the links below the lowest common ancestor.
     template <Gather G>
-    Error walk(int32_t target, int32_t source, int64_t t, Path& path) const {
+    Error walk(int32_t target, int32_t source, int64_t t, Path& path, Hint* hints = nullptr) const {
         path.source.clear();
         path.target.clear();
         Error error;
@@ -172,7 +173,7 @@ class Kernel {
                 return error;
             }
             Link link;
-            const int got = gather<G>(frame, t, link);
+            const int got = gather<G>(frame, t, link, hints);
             if (got <= 0) {  // a root (no cache, or NO_PARENT), or no data at t
                 top = frame;
                 if (got < 0) {
@@ -194,7 +195,7 @@ class Kernel {
                 return error;
             }
             Link link;
-            const int got = gather<G>(frame, t, link);
+            const int got = gather<G>(frame, t, link, hints);
             if (got < 0) return extrapolation(frame, t, source, target);
             if (got == 0) break;
             path.target.push_back(link);
@@ -244,7 +245,8 @@ class Kernel {
     }
 
     // T(target <- source) at t (0 = the latest common time, resolved into *used).
-    Error lookup(int32_t target, int32_t source, int64_t t, Pose& out, int64_t& used, Path& path) const {
+    Error lookup(int32_t target, int32_t source, int64_t t, Pose& out, int64_t& used, Path& path,
+                 Hint* hints = nullptr) const {
         if (target == source) {
             out = identity_pose();
             used = t == 0 ? (has_cache(target) ? cache(target).latest_stamp() : 0) : t;
@@ -255,7 +257,7 @@ class Kernel {
             if (e.code != ErrorCode::None) return e;
         }
         used = t;
-        Error e = walk<Gather::Pose>(target, source, t, path);
+        Error e = walk<Gather::Pose>(target, source, t, path, hints);
         if (e.code == ErrorCode::None) out = combine(path);
         return e;
     }
@@ -328,9 +330,10 @@ class Kernel {
         Path path;
         Pose out;
         int64_t used = 0;
+        std::vector<Hint> hints(names_.size());  // per frame: interval and arc of the last stamp
         for (size_t k = 0; k < n; ++k) {
             const int64_t t = ts[k];
-            Error e = lookup(target, source, t, out, used, path);
+            Error e = lookup(target, source, t, out, used, path, hints.data());
             if (e.code != ErrorCode::None) {
                 failed = k;
                 return e;
@@ -363,7 +366,7 @@ class Kernel {
     // 1: a link (parent != 0); 0: a root (no cache, or a NO_PARENT sample; Latest walks:
     // also an empty cache); -1: no data at t.
     template <Gather G>
-    int gather(int32_t frame, int64_t t, Link& link) const {
+    int gather(int32_t frame, int64_t t, Link& link, Hint* hints) const {
         const size_t f = static_cast<size_t>(frame);
         if (!has_cache_[f]) return 0;
         const TimeCache& c = caches_[f];
@@ -378,7 +381,7 @@ class Kernel {
             link.stamp = 0;
             return link.parent != 0 ? 1 : -1;
         } else {
-            if (!c.get(t, link.pose, link.parent)) return -1;
+            if (!c.get(t, link.pose, link.parent, hints ? hints + f : nullptr)) return -1;
             link.stamp = 0;
             return link.parent != 0 ? 1 : 0;
         }

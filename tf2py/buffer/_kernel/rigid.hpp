@@ -43,44 +43,68 @@ inline Pose inverse(const Pose& a) {
     return out;
 }
 
-// tf2's slerp (LinearMath/Quaternion.h): shortest path (the second quaternion negated when
-// the dot product is negative); the first quaternion when the angle is zero; no
-// re-normalisation.
-inline void slerp(const double* a, const double* b, double ratio, double* out) {
-    double bx = b[0], by = b[1], bz = b[2], bw = b[3];
-    double dot = a[0] * bx + a[1] * by + a[2] * bz + a[3] * bw;
+// The arc between two quaternions for tf2's slerp (LinearMath/Quaternion.h): the shortest
+// path (the second quaternion negated when the dot product is negative); no turn when the
+// angle is zero. Batch lookups keep it per pair of samples.
+struct Arc {
+    double sign = 1.0;  // -1: the second quaternion is negated
+    double theta = 0.0;
+    double cos_theta = 1.0;
+    double sin_theta = 0.0;
+    double inv_sin = 0.0;
+    bool still = true;  // angle zero: the first quaternion
+};
+
+inline Arc make_arc(const double* a, const double* b) {
+    Arc arc;
+    double dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
     if (dot < 0.0) {
         dot = -dot;
-        bx = -bx;
-        by = -by;
-        bz = -bz;
-        bw = -bw;
+        arc.sign = -1.0;
     }
     if (dot < 1.0) {
-        const double theta = std::acos(dot);
-        const double d = 1.0 / std::sin(theta);
-        const double s0 = std::sin((1.0 - ratio) * theta) * d;
-        const double s1 = std::sin(ratio * theta) * d;
-        out[0] = a[0] * s0 + bx * s1;
-        out[1] = a[1] * s0 + by * s1;
-        out[2] = a[2] * s0 + bz * s1;
-        out[3] = a[3] * s0 + bw * s1;
-    } else {
+        arc.theta = std::acos(dot);
+        arc.cos_theta = dot;
+        arc.sin_theta = std::sin(arc.theta);
+        arc.inv_sin = 1.0 / arc.sin_theta;
+        arc.still = false;
+    }
+    return arc;
+}
+
+// tf2's slerp from a (ratio 0) to b (ratio 1) along a known arc; no re-normalisation.
+inline void slerp_on(const double* a, const double* b, const Arc& arc, double ratio, double* out) {
+    if (arc.still) {
         out[0] = a[0];
         out[1] = a[1];
         out[2] = a[2];
         out[3] = a[3];
+        return;
     }
+    // sin((1 - r) θ) = sin θ cos rθ - cos θ sin rθ: one sine and cosine of rθ per call.
+    const double angle = ratio * arc.theta;
+    const double sin_r = std::sin(angle);
+    const double cos_r = std::cos(angle);
+    const double s0 = (arc.sin_theta * cos_r - arc.cos_theta * sin_r) * arc.inv_sin;
+    const double s1 = sin_r * arc.inv_sin * arc.sign;
+    out[0] = a[0] * s0 + b[0] * s1;
+    out[1] = a[1] * s0 + b[1] * s1;
+    out[2] = a[2] * s0 + b[2] * s1;
+    out[3] = a[3] * s0 + b[3] * s1;
+}
+
+inline void slerp(const double* a, const double* b, double ratio, double* out) {
+    slerp_on(a, b, make_arc(a, b), ratio, out);
 }
 
 // Linear translation, slerped rotation between a (ratio 0) and b (ratio 1).
-inline Pose interpolate(const double* a, const double* b, double ratio) {
+inline Pose interpolate(const double* a, const double* b, const Arc& arc, double ratio) {
     Pose out;
     const double r0 = 1.0 - ratio;
     out.t[0] = r0 * a[0] + ratio * b[0];
     out.t[1] = r0 * a[1] + ratio * b[1];
     out.t[2] = r0 * a[2] + ratio * b[2];
-    slerp(a + 3, b + 3, ratio, out.q);
+    slerp_on(a + 3, b + 3, arc, ratio, out.q);
     return out;
 }
 

@@ -23,6 +23,14 @@ namespace tf2k {
 // Why a cache could not answer at a time (the exception Python raises).
 enum class CacheError : int { None = 0, Empty = 1, Single = 2, Forward = 3, Backward = 4 };
 
+// What a batch lookup remembers per frame between sorted stamps: the last interval found
+// and its slerp arc.
+struct Hint {
+    size_t index = static_cast<size_t>(-1);
+    size_t arc_index = static_cast<size_t>(-1);
+    Arc arc;
+};
+
 inline int64_t saturating_sub(int64_t a, int64_t b) {
     if (b > 0 && a < std::numeric_limits<int64_t>::min() + b) return std::numeric_limits<int64_t>::min();
     if (b < 0 && a > std::numeric_limits<int64_t>::max() + b) return std::numeric_limits<int64_t>::max();
@@ -87,9 +95,9 @@ class TimeCache {
     }
 
     // The sample at t (interpolated), its parent in *parent; false when the cache cannot
-    // answer (see error()). hint: the older neighbour of the previous query (batch lookups
-    // of sorted stamps find theirs at once), updated.
-    bool get(int64_t t, Pose& out, int32_t& parent, size_t* hint = nullptr) const {
+    // answer (see error()). hint: what the previous query of a batch found (sorted stamps
+    // find their interval at once and reuse its arc), updated.
+    bool get(int64_t t, Pose& out, int32_t& parent, Hint* hint = nullptr) const {
         const size_t n = stamps_.size();
         if (n == start_) return false;
         if (static_) {
@@ -121,7 +129,16 @@ class TimeCache {
         // (t - older) and (newer - older) are positive: exact as unsigned differences.
         const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(older));
         const double den = static_cast<double>(static_cast<uint64_t>(stamps_[i + 1]) - static_cast<uint64_t>(older));
-        out = interpolate(&values_[i * 7], &values_[i * 7 + 7], num / den);
+        const double* a = &values_[i * 7];
+        if (hint) {
+            if (hint->arc_index != i) {
+                hint->arc = make_arc(a + 3, a + 10);
+                hint->arc_index = i;
+            }
+            out = interpolate(a, a + 7, hint->arc, num / den);
+        } else {
+            out = interpolate(a, a + 7, make_arc(a + 3, a + 10), num / den);
+        }
         parent = parents_[i];
         return true;
     }
@@ -184,15 +201,15 @@ class TimeCache {
     }
 
     // Index i with stamps[i] <= t < stamps[i + 1], for first < t < last.
-    size_t older_index(int64_t t, size_t* hint) const {
+    size_t older_index(int64_t t, Hint* hint) const {
         const size_t n = stamps_.size();
         if (hint) {
-            size_t h = *hint;
+            size_t h = hint->index;
             if (h >= start_ && h + 1 < n && stamps_[h] <= t) {
                 // Sorted queries: the same interval, or one of the next few.
                 for (int step = 0; step < 4 && h + 1 < n; ++step, ++h) {
                     if (t < stamps_[h + 1]) {
-                        *hint = h;
+                        hint->index = h;
                         return h;
                     }
                 }
@@ -200,7 +217,7 @@ class TimeCache {
         }
         auto it = std::upper_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_), stamps_.end(), t);
         const size_t i = static_cast<size_t>(it - stamps_.begin()) - 1;
-        if (hint) *hint = i;
+        if (hint) hint->index = i;
         return i;
     }
 
