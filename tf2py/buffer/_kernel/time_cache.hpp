@@ -204,8 +204,8 @@ class TimeCache {
     size_t older_index(int64_t t, Hint* hint) const {
         const size_t n = stamps_.size();
         if (hint) {
-            size_t h = hint->index;
-            if (h >= start_ && h + 1 < n && stamps_[h] <= t) {
+            size_t h = hint->index;  // npos (all ones) before the first query
+            if (h >= start_ && h < n - 1 && stamps_[h] <= t) {
                 // Sorted queries: the same interval, or one of the next few.
                 for (int step = 0; step < 4 && h + 1 < n; ++step, ++h) {
                     if (t < stamps_[h + 1]) {
