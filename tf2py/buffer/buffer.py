@@ -122,7 +122,7 @@ class Buffer(WaitingRequests, BufferCore):
 
     def __init__(self, cache_time: Duration | float | None = 10.0, clock: Any = None) -> None:
         # Everything _notify_new_data uses exists before BufferCore starts.
-        self._lock = threading.RLock()
+        self._lock = _kernel_ext.RLock()  # an RLock the kernel takes without Python
         self._condition = threading.Condition(self._lock)
         self._new_data = False  # set by _notify_new_data, consumed by _insert
         self._requests: dict[tuple, _Request] = {}

@@ -179,6 +179,26 @@ class BufferCore(_kernel_ext.Kernel):
         ``parents``/``children``: N frame ids; ``stamps_ns``: N int nanoseconds; ``values``:
         float64 array (N, 7) of ``[tx, ty, tz, qx, qy, qz, qw]``.
         """
+        if parents.__class__ is list and children.__class__ is list:
+            # The listener's and the bag loader's form (lists, int64 and float64 arrays):
+            # straight into the kernel, which refuses anything else before storing a row.
+            codes = np.empty(len(parents), dtype=np.int32)
+            try:
+                stored, old = self._k_insert_batch(
+                    parents, children, stamps_ns, values, authority, is_static, codes
+                )
+            except (TypeError, ValueError):
+                pass  # not in that form: converted and checked below
+            else:
+                invalid = []
+                if stored + old < len(parents):
+                    invalid = [
+                        (k, self._row_error(parents[k], children[k], values[k], stamps_ns[k]))
+                        for k in np.flatnonzero(codes < 0).tolist()
+                    ]
+                if stored:
+                    self._notify_new_data()
+                return BatchResult(stored, old, invalid)
         try:
             values = np.ascontiguousarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:

@@ -285,6 +285,83 @@ nb::tuple pose_tuple(const Pose& p, int64_t used) {
     return nb::make_tuple(p.t[0], p.t[1], p.t[2], p.q[0], p.q[1], p.q[2], p.q[3], used);
 }
 
+// A re-entrant lock (threading.RLock's semantics, usable by threading.Condition) that the
+// kernel can take without calling into Python: Buffer's lock. Blocking waits release the
+// GIL.
+class RLock {
+  public:
+    RLock() : lock_(PyThread_allocate_lock()) {
+        if (!lock_) throw std::bad_alloc();
+    }
+    ~RLock() {
+        if (count_) PyThread_release_lock(lock_);
+        PyThread_free_lock(lock_);
+    }
+    RLock(const RLock&) = delete;
+    RLock& operator=(const RLock&) = delete;
+
+    // timeout in seconds (< 0: forever), as threading.RLock.acquire.
+    bool acquire(bool blocking = true, double timeout = -1.0) {
+        const unsigned long me = PyThread_get_thread_ident();
+        if (count_ && owner_ == me) {
+            ++count_;
+            return true;
+        }
+        if (!take(blocking, timeout)) return false;
+        owner_ = me;
+        count_ = 1;
+        return true;
+    }
+
+    void release() {
+        if (!count_ || owner_ != PyThread_get_thread_ident())
+            throw nb::builtin_exception(nb::exception_type::runtime_error, "cannot release un-acquired lock");
+        if (--count_ == 0) {
+            owner_ = 0;
+            PyThread_release_lock(lock_);
+        }
+    }
+
+    bool is_owned() const { return count_ && owner_ == PyThread_get_thread_ident(); }
+
+    // threading.Condition's protocol: give the lock up entirely while waiting, then restore.
+    nb::tuple release_save() {
+        if (!count_) throw nb::builtin_exception(nb::exception_type::runtime_error, "cannot release un-acquired lock");
+        nb::tuple state = nb::make_tuple(count_, owner_);
+        count_ = 0;
+        owner_ = 0;
+        PyThread_release_lock(lock_);
+        return state;
+    }
+
+    void acquire_restore(nb::tuple state) {
+        const auto count = nb::cast<unsigned long>(state[0]);
+        const auto owner = nb::cast<unsigned long>(state[1]);
+        take(true, -1.0);
+        count_ = count;
+        owner_ = owner;
+    }
+
+  private:
+    bool take(bool blocking, double timeout) {
+        if (PyThread_acquire_lock_timed(lock_, 0, 0) == PY_LOCK_ACQUIRED) return true;
+        if (!blocking) return false;
+        const double max_us = static_cast<double>(PY_TIMEOUT_MAX);
+        const PY_TIMEOUT_T us = timeout < 0 ? -1
+                                : timeout * 1e6 >= max_us ? PY_TIMEOUT_MAX
+                                                          : static_cast<PY_TIMEOUT_T>(timeout * 1e6);
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(lock_, us, 0);
+        Py_END_ALLOW_THREADS
+        return r == PY_LOCK_ACQUIRED;
+    }
+
+    PyThread_type_lock lock_;
+    unsigned long owner_ = 0;
+    unsigned long count_ = 0;
+};
+
 class PyKernel {
   public:
     explicit PyKernel(int64_t cache_time_ns) : k_(cache_time_ns < 0 ? 0 : cache_time_ns) {
@@ -358,29 +435,24 @@ class PyKernel {
         return nb::make_tuple(stored, old);
     }
 
-    // Buffer's lock (an RLock), taken by the fast lookups once set (BufferCore has none).
+    // Buffer's lock, taken by the fast calls once set (BufferCore has none).
     void set_lock(nb::handle lock) {
-        lock_acquire_ = lock.attr("acquire");
-        lock_release_ = lock.attr("release");
+        lock_ = nb::inst_ptr<RLock>(lock);
+        lock_object_ = nb::borrow(lock);
     }
 
     // Holds the buffer's lock for the scope (if there is one).
     struct Locked {
-        PyObject* release = nullptr;
-        explicit Locked(PyKernel& k) {
-            if (!k.lock_acquire_.is_valid()) return;
-            PyObject* r = PyObject_CallNoArgs(k.lock_acquire_.ptr());  // blocks without the GIL
-            if (!r) throw nb::python_error();
-            Py_DECREF(r);
-            release = k.lock_release_.ptr();
+        RLock* lock;
+        explicit Locked(PyKernel& k) : lock(k.lock_) {
+            if (lock) lock->acquire();
         }
         ~Locked() {
-            if (!release) return;
-            PyObject* r = PyObject_CallNoArgs(release);
-            if (r) {
-                Py_DECREF(r);
-            } else {
-                PyErr_Clear();  // cannot happen for a lock this thread holds
+            if (lock) {
+                try {
+                    lock->release();
+                } catch (...) {
+                }
             }
         }
         Locked(const Locked&) = delete;
@@ -682,7 +754,8 @@ class PyKernel {
     std::string parent_, child_;  // scratch of insert and the fast lookups
     std::vector<nb::object> authority_;
     tf2k::Path path_;  // scratch of the walks (reused: no allocation per query)
-    nb::object lock_acquire_, lock_release_;
+    RLock* lock_ = nullptr;
+    nb::object lock_object_;  // keeps lock_ alive
     nb::object requests_, clock_ = nb::none();
     int waiting_ = 0;
 };
@@ -789,7 +862,7 @@ NB_MODULE(_kernel_ext, m) {
              "Store a TransformStamped under the buffer's lock and wake the waits it can satisfy.")
         .def("_k_set_buffer_state", &PyKernel::set_buffer_state, "requests"_a, "clock"_a.none())
         .def_prop_rw("_waiting", &PyKernel::waiting, &PyKernel::set_waiting)
-        .def("_k_set_lock", &PyKernel::set_lock, "lock"_a)
+        .def("_k_set_lock", [](PyKernel& k, RLock& lock) { k.set_lock(nb::find(&lock)); }, "lock"_a)
         .def("_k_insert", &PyKernel::insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
              "ty"_a.none(), "tz"_a.none(), "qx"_a.none(), "qy"_a.none(), "qz"_a.none(), "qw"_a.none(),
              "authority"_a.none(), "is_static"_a)
@@ -814,6 +887,16 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_samples", &PyKernel::samples, "frame"_a)
         .def("_k_memory_bytes", &PyKernel::memory_bytes)
         .def("_k_clear", &PyKernel::clear);
+
+    nb::class_<RLock>(m, "RLock", "A re-entrant lock (threading.RLock's behaviour) the kernel takes itself.")
+        .def(nb::init<>())
+        .def("acquire", &RLock::acquire, "blocking"_a = true, "timeout"_a = -1.0)
+        .def("release", &RLock::release)
+        .def("__enter__", [](RLock& l) { return l.acquire(); })
+        .def("__exit__", [](RLock& l, nb::args) { l.release(); })
+        .def("_is_owned", &RLock::is_owned)
+        .def("_release_save", &RLock::release_save)
+        .def("_acquire_restore", &RLock::acquire_restore, "state"_a);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
         .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)

@@ -109,18 +109,23 @@ class Kernel {
 
     // Check and store one sample. Returns the child's id (> 0) when stored, kOld when older
     // than the window, or a negative InsertResult (nothing stored, nothing registered).
-    int insert(std::string parent, std::string child, int64_t stamp, double* values, bool is_static) {
-        if (!child.empty() && child[0] == '/') child.erase(0, 1);
-        if (!parent.empty() && parent[0] == '/') parent.erase(0, 1);
-        if (child.empty()) return kEmptyChild;
-        if (parent.empty()) return kEmptyParent;
-        if (child == parent) return kSelf;
-        if (child == kNoParent) return kReservedChild;
+    int insert(const std::string& parent_id, const std::string& child_id, int64_t stamp, double* values,
+               bool is_static) {
+        // Strip one leading '/' (a copy only then).
+        std::string parent_copy, child_copy;
+        const std::string* parent = &parent_id;
+        const std::string* child = &child_id;
+        if (!parent_id.empty() && parent_id[0] == '/') parent = &(parent_copy = parent_id.substr(1));
+        if (!child_id.empty() && child_id[0] == '/') child = &(child_copy = child_id.substr(1));
+        if (child->empty()) return kEmptyChild;
+        if (parent->empty()) return kEmptyParent;
+        if (*child == *parent) return kSelf;
+        if (*child == kNoParent) return kReservedChild;
         const int checked = check_values(values);
         if (checked != kStored) return checked;
-        const int32_t child_id = register_name(child);  // child first, then parent, as tf2
-        const int32_t parent_id = register_name(parent);
-        return insert_ids(child_id, parent_id, stamp, values, is_static) ? child_id : kOld;
+        const int32_t c = register_name(*child);  // child first, then parent, as tf2
+        const int32_t p = register_name(*parent);
+        return insert_ids(c, p, stamp, values, is_static) ? c : kOld;
     }
 
     // Store checked values for registered ids.
