@@ -488,6 +488,14 @@ class BufferCore(_kernel_ext.Kernel):
         ``lookup_transform`` would raise for the first stamp (in the order given) that
         cannot be looked up; times beyond 64-bit nanoseconds are never wrapped.
         """
+        if times.__class__ is np.ndarray and times.dtype == np.float64 and times.ndim == 1:
+            # Float seconds, the common form: converted in the kernel as it goes.
+            try:
+                return self._k_lookup_many_seconds(target_frame, source_frame, times)
+            except KernelError as exc:
+                raise query_error(self, exc.args, (target_frame, source_frame)) from None
+            except (TypeError, ValueError):
+                pass  # not finite, beyond int64 ns, not contiguous: converted below
         ts, huge = self._times_array(times)
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
             if not isinstance(name, str):

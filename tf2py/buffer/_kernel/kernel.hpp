@@ -328,17 +328,18 @@ class Kernel {
         for (const Link& l : path.source) out.push_back(l.parent);
     }
 
-    // Batch lookup: (n, 4, 4) row-major matrices for n stamps (0 = the latest common time),
-    // the same walk per stamp. On failure, *failed is the first stamp (in order) that fails.
-    Error lookup_many(int32_t target, int32_t source, const int64_t* ts, size_t n, double* matrices,
+    // Batch lookup: (n, 4, 4) row-major matrices for n stamps (time_at(k): stamp k in ns,
+    // 0 = the latest common time), the same walk per stamp. On failure, *failed is the first
+    // stamp (in order) that fails.
+    template <class TimeAt>
+    Error lookup_many(int32_t target, int32_t source, TimeAt time_at, size_t n, double* matrices,
                       size_t& failed) const {
         Path path;
         Pose out;
         int64_t used = 0;
         std::vector<Hint> hints(names_.size());  // per frame: interval and arc of the last stamp
         for (size_t k = 0; k < n; ++k) {
-            const int64_t t = ts[k];
-            Error e = lookup(target, source, t, out, used, path, hints.data());
+            Error e = lookup(target, source, time_at(k), out, used, path, hints.data());
             if (e.code != ErrorCode::None) {
                 failed = k;
                 return e;

@@ -29,6 +29,7 @@ struct Hint {
     size_t index = static_cast<size_t>(-1);
     size_t arc_index = static_cast<size_t>(-1);
     Arc arc;
+    double inv_span = 0.0;  // 1 / (newer - older) of that interval, ns
 };
 
 inline int64_t saturating_sub(int64_t a, int64_t b) {
@@ -99,6 +100,18 @@ class TimeCache {
     // find their interval at once and reuse its arc), updated.
     bool get(int64_t t, Pose& out, int32_t& parent, Hint* hint = nullptr) const {
         const size_t n = stamps_.size();
+        if (hint && t != 0 && !static_) {
+            // A batch's next sorted stamp, most often in the interval of the previous one.
+            const size_t h = hint->index;
+            if (h >= start_ && h + 1 < n && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
+                hint->arc_index == h) {
+                const double* a = &values_[h * 7];
+                const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(stamps_[h]));
+                out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
+                parent = parents_[h];
+                return true;
+            }
+        }
         if (n == start_) return false;
         if (static_) {
             load(start_, out);
@@ -134,8 +147,9 @@ class TimeCache {
             if (hint->arc_index != i) {
                 hint->arc = make_arc(a + 3, a + 10);
                 hint->arc_index = i;
+                hint->inv_span = 1.0 / den;
             }
-            out = interpolate(a, a + 7, hint->arc, num / den);
+            out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
         } else {
             out = interpolate(a, a + 7, make_arc(a + 3, a + 10), num / den);
         }
