@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ._kernel_ext import matrix as _matrix
 from .time import Time, to_nanoseconds
 
 __all__ = [
@@ -98,18 +99,9 @@ class Quaternion(_Message):
 
 
 def _matrix_from_quaternion(x, y, z, w) -> np.ndarray:
-    n = x * x + y * y + z * z + w * w
-    s = 2.0 / n if n > 0.0 else 0.0
-    xx, yy, zz = x * x * s, y * y * s, z * z * s
-    xy, xz, yz = x * y * s, x * z * s, y * z * s
-    wx, wy, wz = w * x * s, w * y * s, w * z * s
-    return np.array(
-        [
-            [1.0 - (yy + zz), xy - wz, xz + wy],
-            [xy + wz, 1.0 - (xx + zz), yz - wx],
-            [xz - wy, yz + wx, 1.0 - (xx + yy)],
-        ]
-    )
+    """The 3x3 rotation matrix of a quaternion (scale 2/|q|², as tf2), computed by the
+    kernel's own function."""
+    return np.array(_matrix((0.0, 0.0, 0.0, x, y, z, w))).reshape(4, 4)[:3, :3]
 
 
 def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:

@@ -13,8 +13,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -294,12 +297,9 @@ nb::tuple pose_tuple(const Pose& p, int64_t used) {
 // GIL.
 class RLock {
   public:
-    RLock() : lock_(PyThread_allocate_lock()) {
-        if (!lock_) throw std::bad_alloc();
-    }
+    RLock() = default;
     ~RLock() {
-        if (count_) PyThread_release_lock(lock_);
-        PyThread_free_lock(lock_);
+        if (count_) mutex_.unlock();
     }
     RLock(const RLock&) = delete;
     RLock& operator=(const RLock&) = delete;
@@ -322,7 +322,7 @@ class RLock {
             throw nb::builtin_exception(nb::exception_type::runtime_error, "cannot release un-acquired lock");
         if (--count_ == 0) {
             owner_ = 0;
-            PyThread_release_lock(lock_);
+            mutex_.unlock();
         }
     }
 
@@ -334,7 +334,7 @@ class RLock {
         nb::tuple state = nb::make_tuple(count_, owner_);
         count_ = 0;
         owner_ = 0;
-        PyThread_release_lock(lock_);
+        mutex_.unlock();
         return state;
     }
 
@@ -347,22 +347,24 @@ class RLock {
     }
 
   private:
+    // The mutex itself; a blocking wait releases the GIL (the holder may need it).
     bool take(bool blocking, double timeout) {
-        if (PyThread_acquire_lock_timed(lock_, 0, 0) == PY_LOCK_ACQUIRED) return true;
+        if (mutex_.try_lock()) return true;
         if (!blocking) return false;
-        const double max_us = static_cast<double>(PY_TIMEOUT_MAX);
-        const PY_TIMEOUT_T us = timeout < 0 ? -1
-                                : timeout * 1e6 >= max_us ? PY_TIMEOUT_MAX
-                                                          : static_cast<PY_TIMEOUT_T>(timeout * 1e6);
-        PyLockStatus r;
+        bool got = false;
         Py_BEGIN_ALLOW_THREADS
-        r = PyThread_acquire_lock_timed(lock_, us, 0);
+        if (timeout < 0) {
+            mutex_.lock();
+            got = true;
+        } else {
+            got = mutex_.try_lock_for(std::chrono::duration<double>(std::min(timeout, 1e9)));
+        }
         Py_END_ALLOW_THREADS
-        return r == PY_LOCK_ACQUIRED;
+        return got;
     }
 
-    PyThread_type_lock lock_;
-    unsigned long owner_ = 0;
+    std::timed_mutex mutex_;
+    unsigned long owner_ = 0;  // written and read with the GIL held
     unsigned long count_ = 0;
 };
 
@@ -839,9 +841,41 @@ class PyTimeCache {
     tf2k::TimeCache c_;
 };
 
+// The maths for Python (tf2py/buffer/apply.py, messages.py): the same functions the kernel
+// uses, so that there is one implementation of each. Poses are 7 numbers.
+Pose pose_of(nb::handle seq) {
+    nb::sequence s = nb::borrow<nb::sequence>(seq);
+    if (nb::len(s) != 7) throw nb::value_error("a pose is 7 numbers (tx, ty, tz, qx, qy, qz, qw)");
+    Pose p;
+    for (size_t k = 0; k < 7; ++k) {
+        const double v = nb::cast<double>(s[k]);
+        if (k < 3)
+            p.t[k] = v;
+        else
+            p.q[k - 3] = v;
+    }
+    return p;
+}
+
+nb::tuple tuple_of(const Pose& p) { return nb::make_tuple(p.t[0], p.t[1], p.t[2], p.q[0], p.q[1], p.q[2], p.q[3]); }
+
 }  // namespace
 
 NB_MODULE(_kernel_ext, m) {
+    m.def("compose", [](nb::sequence a, nb::sequence b) { return tuple_of(tf2k::compose(pose_of(a), pose_of(b))); },
+          "a"_a, "b"_a, "a ∘ b of two poses (tx, ty, tz, qx, qy, qz, qw): apply b, then a.");
+    m.def("inverse", [](nb::sequence a) { return tuple_of(tf2k::inverse(pose_of(a))); }, "a"_a,
+          "The inverse of a pose with a unit quaternion.");
+    m.def(
+        "matrix",
+        [](nb::sequence a) {
+            double m16[16];
+            tf2k::to_matrix(pose_of(a), m16);
+            nb::list out;
+            for (double v : m16) out.append(v);
+            return out;
+        },
+        "a"_a, "The 4x4 homogeneous matrix of a pose, row-major, as 16 numbers.");
     m.doc() = "tf2py's compiled transform kernel (see tf2py/buffer/_kernel/).";
     m.attr("MAX_GRAPH_DEPTH") = tf2k::kMaxGraphDepth;
     m.attr("NAME_TYPE") = kNameType;
