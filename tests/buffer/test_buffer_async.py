@@ -11,7 +11,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 import pytest
 
-import tf2py.buffer.buffer as buffer_module
+import tf2py.buffer.requests as buffer_module
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.exceptions import (
     BackwardExtrapolationException,

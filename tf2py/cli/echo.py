@@ -150,7 +150,7 @@ class _LocalSource:
         not exist but is close to one that does (a typo)."""
         if not reason.endswith("frame does not exist"):
             return reason
-        from ..buffer.core import did_you_mean_sentence
+        from ..buffer.errors import did_you_mean_sentence
 
         frames = self.buffer.get_frames()
         for frame in (target_frame, source_frame):

@@ -1,0 +1,279 @@
+// Per-frame history: the sliding window of one child frame (dynamic) or its single
+// sample (static). Flat storage, oldest first: int64 stamps (ns), seven float64 values per
+// sample (tx, ty, tz, qx, qy, qz, qw) and int32 parent ids. Pruning moves a start offset;
+// the dead prefix is dropped now and then. In-order inserts append; lookups bisect.
+//
+// tf2 rules kept (tf2-reference.md §3, §13.2): insert prunes first, relative to the latest
+// stamp before the insert (drop stamp < latest - cache_time), then refuses a stamp older
+// than that limit; a repeated stamp replaces the sample; t == 0 is the latest sample;
+// exact stamps match; one sample matches only its own stamp; between two samples lerp +
+// shortest-path slerp, unless their parents differ (the older sample wins).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "rigid.hpp"
+
+namespace tf2k {
+
+// Why a cache could not answer at a time (the exception Python raises).
+enum class CacheError : int { None = 0, Empty = 1, Single = 2, Forward = 3, Backward = 4 };
+
+// What a batch lookup remembers per frame between sorted stamps: the last interval found
+// and its slerp arc.
+struct Hint {
+    size_t index = static_cast<size_t>(-1);
+    size_t arc_index = static_cast<size_t>(-1);
+    Arc arc;
+    double inv_span = 0.0;  // 1 / (newer - older) of that interval, ns
+};
+
+inline int64_t saturating_sub(int64_t a, int64_t b) {
+    if (b > 0 && a < std::numeric_limits<int64_t>::min() + b) return std::numeric_limits<int64_t>::min();
+    if (b < 0 && a > std::numeric_limits<int64_t>::max() + b) return std::numeric_limits<int64_t>::max();
+    return a - b;
+}
+
+class TimeCache {
+  public:
+    explicit TimeCache(int64_t cache_time_ns = 10'000'000'000LL, bool is_static = false)
+        : window_(cache_time_ns), static_(is_static) {}
+
+    bool is_static() const { return static_; }
+    size_t size() const { return stamps_.size() - start_; }
+    bool empty() const { return stamps_.size() == start_; }
+
+    // Store one sample (values: 7 doubles, already checked and normalised); false when it
+    // is older than the window (tf2's TF_OLD_DATA).
+    bool insert(int64_t stamp, const double* values, int32_t parent) {
+        if (static_) {
+            stamps_.assign(1, 0);
+            values_.assign(values, values + 7);
+            parents_.assign(1, parent);
+            start_ = 0;
+            return true;
+        }
+        size_t n = stamps_.size();
+        if (n > start_) {
+            const int64_t latest = stamps_.back();
+            const int64_t limit = saturating_sub(latest, window_);
+            if (stamps_[start_] < limit) {
+                start_ = static_cast<size_t>(
+                    std::lower_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_), stamps_.end(), limit) -
+                    stamps_.begin());
+                if (start_ >= 64 && start_ * 8 >= n - start_) compact();
+                n = stamps_.size();
+            }
+            if (stamp < limit) return false;
+            if (stamp > latest) {
+                append(stamp, values, parent);
+                return true;
+            }
+            auto it = std::upper_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_), stamps_.end(), stamp);
+            size_t i = static_cast<size_t>(it - stamps_.begin());
+            if (i > start_ && stamps_[i - 1] == stamp) {  // a repeated stamp replaces (§13.2)
+                std::memcpy(&values_[(i - 1) * 7], values, 7 * sizeof(double));
+                parents_[i - 1] = parent;
+                return true;
+            }
+            stamps_.insert(stamps_.begin() + static_cast<std::ptrdiff_t>(i), stamp);
+            values_.insert(values_.begin() + static_cast<std::ptrdiff_t>(i * 7), values, values + 7);
+            parents_.insert(parents_.begin() + static_cast<std::ptrdiff_t>(i), parent);
+            return true;
+        }
+        if (start_) clear_storage();
+        append(stamp, values, parent);
+        return true;
+    }
+
+    // Forget every sample (tf2's clearList); a static cache keeps its sample.
+    void clear() {
+        if (!static_) clear_storage();
+    }
+
+    // The sample at t (interpolated), its parent in *parent; false when the cache cannot
+    // answer (see error()). hint: what the previous query of a batch found (sorted stamps
+    // find their interval at once and reuse its arc), updated.
+    bool get(int64_t t, Pose& out, int32_t& parent, Hint* hint = nullptr) const {
+        const size_t n = stamps_.size();
+        if (hint && t != 0 && !static_) {
+            // A batch's next sorted stamp, most often in the interval of the previous one.
+            const size_t h = hint->index;
+            if (h >= start_ && h + 1 < n && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
+                hint->arc_index == h) {
+                const double* a = &values_[h * 7];
+                const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(stamps_[h]));
+                out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
+                parent = parents_[h];
+                return true;
+            }
+        }
+        if (n == start_) return false;
+        if (static_) {
+            load(start_, out);
+            parent = parents_[start_];
+            return true;
+        }
+        const int64_t last = stamps_[n - 1];
+        if (t == last || t == 0) {
+            load(n - 1, out);
+            parent = parents_[n - 1];
+            return true;
+        }
+        if (t > last || n - start_ == 1) return false;
+        const int64_t first = stamps_[start_];
+        if (t <= first) {
+            if (t < first) return false;
+            load(start_, out);
+            parent = parents_[start_];
+            return true;
+        }
+        const size_t i = older_index(t, hint);
+        const int64_t older = stamps_[i];
+        if (older == t || parents_[i] != parents_[i + 1]) {
+            load(i, out);
+            parent = parents_[i];
+            return true;
+        }
+        // (t - older) and (newer - older) are positive: exact as unsigned differences.
+        const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(older));
+        const double den = static_cast<double>(static_cast<uint64_t>(stamps_[i + 1]) - static_cast<uint64_t>(older));
+        const double* a = &values_[i * 7];
+        if (hint) {
+            if (hint->arc_index != i) {
+                hint->arc = make_arc(a + 3, a + 10);
+                hint->arc_index = i;
+                hint->inv_span = 1.0 / den;
+            }
+            out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
+        } else {
+            out = interpolate(a, a + 7, make_arc(a + 3, a + 10), num / den);
+        }
+        parent = parents_[i];
+        return true;
+    }
+
+    // The parent at t (the older neighbour's), 0 when get(t) would fail.
+    int32_t parent_at(int64_t t) const {
+        const size_t n = stamps_.size();
+        if (n == start_) return 0;
+        if (static_) return parents_[start_];
+        const int64_t last = stamps_[n - 1];
+        if (t == last || t == 0) return parents_[n - 1];
+        if (t > last || n - start_ == 1 || t < stamps_[start_]) return 0;
+        return parents_[older_index(t, nullptr)];
+    }
+
+    // Why get(t) failed, and the stamp the message names (0 for an empty cache).
+    CacheError error(int64_t t, int64_t& stamp) const {
+        const size_t n = stamps_.size();
+        if (n == start_ || static_) {
+            stamp = 0;
+            return CacheError::Empty;
+        }
+        if (n - start_ == 1) {
+            stamp = stamps_[start_];
+            return CacheError::Single;
+        }
+        if (t > stamps_[n - 1]) {
+            stamp = stamps_[n - 1];
+            return CacheError::Forward;
+        }
+        stamp = stamps_[start_];
+        return CacheError::Backward;
+    }
+
+    // (latest stamp, its parent), (0, 0) when empty; a static sample's stamp is 0.
+    int64_t latest_stamp() const { return empty() || static_ ? 0 : stamps_.back(); }
+    int32_t latest_parent() const { return empty() ? 0 : parents_.back(); }
+    int64_t oldest_stamp() const { return empty() || static_ ? 0 : stamps_[start_]; }
+
+    // Sample k (0 = oldest live) for tools and tests.
+    int64_t stamp_at(size_t k) const { return stamps_[start_ + k]; }
+    const double* values_at(size_t k) const { return &values_[(start_ + k) * 7]; }
+    int32_t parent_of(size_t k) const { return parents_[start_ + k]; }
+
+    size_t memory_bytes() const {
+        return stamps_.capacity() * sizeof(int64_t) + values_.capacity() * sizeof(double) +
+               parents_.capacity() * sizeof(int32_t);
+    }
+
+  private:
+    void load(size_t i, Pose& out) const {
+        const double* v = &values_[i * 7];
+        out.t[0] = v[0];
+        out.t[1] = v[1];
+        out.t[2] = v[2];
+        out.q[0] = v[3];
+        out.q[1] = v[4];
+        out.q[2] = v[5];
+        out.q[3] = v[6];
+    }
+
+    // Index i with stamps[i] <= t < stamps[i + 1], for first < t < last.
+    size_t older_index(int64_t t, Hint* hint) const {
+        const size_t n = stamps_.size();
+        if (hint) {
+            size_t h = hint->index;  // npos (all ones) before the first query
+            if (h >= start_ && h < n - 1 && stamps_[h] <= t) {
+                // Sorted queries: the same interval, or one of the next few.
+                for (int step = 0; step < 4 && h + 1 < n; ++step, ++h) {
+                    if (t < stamps_[h + 1]) {
+                        hint->index = h;
+                        return h;
+                    }
+                }
+            }
+        }
+        auto it = std::upper_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_), stamps_.end(), t);
+        const size_t i = static_cast<size_t>(it - stamps_.begin()) - 1;
+        if (hint) hint->index = i;
+        return i;
+    }
+
+    void append(int64_t stamp, const double* values, int32_t parent) {
+        if (stamps_.size() == stamps_.capacity()) {
+            if (start_) {
+                compact();
+            }
+            if (stamps_.size() == stamps_.capacity()) {
+                // Grow by an eighth (not double): memory per sample stays close to 68 B.
+                const size_t want = stamps_.size() + stamps_.size() / 8 + 8;
+                stamps_.reserve(want);
+                values_.reserve(want * 7);
+                parents_.reserve(want);
+            }
+        }
+        stamps_.push_back(stamp);
+        values_.insert(values_.end(), values, values + 7);
+        parents_.push_back(parent);
+    }
+
+    void compact() {
+        const auto s = static_cast<std::ptrdiff_t>(start_);
+        stamps_.erase(stamps_.begin(), stamps_.begin() + s);
+        values_.erase(values_.begin(), values_.begin() + s * 7);
+        parents_.erase(parents_.begin(), parents_.begin() + s);
+        start_ = 0;
+    }
+
+    void clear_storage() {
+        std::vector<int64_t>().swap(stamps_);
+        std::vector<double>().swap(values_);
+        std::vector<int32_t>().swap(parents_);
+        start_ = 0;
+    }
+
+    int64_t window_;
+    bool static_;
+    std::vector<int64_t> stamps_;
+    std::vector<double> values_;
+    std::vector<int32_t> parents_;
+    size_t start_ = 0;
+};
+
+}  // namespace tf2k

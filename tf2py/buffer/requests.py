@@ -1,0 +1,398 @@
+"""The index of waiting requests of ``Buffer``: futures from ``wait_for_transform_async``
+(and its full form) and the frames each one watches, so that an insertion re-checks only
+the requests it can have affected (see the rules in ``buffer.py``'s docstring).
+
+``WaitingRequests`` is a part of ``Buffer`` (a mixin over ``BufferCore``): every method
+here runs under the buffer's lock, and futures are resolved outside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from bisect import bisect_left, bisect_right, insort
+from concurrent.futures import Future, InvalidStateError
+
+from .apply import copy_transform_stamped
+from .core import BufferCore, KernelError, _clamp
+from .exceptions import BackwardExtrapolationException, InvalidArgumentException, TransformException
+from .time import format_seconds, to_nanoseconds
+
+__all__ = ["WaitingRequests"]
+
+_INF = float("inf")
+_core_lookup_transform = BufferCore.lookup_transform
+_core_lookup_transform_full = BufferCore.lookup_transform_full
+_core_can_transform = BufferCore.can_transform
+_core_can_transform_full = BufferCore.can_transform_full
+_core_get_latest_common_time = BufferCore.get_latest_common_time
+
+
+class _Request:
+    """The futures waiting for one (target, source, times, fixed) lookup."""
+
+    __slots__ = (
+        "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
+        "earliest_ns", "serial",
+    )
+
+    def __init__(self, key, full, frames, times, pairs, args):
+        self.key = key
+        self.full = full
+        self.frames = frames  # the frame ids the lookup validates
+        self.times = times  # the requested times, as Time
+        self.pairs = pairs  # (frame_a, frame_b, time_ns) per lookup half, for the too-old rule
+        self.args = args  # the arguments of the core lookup
+        # The earliest requested time, or 0 when one is time 0 ("latest", which any new
+        # sample on the path can move).
+        stamps = [t.nanoseconds for t in times]
+        self.earliest_ns = 0 if 0 in stamps else min(stamps)
+        self.serial = next(_serials)  # orders requests with equal times in _Watchers.timed
+        self.futures: dict[Future, None] = {}
+        # Frames whose new data (as a child) could change the lookup's answer...
+        self.watch: frozenset[str] = frozenset()
+        # ... and requested frames that do not exist yet (created as a parent or a child).
+        self.watch_any: frozenset[str] = frozenset()
+
+
+_serials = itertools.count()
+
+
+class _Watchers:
+    """The pending requests watching one child frame, split so an insertion finds the ones
+    it can affect without visiting the others: ``untimed`` (a requested time is 0, so any
+    new sample may move "latest") and ``timed``, sorted by earliest requested time (a
+    sample can only help requests whose times the frame's newest sample has reached)."""
+
+    __slots__ = ("untimed", "timed")
+
+    def __init__(self):
+        self.untimed: set = set()
+        self.timed: list = []  # (earliest_ns, serial, key), sorted
+
+    def add(self, request):
+        if request.earliest_ns:
+            insort(self.timed, (request.earliest_ns, request.serial, request.key))
+        else:
+            self.untimed.add(request.key)
+
+    def remove(self, request):
+        if request.earliest_ns:
+            timed = self.timed
+            i = bisect_left(timed, (request.earliest_ns, request.serial))
+            if i < len(timed) and timed[i][1] == request.serial:
+                del timed[i]
+        else:
+            self.untimed.discard(request.key)
+
+    def __bool__(self):
+        return bool(self.untimed) or bool(self.timed)
+
+
+def _forget_cancelled(buffer_ref, key):
+    """A done-callback that drops a cancelled future from its buffer's pending requests.
+    It holds the buffer weakly, so a pending future never keeps a buffer alive."""
+
+    def on_done(future):
+        if future.cancelled():
+            buffer = buffer_ref()
+            if buffer is not None:
+                buffer._forget(key, future)
+
+    return on_done
+
+
+def _cancel_all(requests: dict):
+    """When a buffer is collected, its pending futures are cancelled rather than left
+    waiting for data that can no longer come."""
+    for request in list(requests.values()):
+        for future in list(request.futures):
+            future.cancel()
+    requests.clear()
+
+
+def _copy_exception(exc: BaseException) -> BaseException:
+    try:
+        return type(exc)(*exc.args)
+    except Exception:  # an exception class with an unusual constructor: share it
+        return exc
+
+
+def _resolve(ready):
+    """Resolve futures (outside the lock: their callbacks may use the buffer). Each future
+    gets its own copy of the result, so no two callers share a mutable message."""
+    for futures, outcome in ready:
+        failed = isinstance(outcome, BaseException)
+        first = True
+        for future in futures:
+            value = outcome if first else (
+                _copy_exception(outcome) if failed else copy_transform_stamped(outcome)
+            )
+            try:
+                if failed:
+                    future.set_exception(value)
+                else:
+                    future.set_result(value)
+            except InvalidStateError:  # cancelled by its owner meanwhile
+                continue
+            first = False
+
+
+class WaitingRequests:
+    """The pending requests of a ``Buffer`` and the frames they watch (``_requests``,
+    ``_watch``, ``_watch_any``, created by ``Buffer.__init__``)."""
+
+    def _request(self, key, full, frames, times, pairs, args) -> Future:
+        for frame in frames:
+            if not isinstance(frame, str):
+                raise TypeError(f"frame ids are strings, got {frame!r}")
+        future = Future()
+        with self._lock:
+            request = self._requests.get(key)
+            if request is None:
+                # Not pending yet, so it has not been checked against the current data.
+                request = _Request(key, full, frames, times, pairs, args)
+                outcome = self._attempt(request)
+                if outcome is not None:
+                    ready = [((future,), outcome)]
+                else:
+                    self._requests[key] = request
+                    self._index(request)
+                    ready = None
+            else:
+                # Pending: it failed at its last check and nothing it watches changed since.
+                ready = None
+            if ready is None:
+                request.futures[future] = None
+                future.add_done_callback(_forget_cancelled(self._self_ref, key))
+        if ready:
+            _resolve(ready)
+        return future
+
+    def _attempt(self, request: _Request):
+        """Under the lock: the lookup's TransformStamped, an exception no data can cure, or
+        None while it is still worth waiting."""
+        try:
+            if request.full:
+                return _core_lookup_transform_full(self, *request.args)
+            return _core_lookup_transform(self, *request.args)
+        except InvalidArgumentException as exc:
+            return exc
+        except BackwardExtrapolationException as exc:
+            too_old = self._too_old(request)
+            if too_old is None:
+                return None
+            time_ns, latest_ns = too_old
+            exc.args = (
+                f"{str(exc).rstrip()} No data can make this transform available: the "
+                f"requested time {format_seconds(time_ns)} is more than the cache time "
+                f"({format_seconds(self._window_ns)} s) older than the latest common time "
+                f"{format_seconds(latest_ns)}.",
+            )
+            return exc
+        except TransformException:
+            return None
+        except Exception as exc:  # a bug must fail its future, never the inserting thread
+            return exc
+
+    def _recheck_one(self, request: _Request):
+        """``_attempt`` for a pending request, cheaper while it still fails: can_transform
+        builds neither a result nor an exception message. Only a request that may have
+        become too old (its times are all non-zero) needs the exception's kind."""
+        try:
+            if request.full:
+                possible = _core_can_transform_full(self, *request.args)
+            else:
+                possible = _core_can_transform(self, *request.args)
+        except Exception:  # let _attempt report it
+            possible = True
+        if not possible and (not request.earliest_ns or self._too_old(request) is None):
+            return None
+        return self._attempt(request)
+
+    def _too_old(self, request: _Request):
+        """tf2's rule for a request that can never succeed: its time is more than the cache
+        time older than the latest common time of its frames (new data that old is refused)."""
+        for frame_a, frame_b, time_ns in request.pairs:
+            if time_ns == 0:
+                continue
+            try:
+                latest_ns = to_nanoseconds(_core_get_latest_common_time(self, frame_a, frame_b))
+            except TransformException:
+                continue
+            if latest_ns != 0 and time_ns + self._window_ns < latest_ns:
+                return time_ns, latest_ns
+        return None
+
+    def _frame_usable(self, frame_id) -> bool:
+        """Whether a lookup accepts this frame id now."""
+        return isinstance(frame_id, str) and self._k_exists(frame_id)
+
+    def _watched_frames(self, request: _Request):
+        """``(watch, watch_any)`` for a request whose lookup just failed.
+
+        While a requested frame does not exist, nothing but its creation can help: watch
+        only for that name (as a parent or a child). Otherwise the lookup's answer depends
+        only on the caches of the frames its walks visit, so new data for any other child
+        frame cannot change it: watch the requested frames and their ancestors at each
+        requested time, at the latest data (time 0 resolves through the latest samples) and
+        at the resolved latest common time.
+        """
+        if request.watch_any or not request.watch:  # new, or a frame was missing: look
+            missing = frozenset(f for f in request.frames if not self._frame_usable(f))
+            if missing:
+                return frozenset(), missing
+        # (frame names are never removed, so frames that existed still exist)
+        times = {t.nanoseconds for t in request.times}
+        times.add(0)
+        for frame_a, frame_b, time_ns in request.pairs:
+            if time_ns == 0:
+                try:
+                    times.add(self._k_common_time(frame_a, frame_b))
+                except (KernelError, TypeError):
+                    pass
+        names = set(request.frames)
+        frames = [f for f in request.frames if isinstance(f, str)]
+        for time_ns in times:
+            # The kernel's walk upwards from each frame, as the lookup would walk.
+            names.update(self._k_ancestors(frames, _clamp(time_ns)))
+        return frozenset(names), frozenset()
+
+    def _index(self, request: _Request):
+        watch, watch_any = self._watched_frames(request)
+        if watch != request.watch:
+            index = self._watch
+            for name in request.watch - watch:
+                watchers = index.get(name)
+                if watchers is not None:
+                    watchers.remove(request)
+                    if not watchers:
+                        del index[name]
+            for name in watch - request.watch:
+                watchers = index.get(name)
+                if watchers is None:
+                    watchers = index[name] = _Watchers()
+                watchers.add(request)
+            request.watch = watch
+        if watch_any != request.watch_any:
+            index = self._watch_any
+            key = request.key
+            for name in request.watch_any - watch_any:
+                keys = index.get(name)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[name]
+            for name in watch_any - request.watch_any:
+                index.setdefault(name, set()).add(key)
+            request.watch_any = watch_any
+
+    def _unindex(self, request: _Request):
+        empty = frozenset()
+        for name in request.watch:
+            watchers = self._watch.get(name)
+            if watchers is not None:
+                watchers.remove(request)
+                if not watchers:
+                    del self._watch[name]
+        for name in request.watch_any:
+            keys = self._watch_any.get(name)
+            if keys is not None:
+                keys.discard(request.key)
+                if not keys:
+                    del self._watch_any[name]
+        request.watch = request.watch_any = empty
+
+    def _recheck(self, touched, static_before=frozenset()):
+        """Under the lock, after an insertion naming ``touched`` = (parents, children) (None:
+        unknown): try the pending requests it can have affected; return those now done."""
+        if touched is None:
+            keys = list(self._requests)
+        else:
+            keys = self._affected(touched[0], touched[1], static_before)
+        ready = []
+        for key in keys:
+            request = self._requests.get(key)
+            if request is None:
+                continue
+            outcome = self._recheck_one(request)
+            if outcome is None:
+                self._index(request)  # the tree may have changed shape
+                continue
+            del self._requests[key]
+            self._unindex(request)
+            ready.append((list(request.futures), outcome))
+        return ready
+
+    def _static_before(self, children) -> frozenset:
+        """Before an insertion: the touched children that timed requests watch and that hold
+        a static sample (or one stamped 0) now. Such a frame answers at every time before the
+        insertion; if it becomes dynamic, its new samples' stamps say nothing about what
+        changed, so the stamp bound of ``_affected`` must not skip its watchers."""
+        watch = self._watch
+        if not watch:
+            return frozenset()
+        static = set()
+        for name in children:
+            if name and name[0] == "/":
+                name = name[1:]
+            watchers = watch.get(name)
+            if watchers is None or not watchers.timed:
+                continue
+            try:
+                latest = _core_get_latest_common_time(self, name, name).nanoseconds
+                if latest == 0 and BufferCore.get_parent(self, name, 0) is not None:
+                    static.add(name)
+            except TransformException:
+                static.add(name)  # cannot tell: do not skip
+        return frozenset(static)
+
+    def _affected(self, parents, children, static_before=frozenset()) -> set:
+        """Keys of the pending requests an insertion of these (parent, child) frame ids can
+        have made possible.
+
+        Requests with a missing frame are re-checked when it is named. The others watch the
+        child frames their lookup walks through; of those, a request whose times are all
+        non-zero is skipped while every touched child it watches is dynamic and still has no
+        sample at or after its earliest time, and was not static before (``static_before``):
+        that frame's cache could not answer at those times before this insertion and cannot
+        after it, and the frames above it are not reached (the walk fails there, or it is
+        the common ancestor, whose own link is never needed).
+        """
+        watch, watch_any = self._watch, self._watch_any
+        keys: set = set()
+        for name in children:
+            if name and name[0] == "/":  # BufferCore strips one leading '/'
+                name = name[1:]
+            watchers = watch.get(name)
+            if watchers is not None:
+                keys |= watchers.untimed
+                timed = watchers.timed
+                if timed:
+                    try:  # the child's newest stamp (0 when static)
+                        latest = _core_get_latest_common_time(self, name, name).nanoseconds
+                    except TransformException:
+                        latest = 0
+                    if latest == 0 or name in static_before:
+                        end = len(timed)
+                    else:
+                        end = bisect_right(timed, (latest, _INF))
+                    keys.update(entry[2] for entry in itertools.islice(timed, end))
+            if watch_any:
+                keys |= watch_any.get(name, set())
+        if watch_any:
+            for name in parents:
+                if name and name[0] == "/":
+                    name = name[1:]
+                keys |= watch_any.get(name, set())
+        return keys
+
+    def _forget(self, key, future):
+        """Drop a cancelled future; the request goes when its last future does."""
+        with self._lock:
+            request = self._requests.get(key)
+            if request is None:
+                return
+            request.futures.pop(future, None)
+            if not request.futures:
+                del self._requests[key]
+                self._unindex(request)
