@@ -30,8 +30,10 @@ HELP = "publish a bag's /tf and /tf_static on the bus with their original timing
 # Longest single sleep while waiting for the next message, so the progress line stays live.
 _TICK_S = 0.1
 _CONNECT_GRACE_S = 0.25
-# After a loop's jump back on /clock, before the new pass's /tf: the /clock and /tf streams
-# reach a listener on different sockets and threads, so its clock must see the reset first.
+# Around a loop's jump back on /clock: the /clock and /tf streams reach a listener on
+# different sockets and threads, so the last pass's final /tf must be in before its clock
+# sees the reset (else it lands in the cleared buffer and makes the new pass look old), and
+# the reset must be seen before the new pass's /tf.
 _JUMP_GRACE_S = 0.3
 _DEFAULT_CLOCK_HZ = "100"
 
@@ -207,6 +209,7 @@ def run(args) -> int:
         try:
             while True:
                 if clock is not None and not first_pass:
+                    time.sleep(_JUMP_GRACE_S)
                     clock.publish_ns(begin_ns)  # the jump back: listeners forget the last pass
                     time.sleep(_JUMP_GRACE_S)
                 first_pass = False
