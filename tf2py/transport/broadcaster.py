@@ -93,8 +93,12 @@ class TransformBroadcaster:
         if n == 0:
             return  # nothing to say: no empty message on the bus
         body = wire.encode_transforms(transform, self.authority)
-        if len(body) > wire.MAX_MESSAGE_BYTES:
+        if len(body) > wire.MAX_PIECE_BYTES:
             wire.check_message_size(body, f"a message of {n} transforms")
+            # The bus carries messages of at most 64 KiB: a big list goes as several
+            # messages of whole transforms, in order.
+            self._send_pieces(wire.split_body(body, wire.MAX_PIECE_BYTES), n)
+            return
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
@@ -106,6 +110,19 @@ class TransformBroadcaster:
             except zmq.Again:
                 return
             self.sent_messages += 1
+            self.sent_transforms += n
+
+    def _send_pieces(self, pieces, n) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed TransformBroadcaster")
+            for piece in pieces:
+                try:
+                    self._socket.send(wire.TOPIC_TF, _SNDMORE)
+                    self._socket.send(piece, _NOBLOCK)
+                except zmq.Again:
+                    return
+                self.sent_messages += 1
             self.sent_transforms += n
 
     def close(self) -> None:
@@ -225,11 +242,15 @@ class StaticTransformBroadcaster:
             if not version:
                 return
             if cached is None or cached[0] != version:
-                cached = self._body_cache = (version, self._encode())
-        version, body = cached
+                # The set in messages of at most 64 KiB (the core latches each piece).
+                cached = self._body_cache = (
+                    version, wire.split_body(self._encode(), wire.MAX_PIECE_BYTES))
+        version, pieces = cached
+        topic = self._topic(b"latch/tf_static/", version)
         try:
-            self._socket.send_multipart(
-                (self._topic(b"latch/tf_static/", version), body), zmq.NOBLOCK)
+            for k, piece in enumerate(pieces):
+                self._socket.send_multipart(
+                    (topic + b"/%d/%d" % (k, len(pieces)), piece), zmq.NOBLOCK)
             self.published += 1
         except zmq.Again:
             logger.warning("tf2py static broadcaster: queue full, will re-publish when the "
