@@ -95,7 +95,7 @@ class TransformBroadcaster:
         body = wire.encode_transforms(transform, self.authority)
         if len(body) > wire.MAX_PIECE_BYTES:
             wire.check_message_size(body, f"a message of {n} transforms")
-            # The bus carries messages of at most 64 KiB: a big list goes as several
+            # The bus carries messages of at most 32 KiB: a big list goes as several
             # messages of whole transforms, in order.
             self._send_pieces(wire.split_body(body, wire.MAX_PIECE_BYTES), n)
             return
@@ -242,7 +242,7 @@ class StaticTransformBroadcaster:
             if not version:
                 return
             if cached is None or cached[0] != version:
-                # The set in messages of at most 64 KiB (the core latches each piece).
+                # The set in messages of at most 32 KiB (the core latches each piece).
                 cached = self._body_cache = (
                     version, wire.split_body(self._encode(), wire.MAX_PIECE_BYTES))
         version, pieces = cached

@@ -69,7 +69,7 @@ MAX_TRANSFORMS = 1_000_000
 MAX_STRING = 64 * 1024
 #: Largest message body on the bus (the core refuses bigger ones: ZMQ_MAXMSGSIZE): a
 #: broadcaster sends a bigger list as several messages of whole transforms (``split_body``).
-MAX_PIECE_BYTES = 64 * 1024
+MAX_PIECE_BYTES = 32 * 1024
 #: Longest frame id (and authority) a bus reader accepts, in characters: the buffer server's
 #: limit too (tf2py.server.protocol.MAX_FRAME_ID_LENGTH). Longer ids are dropped and counted.
 MAX_FRAME_ID_LENGTH = 4096
@@ -439,7 +439,7 @@ def split_body(data, max_bytes: int) -> list:
     the same rows in the same order, same authority: how the core keeps every message it
     queues for a subscriber small. Returns ``[data]`` when it is small enough already;
     raises ``WireError`` if it cannot be decoded. A single row larger than ``max_bytes``
-    (not possible within the frame-id limit for max_bytes >= 64 KiB) travels alone."""
+    raises ``WireError`` (cause ``too_large``)."""
     if len(data) <= max_bytes:
         return [data]
     try:
@@ -462,11 +462,17 @@ def split_body(data, max_bytes: int) -> list:
             start, size = i, 0
         size += row
     out.append((start, n))
-    return [
+    pieces = [
         _packb([WIRE_VERSION, authority, parents[a:b], children[a:b],
                 stamps_bin[8 * a:8 * b], values_bin[56 * a:56 * b]])
         for a, b in out
     ]
+    for (a, b), piece in zip(out, pieces):
+        if len(piece) > max_bytes:
+            raise WireError(
+                f"transform {a} ({children[a][:32]!r}) alone is {len(piece)} bytes, over the "
+                f"bus message limit of {max_bytes} bytes (frame ids too long)", "too_large")
+    return pieces
 
 
 def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
