@@ -57,7 +57,10 @@ class TransformBroadcaster:
     ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400). Started
     before the core, it connects when the core comes up; what is sent while no core or no
     listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
-    core costs the sender nothing beyond the bounded queue.
+    core costs the sender nothing beyond the bounded queue. A list over 32 KiB goes as
+    several messages of whole transforms; over 64 MiB, or with a frame id over 4096
+    characters, ``send_transform`` raises ValueError. ``keys``: a keys folder made by
+    ``tf2py keygen`` (default ``$TF2PY_KEYS``) for an authenticated, encrypted bus.
     """
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
@@ -144,10 +147,13 @@ class StaticTransformBroadcaster:
     """Publishes latched transforms on ``/tf_static``, as tf2_ros's StaticTransformBroadcaster.
 
     Keeps one accumulated set with the latest transform per child frame (as tf2's C++
-    broadcaster) and publishes the whole set on every ``send_transform``. It publishes it
-    again whenever a core subscribes to it, i.e. when it (re)connects to a core that was
-    started or restarted, so the core's latched set is always complete. The socket lives in
-    a named daemon thread; ``close()`` ends it.
+    broadcaster) and publishes the whole set (in messages of at most 32 KiB) on every
+    ``send_transform``. It publishes it again whenever a core subscribes to it (it
+    (re)connected to a core that was started or restarted) or asks for it. The core latches
+    the set as this publisher's (ROS 2's per-publisher transient-local durability): a
+    heartbeat every second keeps it there, ``close()`` says goodbye, and once this publisher
+    is gone, listeners that start later no longer get its statics (within 5 s). The socket
+    lives in a named daemon thread; ``close()`` ends it. ``keys``: see ``TransformBroadcaster``.
     """
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
