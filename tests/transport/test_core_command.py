@@ -22,6 +22,7 @@ from transport_support import (
     free_port_pair,
     good_body,
     raw_socket,
+    resources,
     script_argv,
     tf2py_threads,
 )
@@ -76,10 +77,16 @@ def test_core_port_zero_reports_two_consecutive_free_ports():
 
 
 def test_core_close_ends_its_threads():
+    Core("tcp://127.0.0.1:0").close()  # the shared context's own threads and fds exist now
+    before = resources()
     c = Core("tcp://127.0.0.1:0")
     assert any("core" in name for name in tf2py_threads())
+    assert resources().fds > before.fds
     c.close()
     assert tf2py_threads() == []
+    # every file descriptor and native thread, not only Python threads named tf2py*
+    wait_for(lambda: resources() <= before, timeout=5,
+             message=f"back to {before}, now {resources()}")
 
 
 def test_core_close_frees_its_ports_for_a_core_started_right_after():

@@ -211,7 +211,7 @@ def test_bad_message_is_dropped_counted_and_listener_goes_on(name, caplog):
 
 
 @pytest.mark.parametrize("name", ["one-frame", "three-frames", "unknown-topic"])
-def test_core_drops_and_counts_messages_of_the_wrong_shape_or_topic(core, name):
+def test_messages_of_the_wrong_shape_or_topic_through_a_core_are_counted(core, name):
     frames, cause = dict(BAD_MESSAGES, **{
         "unknown-topic": ([b"/tfx", good_body("other")], "topic")})[name]
     buffer = RecordingBuffer()
@@ -224,8 +224,7 @@ def test_core_drops_and_counts_messages_of_the_wrong_shape_or_topic(core, name):
             publisher.send_multipart(frames)
             publisher.send_multipart([wire.TOPIC_TF, good_body("after")])
             wait_for(lambda: "after" in buffer.children())
-            assert core.stats()["dropped"] == {cause: 2}
-            assert listener.stats()["dropped"] == {}
+            assert listener.stats()["dropped"] == {cause: 2}
             assert "other" not in buffer.children()
     finally:
         publisher.close()

@@ -58,7 +58,10 @@ class TransformBroadcaster:
     ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400). Started
     before the core, it connects when the core comes up; what is sent while no core or no
     listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
-    core costs the sender nothing beyond the bounded queue.
+    core costs the sender nothing beyond the bounded queue. A list over 32 KiB goes as
+    several messages of whole transforms; over 64 MiB, or with a frame id over 4096
+    characters, ``send_transform`` raises ValueError. ``keys``: a keys folder made by
+    ``tf2py keygen`` (default ``$TF2PY_KEYS``) for an authenticated, encrypted bus.
     """
 
     def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
@@ -97,8 +100,12 @@ class TransformBroadcaster:
         if n == 0:
             return  # nothing to say: no empty message on the bus
         body = wire.encode_transforms(transform, self.authority)
-        if len(body) > wire.MAX_MESSAGE_BYTES:
+        if len(body) > wire.MAX_PIECE_BYTES:
             wire.check_message_size(body, f"a message of {n} transforms")
+            # The bus carries messages of at most 32 KiB: a big list goes as several
+            # messages of whole transforms, in order.
+            self._send_pieces(wire.split_body(body, wire.MAX_PIECE_BYTES), n)
+            return
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
@@ -110,6 +117,19 @@ class TransformBroadcaster:
             except zmq.Again:
                 return
             self.sent_messages += 1
+            self.sent_transforms += n
+
+    def _send_pieces(self, pieces, n) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed TransformBroadcaster")
+            for piece in pieces:
+                try:
+                    self._socket.send(wire.TOPIC_TF, _SNDMORE)
+                    self._socket.send(piece, _NOBLOCK)
+                except zmq.Again:
+                    return
+                self.sent_messages += 1
             self.sent_transforms += n
 
     def close(self) -> None:
@@ -131,10 +151,13 @@ class StaticTransformBroadcaster:
     """Publishes latched transforms on ``/tf_static``, as tf2_ros's StaticTransformBroadcaster.
 
     Keeps one accumulated set with the latest transform per child frame (as tf2's C++
-    broadcaster) and publishes the whole set on every ``send_transform``. It publishes it
-    again whenever a core subscribes to it, i.e. when it (re)connects to a core that was
-    started or restarted, so the core's latched set is always complete. The socket lives in
-    a named daemon thread; ``close()`` ends it.
+    broadcaster) and publishes the whole set (in messages of at most 32 KiB) on every
+    ``send_transform``. It publishes it again whenever a core subscribes to it (it
+    (re)connected to a core that was started or restarted) or asks for it. The core latches
+    the set as this publisher's (ROS 2's per-publisher transient-local durability): a
+    heartbeat every second keeps it there, ``close()`` says goodbye, and once this publisher
+    is gone, listeners that start later no longer get its statics (within 5 s). The socket
+    lives in a named daemon thread; ``close()`` ends it. ``keys``: see ``TransformBroadcaster``.
     """
 
     def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
@@ -232,11 +255,15 @@ class StaticTransformBroadcaster:
             if not version:
                 return
             if cached is None or cached[0] != version:
-                cached = self._body_cache = (version, self._encode())
-        version, body = cached
+                # The set in messages of at most 32 KiB (the core latches each piece).
+                cached = self._body_cache = (
+                    version, wire.split_body(self._encode(), wire.MAX_PIECE_BYTES))
+        version, pieces = cached
+        topic = self._topic(b"latch/tf_static/", version)
         try:
-            self._socket.send_multipart(
-                (self._topic(b"latch/tf_static/", version), body), zmq.NOBLOCK)
+            for k, piece in enumerate(pieces):
+                self._socket.send_multipart(
+                    (topic + b"/%d/%d" % (k, len(pieces)), piece), zmq.NOBLOCK)
             self.published += 1
         except zmq.Again:
             logger.warning("tf2py static broadcaster: queue full, will re-publish when the "

@@ -4,27 +4,28 @@ Shape (see docs/protocol.md):
 
 - an XSUB socket bound at the core address ``tcp://HOST:PORT``: publishers connect here;
 - an XPUB socket bound at ``PORT + 1``: subscribers connect here;
-- a forwarder thread moves /tf from the XSUB to the XPUB and subscriptions back. It keeps
-  the core's memory bounded in bytes: every message it queues for subscribers is at most
-  ``PIECE_BYTES`` (bigger ones are split into pieces of whole transforms), each subscriber's
-  queue holds at most ``SUBSCRIBER_HWM`` of them, and all it forwards within the time a
-  stalled subscriber may hold messages (``HOLD_SECONDS``: ZeroMQ heartbeats cut a subscriber
-  that reads nothing) is at most ``TOTAL_BYTES``. What does not fit is dropped and counted;
+- ``zmq.proxy_steerable`` forwards between them in C (no Python per /tf message);
+- the core's memory is bounded in bytes: no message of more than ``PIECE_BYTES`` enters it
+  (ZMQ_MAXMSGSIZE; broadcasters send bigger lists as several messages of whole transforms),
+  each subscriber's queue holds at most ``SUBSCRIBER_HWM`` of them (64 MiB), and a
+  subscriber that stops reading is cut after ``STALL_CUT_MS`` (TCP user timeout), its queue
+  freed. Messages are shared between the subscribers' queues, not copied;
 - a latch thread keeps, per static publisher, the latest valid /tf_static transform per
-  child frame. Static broadcasters send their set to the core on ``latch/tf_static/<id>/<n>``,
-  a heartbeat on ``latch/alive/<id>/<n>`` every second and ``latch/bye/<id>`` on close; the
-  set of a publisher that said goodbye or whose heartbeat stopped for ``EXPIRE_SECONDS`` is
-  no longer given to listeners that start later. When a subscription that covers
-  /tf_static arrives, the latch thread re-publishes the live sets, at most once per
-  ``replay interval`` (subscriptions arriving meanwhile share the next replay). All
-  /tf_static output comes from that one thread, so replays never overtake updates.
+  child frame. Static broadcasters send their set to the core on
+  ``latch/tf_static/<id>/<version>/<k>/<n>`` (piece k of n), a heartbeat on
+  ``latch/alive/<id>/<version>`` every second and ``latch/bye/<id>`` on close; the set of a
+  publisher that said goodbye or whose heartbeat stopped for ``EXPIRE_SECONDS`` is no longer
+  given to listeners that start later. When a subscription that covers /tf_static arrives,
+  the latch thread re-publishes the live sets, at most once per replay interval
+  (subscriptions arriving meanwhile share the next replay). All /tf_static output comes
+  from that one thread, so replays never overtake updates.
 """
 
 from __future__ import annotations
 
-import collections
 import errno
 import socket
+import sys
 import threading
 import time
 
@@ -38,18 +39,22 @@ from .keys import load_keys, warn_if_exposed
 
 __all__ = ["Core"]
 
-#: Largest message the core queues for subscribers (bigger ones are split by rows).
-PIECE_BYTES = 64 * 1024
+#: Largest message (body) the core accepts and queues (bigger lists travel as several).
+PIECE_BYTES = wire.MAX_PIECE_BYTES
 #: Messages queued per subscriber: SUBSCRIBER_HWM * PIECE_BYTES = 64 MiB per subscriber.
-SUBSCRIBER_HWM = 1024
-#: Bytes forwarded within HOLD_SECONDS, all subscribers together (messages are shared by
-#: the subscribers' queues, not copied).
-TOTAL_BYTES = 512 * 1024 * 1024
-#: ZeroMQ heartbeat on subscriber connections: one that answers nothing for
-#: HEARTBEAT_TIMEOUT_MS is disconnected and its queue freed.
+SUBSCRIBER_HWM = 2048
+#: Counters are read from the proxy this often.
+STATISTICS_SECONDS = 0.25
+#: ZeroMQ heartbeat on subscriber connections: a peer that answers nothing for
+#: HEARTBEAT_TIMEOUT_MS is disconnected (a vanished host; a peer that stops reading but whose
+#: host still acknowledges TCP is not: its queue stays at its bound until it goes).
 HEARTBEAT_IVL_MS = 1000
 HEARTBEAT_TIMEOUT_MS = 10_000
-HOLD_SECONDS = (HEARTBEAT_IVL_MS + HEARTBEAT_TIMEOUT_MS) / 1000 + 1.0
+#: A subscriber whose connection takes no data for this long (it stopped reading: its TCP
+#: window stays shut) is disconnected by the kernel (ZMQ_TCP_MAXRT, TCP_USER_TIMEOUT) and
+#: its queue freed; it reconnects by itself once it reads again (and gets the statics
+#: replayed). So stalled subscribers cannot pile up memory in the core.
+STALL_CUT_MS = 10_000
 #: Messages read ahead from each publisher connection and from the latch thread.
 INPUT_HWM = 1000
 #: Bytes of latched statics held, all publishers together.
@@ -75,8 +80,8 @@ _ROW_OVERHEAD = 160  # bytes of a latched row besides its two frame ids
 class _Publisher:
     """The latched set of one static publisher."""
 
-    __slots__ = ("key", "authority", "rows", "bytes", "version", "seen", "updated",
-                 "expires", "asked")
+    __slots__ = ("key", "authority", "rows", "bytes", "version", "pieces", "expected",
+                 "seen", "updated", "expires", "asked")
 
     def __init__(self, key: str, authority: str, expires: bool):
         self.key = key
@@ -84,6 +89,8 @@ class _Publisher:
         self.rows: dict[str, tuple[str, int, np.ndarray]] = {}
         self.bytes = 0
         self.version = None
+        self.pieces: set[int] = set()
+        self.expected = 1
         self.seen = time.monotonic()
         self.updated = 0
         self.expires = expires
@@ -112,7 +119,6 @@ class Core:
         self.replays = 0
         self.forwarded_messages = 0
         self.forwarded_bytes = 0
-        self.split_messages = 0
         self._publishers: dict[str, _Publisher] = {}
         self._asked_unknown: dict[str, float] = {}
         self._latched_bytes = 0
@@ -141,10 +147,10 @@ class Core:
             self._keys_held += 1
 
     def _bind_pair(self, host: str, port: int):
-        frontend = self._socket(zmq.XSUB, RCVHWM=INPUT_HWM, MAXMSGSIZE=wire.MAX_MESSAGE_BYTES)
+        frontend = self._socket(zmq.XSUB, RCVHWM=INPUT_HWM, MAXMSGSIZE=PIECE_BYTES)
         backend = self._socket(
             zmq.XPUB, SNDHWM=SUBSCRIBER_HWM, XPUB_VERBOSE=1, RCVHWM=INPUT_HWM,
-            MAXMSGSIZE=1024, HEARTBEAT_IVL=HEARTBEAT_IVL_MS,
+            MAXMSGSIZE=1024, TCP_MAXRT=STALL_CUT_MS, HEARTBEAT_IVL=HEARTBEAT_IVL_MS,
             HEARTBEAT_TIMEOUT=HEARTBEAT_TIMEOUT_MS, HEARTBEAT_TTL=HEARTBEAT_TIMEOUT_MS)
         self._secure(frontend)
         self._secure(backend)
@@ -183,268 +189,164 @@ class Core:
         self.address = f"tcp://{host}:{port}"
         self.subscribe_address = f"tcp://{host}:{port + 1}"
 
-        # The core subscribes (on its XSUB) to what the static broadcasters send it; the
-        # listeners' subscriptions (/tf) are forwarded by the forwarder.
+        # The core itself subscribes to what it must see from publishers: the latch topics
+        # (for the latch thread) and /tf_static (so its own re-publications pass the XSUB).
+        # Listeners' subscriptions (/tf) are forwarded by the proxy.
         frontend.send(b"\x01" + _LATCH_PREFIX)
+        frontend.send(b"\x01" + wire.TOPIC_TF_STATIC)
 
-        # forwarder -> latch thread: latch messages and /tf_static subscriptions.
-        to_latch_name = inproc_name("core-to-latch")
-        to_latch = self._socket(zmq.PUSH, SNDHWM=INPUT_HWM)
-        to_latch.bind(to_latch_name)
-        latch_in = self._socket(zmq.PULL, RCVHWM=INPUT_HWM)
-        latch_in.connect(to_latch_name)
-        # latch thread -> forwarder: /tf_static messages to publish, resend requests.
-        from_latch_name = inproc_name("core-from-latch")
-        from_latch = self._socket(zmq.PULL, RCVHWM=INPUT_HWM)
-        from_latch.bind(from_latch_name)
-        latch_out = self._socket(zmq.PUSH, SNDHWM=INPUT_HWM)
-        latch_out.connect(from_latch_name)
-        # stop pipes
-        stop_name = inproc_name("core-stop")
-        stop_in = self._socket(zmq.PULL)
-        stop_in.bind(stop_name)
-        self._stop = self._socket(zmq.PUSH)
-        self._stop.connect(stop_name)
-        latch_stop_name = inproc_name("core-latch-stop")
-        latch_stop_in = self._socket(zmq.PULL)
-        latch_stop_in.bind(latch_stop_name)
-        self._latch_stop = self._socket(zmq.PUSH)
-        self._latch_stop.connect(latch_stop_name)
+        inject_name = inproc_name("core-inject")
+        frontend.bind(inject_name)
+        # The latch thread's subscriber on the XPUB: its subscriptions go up to publishers.
+        backend_name = inproc_name("core-backend")
+        backend.bind(backend_name)
+        self._resend_sub = self._socket(zmq.SUB, RCVHWM=16)
+        self._resend_sub.connect(backend_name)
+        capture_name = inproc_name("core-capture")
+        capture = self._socket(zmq.PUB, SNDHWM=INPUT_HWM)
+        capture.bind(capture_name)
+        control_name = inproc_name("core-control")
+        control = self._socket(zmq.PAIR)
+        control.bind(control_name)
+        steer = self._socket(zmq.PAIR)
+        steer.connect(control_name)
+        self._steer = steer
+
+        # The latch thread's sockets: the capture (latch messages and subscriptions only; the
+        # PUB filters /tf out in C), the injector publishing /tf_static into the frontend,
+        # the proxy's control (statistics, terminate) and a stop pipe.
+        tap = self._socket(zmq.SUB, RCVHWM=INPUT_HWM)
+        tap.setsockopt(zmq.SUBSCRIBE, _LATCH_PREFIX)
+        tap.setsockopt(zmq.SUBSCRIBE, b"\x01")
+        tap.connect(capture_name)
+        injector = self._socket(zmq.XPUB, SNDHWM=INPUT_HWM)
+        injector.connect(inject_name)
+        stop_name = inproc_name("core-latch-stop")
+        stop = self._socket(zmq.PAIR)
+        stop.bind(stop_name)
+        self._latch_stop = self._socket(zmq.PAIR)
+        self._latch_stop.connect(stop_name)
 
         self._forward_thread = threading.Thread(
-            target=self._run_forwarder,
-            args=(frontend, backend, to_latch, from_latch, stop_in),
-            name=f"tf2py-core-forwarder:{port}",
+            target=self._run_proxy,
+            args=(frontend, backend, capture, control),
+            name=f"tf2py-core-proxy:{port}",
             daemon=True,
         )
         self._latch_thread = threading.Thread(
             target=self._run_latch,
-            args=(latch_in, latch_out, latch_stop_in),
+            args=(tap, injector, steer, stop),
             name=f"tf2py-core-latch:{port}",
             daemon=True,
         )
         self._forward_thread.start()
+        # The injector may publish only once the frontend's /tf_static subscription reached
+        # it (the forwarder thread makes the XSUB process the attachment).
+        deadline = time.monotonic() + 5.0
+        while True:
+            if injector.poll(50):
+                if injector.recv() == b"\x01" + wire.TOPIC_TF_STATIC:
+                    break
+            elif time.monotonic() > deadline:
+                raise RuntimeError("tf2py core: internal publisher did not connect")
         self._latch_thread.start()
 
     # -- forwarder --------------------------------------------------------------------------
 
-    def _run_forwarder(self, frontend, backend, to_latch, from_latch, stop) -> None:
-        poller = zmq.Poller()
-        for sock in (frontend, backend, from_latch, stop):
-            poller.register(sock, zmq.POLLIN)
-        # Bytes forwarded within HOLD_SECONDS, kept per whole second: [second, bytes] slots.
-        slots: collections.deque = collections.deque()
-        window_bytes = 0
-        slot_second = -1
-        slot_bytes = 0
-        topic_tf = wire.TOPIC_TF
-        topic_static = wire.TOPIC_TF_STATIC
-        latch_prefix = _LATCH_PREFIX
-        static_subscription = b"\x01" + wire.TOPIC_TF_STATIC
-        hold = int(HOLD_SECONDS) + 1
-        noblock = zmq.NOBLOCK
-        sndmore = zmq.SNDMORE
-        recv = frontend.recv
-        send = backend.send
-        monotonic = time.monotonic
-
-        def advance(now) -> None:
-            """Start the slot of second ``now``; forget slots older than the hold time."""
-            nonlocal window_bytes, slot_second, slot_bytes
-            second = int(now)
-            if second == slot_second:
-                return
-            if slot_bytes:
-                slots.append((slot_second, slot_bytes))
-            slot_second, slot_bytes = second, 0
-            while slots and slots[0][0] <= second - hold:
-                window_bytes -= slots.popleft()[1]
-
-        def publish(topic, body) -> None:
-            """Forward a message too big for one piece, or from the latch thread."""
-            nonlocal window_bytes, slot_bytes
-            if len(body) > PIECE_BYTES:
-                try:
-                    pieces = wire.split_body(body, PIECE_BYTES)
-                except wire.FrameIdTooLongError as exc:
-                    self.dropped.drop(exc.cause, f"{topic.decode()}: {exc}", n=exc.dropped)
-                    return
-                except wire.WireError as exc:
-                    self.dropped.drop(exc.cause, f"{topic.decode()}: {exc}")
-                    return
-                self.split_messages += 1
-            else:
-                pieces = (body,)
-            for piece in pieces:
-                size = len(piece) + len(topic)
-                if window_bytes + size > TOTAL_BYTES:
-                    self._over_budget(topic, size)
-                    continue
-                window_bytes += size
-                slot_bytes += size
-                send(topic, sndmore)
-                send(piece, copy=len(piece) < 4096)
-                self.forwarded_messages += 1
-                self.forwarded_bytes += size
-
+    def _run_proxy(self, frontend, backend, capture, control) -> None:
         try:
-            while True:
-                events = dict(poller.poll())
-                if stop in events:
-                    return
-                advance(monotonic())
-                if backend in events:
-                    # Subscriptions of listeners: upstream to the publishers, and those that
-                    # cover /tf_static to the latch thread (it replays the latched set).
-                    for _ in range(10_000):
-                        try:
-                            message = backend.recv(noblock)
-                        except zmq.Again:
-                            break
-                        if message[:1] not in (b"\x00", b"\x01"):
-                            continue
-                        frontend.send(message)
-                        if message[:1] == b"\x01" and static_subscription.startswith(message):
-                            self._to_latch(to_latch, [b"sub"])
-                if from_latch in events:
-                    for _ in range(1000):
-                        try:
-                            frames = from_latch.recv_multipart(noblock)
-                        except zmq.Again:
-                            break
-                        if frames[0] == b"publish":
-                            publish(topic_static, frames[1])
-                        elif frames[0] == b"subscribe":
-                            frontend.send(b"\x01" + frames[1])
-                        elif frames[0] == b"unsubscribe":
-                            frontend.send(b"\x00" + frames[1])
-                if frontend in events:
-                    forwarded = forwarded_bytes = 0
-                    for _ in range(2000):
-                        try:
-                            head = recv(noblock, copy=False)
-                        except zmq.Again:
-                            break
-                        if not head.more:
-                            # /clock is one frame (topic and body, see wire.py), so that a
-                            # follower can keep only the latest tick; it is tiny and passed on.
-                            if (len(head) <= wire.CLOCK_FRAME_MAX
-                                    and head.bytes.startswith(wire.TOPIC_CLOCK)):
-                                send(head, 0, copy=False)
-                                continue
-                            self.dropped.drop("shape", "a bus message has 2 frames, got 1")
-                            continue
-                        body = recv(0, copy=False)  # multipart delivery is atomic: it is here
-                        if body.more:
-                            frames = 3
-                            while recv(0, copy=False).more:
-                                frames += 1
-                            self.dropped.drop("shape", f"a bus message has 2 frames, got {frames}")
-                            continue
-                        topic = head.bytes
-                        if topic == topic_tf:
-                            size = len(body) + 3
-                            if size > PIECE_BYTES:
-                                publish(topic_tf, body.bytes)
-                                continue
-                            if window_bytes + size > TOTAL_BYTES:
-                                self._over_budget(topic, size)
-                                continue
-                            window_bytes += size
-                            slot_bytes += size
-                            # the received frames themselves: no copy
-                            send(head, sndmore, copy=False)
-                            send(body, 0, copy=False)
-                            forwarded += 1
-                            forwarded_bytes += size
-                        elif topic.startswith(latch_prefix):
-                            self._to_latch(to_latch, [b"msg", topic, body.bytes])
-                        elif topic == topic_static:
-                            # Only the core publishes /tf_static: a publisher's own is not
-                            # latched, so it is not passed on either.
-                            self.dropped.drop(
-                                "topic", "a publisher sent /tf_static directly; static "
-                                "transforms go through a StaticTransformBroadcaster")
-                        else:
-                            self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
-                    self.forwarded_messages += forwarded
-                    self.forwarded_bytes += forwarded_bytes
+            zmq.proxy_steerable(frontend, backend, capture, control)
         except zmq.ZMQError as exc:
             if exc.errno not in (zmq.ETERM, errno.ENOTSOCK):
                 logger.error("tf2py core: forwarder stopped: %s", exc)
 
-    def _over_budget(self, topic: bytes, size: int) -> None:
-        self.dropped.drop(
-            "total_bytes",
-            f"over {TOTAL_BYTES // (1024 * 1024)} MiB forwarded within {HOLD_SECONDS:.0f} s "
-            f"(the core's memory bound); a {topic.decode(errors='replace')} message of "
-            f"{size} bytes dropped")
-
-    def _to_latch(self, to_latch, frames) -> None:
-        try:
-            to_latch.send_multipart(frames, zmq.NOBLOCK)
-        except zmq.Again:
-            # The latch thread is behind: a lost set is asked for again on the publisher's
-            # next heartbeat (its version will not match), a lost subscription is covered by
-            # the replay the queued ones trigger.
-            self.dropped.drop("latch_queue", "the latch thread is behind; a latch message "
-                              "was dropped (it is asked for again)")
+    def _read_statistics(self, steer) -> None:
+        """The proxy's counters (messages and bytes out to subscribers, each message once)."""
+        steer.send(b"STATISTICS")
+        if not steer.poll(1000):
+            return
+        frames = steer.recv_multipart()
+        if len(frames) == 8:
+            stats = [int.from_bytes(f, sys.byteorder) for f in frames]
+            self.forwarded_messages, self.forwarded_bytes = stats[6], stats[7]
 
     # -- latch thread -----------------------------------------------------------------------
 
-    def _run_latch(self, latch_in, latch_out, stop) -> None:
+    def _run_latch(self, tap, injector, steer, stop) -> None:
         poller = zmq.Poller()
-        poller.register(latch_in, zmq.POLLIN)
+        poller.register(tap, zmq.POLLIN)
+        poller.register(injector, zmq.POLLIN)
         poller.register(stop, zmq.POLLIN)
         replay_due = False
         next_replay = 0.0
+        next_check = 0.0
         try:
             while True:
-                timeout = 250
+                now = time.monotonic()
+                timeout = max(0.0, min(next_check - now, 0.25))
                 if replay_due:
-                    timeout = max(0, min(timeout, int((next_replay - time.monotonic()) * 1000)))
-                events = dict(poller.poll(timeout))
+                    timeout = max(0.0, min(timeout, next_replay - now))
+                events = dict(poller.poll(int(timeout * 1000)))
                 if stop in events:
+                    steer.send(b"TERMINATE")
                     return
-                if latch_in in events:
+                if injector in events:
+                    while injector.poll(0):
+                        injector.recv()  # subscriptions forwarded by the XSUB; nothing to do
+                if tap in events:
                     for _ in range(10_000):
                         try:
-                            frames = latch_in.recv_multipart(zmq.NOBLOCK)
+                            frames = tap.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        if frames[0] == b"sub":
-                            replay_due = True
+                        first = frames[0]
+                        if len(frames) == 1 and first[:1] == b"\x01":
+                            if wire.TOPIC_TF_STATIC.startswith(first[1:]):
+                                replay_due = True
+                            continue
+                        if len(frames) != 2:
+                            self.dropped.drop(
+                                "shape", f"a latch message has 2 frames, got {len(frames)}")
                             continue
                         try:
-                            self._on_latch(frames[1], frames[2], latch_out)
+                            self._on_latch(first, frames[1], injector)
                         except Exception as exc:  # never let bad input stop the core
                             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
                 now = time.monotonic()
-                self._expire(now)
+                if now >= next_check:
+                    next_check = now + STATISTICS_SECONDS
+                    self._read_statistics(steer)
+                    self._expire(now)
                 if replay_due and now >= next_replay:
                     replay_due = False
-                    sent = self._replay(latch_out)
+                    sent = self._replay(injector)
                     next_replay = time.monotonic() + max(REPLAY_MIN_INTERVAL, sent / REPLAY_RATE)
         except zmq.ZMQError as exc:
             if exc.errno not in (zmq.ETERM, errno.ENOTSOCK):
                 logger.error("tf2py core: latch thread stopped: %s", exc)
 
-    def _send(self, latch_out, frames) -> None:
-        try:
-            latch_out.send_multipart(frames, zmq.NOBLOCK)
-        except zmq.Again:
-            self.dropped.drop("latch_queue", "the forwarder is behind; a /tf_static message "
-                              "was dropped (the next replay carries it)")
+    def _publish(self, injector, body: bytes) -> int:
+        """Publish ``body`` on /tf_static in pieces of at most PIECE_BYTES; the bytes sent."""
+        sent = 0
+        for piece in wire.split_body(body, PIECE_BYTES):
+            try:
+                injector.send_multipart([wire.TOPIC_TF_STATIC, piece], zmq.NOBLOCK)
+                sent += len(piece)
+            except zmq.Again:
+                self.dropped.drop("latch_queue", "the forwarder is behind; a /tf_static "
+                                  "message was dropped (the next replay carries it)")
+        return sent
 
-    def _on_latch(self, topic: bytes, body: bytes, latch_out) -> None:
+    def _on_latch(self, topic: bytes, body: bytes, injector) -> None:
         if topic.startswith(_ALIVE_PREFIX):
-            key, version = _publisher_id(topic[len(_ALIVE_PREFIX):])
+            key, version, _, _ = _publisher_id(topic[len(_ALIVE_PREFIX):])
             with self._lock:
                 publisher = self._publishers.get(key)
                 if publisher is not None:
                     publisher.seen = time.monotonic()
-            if publisher is None or publisher.version != version:
-                self._ask_resend(key, publisher, latch_out)
+            if (publisher is None or publisher.version != version
+                    or len(publisher.pieces) != publisher.expected):
+                self._ask_resend(key, publisher)
             return
         if topic.startswith(_BYE_PREFIX):
             key = topic[len(_BYE_PREFIX):].decode("ascii", "replace")
@@ -452,9 +354,10 @@ class Core:
                 self._forget(key)
             return
         if topic == wire.TOPIC_STATIC_LATCH:
-            key, version, expires = None, None, False  # a writer without heartbeats
+            key, version, piece, pieces = None, None, 0, 1  # a writer without heartbeats
+            expires = False
         elif topic.startswith(_SET_PREFIX):
-            key, version = _publisher_id(topic[len(_SET_PREFIX):])
+            key, version, piece, pieces = _publisher_id(topic[len(_SET_PREFIX):])
             expires = True
         else:
             self.dropped.drop("topic", f"unknown latch topic {topic[:64]!r}")
@@ -464,7 +367,7 @@ class Core:
         except wire.UnknownVersionError as exc:
             # Not latched (we cannot read it), but passed on: newer listeners may.
             self.dropped.drop("version", str(exc))
-            self._send(latch_out, [b"publish", body])
+            self._publish(injector, body)
             return
         except wire.FrameIdTooLongError as exc:
             self.dropped.drop(exc.cause, str(exc), n=exc.dropped)
@@ -492,7 +395,11 @@ class Core:
             if publisher is None:
                 publisher = self._publishers[key] = _Publisher(key, authority, expires)
             publisher.authority = authority
-            publisher.version = version
+            if publisher.version != version:
+                publisher.version = version
+                publisher.pieces = set()
+            publisher.pieces.add(piece)
+            publisher.expected = pieces
             publisher.seen = time.monotonic()
             publisher.updated = self.static_messages
             full = 0
@@ -514,9 +421,9 @@ class Core:
                 "latched_bytes", f"the latched statics reached {LATCHED_BYTES // 2**20} MiB "
                 f"(the core's bound); {full} new static transform(s) from {authority} were "
                 "passed on but not latched", n=full)
-        self._send(latch_out, [b"publish", body])
+        self._publish(injector, body)
 
-    def _ask_resend(self, key: str, publisher, latch_out) -> None:
+    def _ask_resend(self, key: str, publisher) -> None:
         """Ask publisher ``key`` to send its whole set again: the core subscribes to
         ``latch/resend/<key>``, which the publisher's XPUB reports to it."""
         now = time.monotonic()
@@ -532,9 +439,11 @@ class Core:
                 if len(self._asked_unknown) > 10_000:
                     self._asked_unknown.clear()
                 self._asked_unknown[key] = now
+        # Through the core's own subscriber on the XPUB: the proxy passes the subscription up
+        # to every publisher, and the one it names re-sends its set.
         topic = _RESEND_PREFIX + key.encode("ascii", "replace")
-        self._send(latch_out, [b"subscribe", topic])
-        self._send(latch_out, [b"unsubscribe", topic])
+        self._resend_sub.setsockopt(zmq.SUBSCRIBE, topic)
+        self._resend_sub.setsockopt(zmq.UNSUBSCRIBE, topic)
 
     def _forget(self, key: str) -> None:
         publisher = self._publishers.pop(key, None)
@@ -548,7 +457,7 @@ class Core:
             for key in gone:
                 self._forget(key)
 
-    def _replay(self, latch_out) -> int:
+    def _replay(self, injector) -> int:
         """Re-publish every live publisher's latched set, one message per publisher, the
         most recently updated last (its rows win where two publishers latch one frame).
         Returns the bytes sent."""
@@ -565,8 +474,7 @@ class Core:
                 np.array([r[1][2] for r in rows], dtype=np.float64).reshape(-1, 7),
                 authority,
             )
-            sent += len(body)
-            self._send(latch_out, [b"publish", body])
+            sent += self._publish(injector, body)
         if sets:
             self.replays += 1
         return sent
@@ -592,7 +500,6 @@ class Core:
         return {
             "forwarded_messages": self.forwarded_messages,
             "forwarded_bytes": self.forwarded_bytes,
-            "split_messages": self.split_messages,
             "static_messages": self.static_messages,
             "static_publishers": publishers,
             "latched_transforms": latched,
@@ -611,14 +518,21 @@ class Core:
             self._close()
 
     def _close(self) -> None:
-        for thread, pipe in ((self._forward_thread, getattr(self, "_stop", None)),
-                             (self._latch_thread, getattr(self, "_latch_stop", None))):
-            if thread is not None and thread.is_alive():
-                try:
-                    pipe.send(b"stop")
-                except zmq.ZMQError:
-                    pass
-                thread.join(5)
+        # The latch thread owns the proxy's control socket: told to stop, it terminates the
+        # proxy too.
+        if self._latch_thread is not None and self._latch_thread.is_alive():
+            try:
+                self._latch_stop.send(b"stop")
+            except zmq.ZMQError:
+                pass
+            self._latch_thread.join(5)
+        elif self._forward_thread is not None and self._forward_thread.is_alive():
+            try:  # the latch thread never started: its control socket is free
+                self._steer.send(b"TERMINATE")
+            except zmq.ZMQError:
+                pass
+        if self._forward_thread is not None:
+            self._forward_thread.join(5)
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
@@ -640,13 +554,20 @@ class Core:
         return f"Core({getattr(self, 'address', self._requested)!r}, {state})"
 
 
-def _publisher_id(tail: bytes) -> tuple[str, int | None]:
-    key, _, version = tail.partition(b"/")
-    try:
-        number = int(version) if version else None
-    except ValueError:
-        number = None
-    return key.decode("ascii", "replace"), number
+def _publisher_id(tail: bytes) -> tuple[str, int | None, int, int]:
+    """``(id, version, piece, pieces)`` of ``<id>/<version>[/<piece>/<pieces>]``."""
+    parts = tail.split(b"/")
+    numbers = []
+    for part in parts[1:4]:
+        try:
+            numbers.append(int(part))
+        except ValueError:
+            numbers.append(None)
+    version = numbers[0] if numbers else None
+    piece, pieces = (numbers[1], numbers[2]) if len(numbers) == 3 else (0, 1)
+    if piece is None or pieces is None or not 0 <= piece < pieces <= 100_000:
+        piece, pieces = 0, 1
+    return parts[0].decode("ascii", "replace"), version, piece, pieces
 
 
 def _strip(frame_id: str) -> str:

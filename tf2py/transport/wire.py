@@ -33,6 +33,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_TRANSFORMS",
     "MAX_FRAME_ID_LENGTH",
+    "MAX_PIECE_BYTES",
     "FrameIdTooLongError",
     "check_message_size",
     "split_body",
@@ -72,6 +73,9 @@ TOPIC_STATIC_LATCH = b"latch/tf_static"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_TRANSFORMS = 1_000_000
 MAX_STRING = 64 * 1024
+#: Largest message body on the bus (the core refuses bigger ones: ZMQ_MAXMSGSIZE): a
+#: broadcaster sends a bigger list as several messages of whole transforms (``split_body``).
+MAX_PIECE_BYTES = 32 * 1024
 #: Longest frame id (and authority) a bus reader accepts, in characters: the buffer server's
 #: limit too (tf2py.server.protocol.MAX_FRAME_ID_LENGTH). Longer ids are dropped and counted.
 MAX_FRAME_ID_LENGTH = 4096
@@ -239,12 +243,22 @@ def _encode_one(ts, authority: str) -> bytes:
     child = ts.child_frame_id
     if parent.__class__ is not str or child.__class__ is not str:
         raise TypeError(f"frame ids must be strings, got {parent!r} and {child!r}")
+    if len(parent) > MAX_FRAME_ID_LENGTH or len(child) > MAX_FRAME_ID_LENGTH:
+        _long_id(parent, child)
     try:
         stamps_bin = _pack_stamp(_stamp_ns(h.stamp))
         values_bin = _pack_values(t.x, t.y, t.z, r.x, r.y, r.z, r.w)
     except struct.error as exc:
         raise TypeError(f"transform values must be numbers and stamps int64 ns: {exc}") from None
     return _packb([WIRE_VERSION, authority, [parent], [child], stamps_bin, values_bin])
+
+
+def _long_id(parent: str, child: str):
+    name, value = ("frame_id", parent) if len(parent) > MAX_FRAME_ID_LENGTH else (
+        "child_frame_id", child)
+    raise ValueError(
+        f"{name} {value[:32]!r}... has {len(value)} characters, over the bus limit of "
+        f"{MAX_FRAME_ID_LENGTH}: listeners would drop it")
 
 
 def encode_transforms(transforms, authority: str) -> bytes:
@@ -281,6 +295,10 @@ def encode_transforms(transforms, authority: str) -> bytes:
     for name in children:
         if name.__class__ is not str:
             raise TypeError(f"frame ids must be strings, got {name!r}")
+    if n and max(max(map(len, parents)), max(map(len, children))) > MAX_FRAME_ID_LENGTH:
+        for parent, child in zip(parents, children):
+            if len(parent) > MAX_FRAME_ID_LENGTH or len(child) > MAX_FRAME_ID_LENGTH:
+                _long_id(parent, child)
     try:
         stamps_bin = struct.pack(f"<{n}q", *stamps)
         values_bin = struct.pack(f"<{7 * n}d", *flat)
@@ -427,7 +445,7 @@ def split_body(data, max_bytes: int) -> list:
     the same rows in the same order, same authority: how the core keeps every message it
     queues for a subscriber small. Returns ``[data]`` when it is small enough already;
     raises ``WireError`` if it cannot be decoded. A single row larger than ``max_bytes``
-    (not possible within the frame-id limit for max_bytes >= 64 KiB) travels alone."""
+    raises ``WireError`` (cause ``too_large``)."""
     if len(data) <= max_bytes:
         return [data]
     try:
@@ -450,11 +468,17 @@ def split_body(data, max_bytes: int) -> list:
             start, size = i, 0
         size += row
     out.append((start, n))
-    return [
+    pieces = [
         _packb([WIRE_VERSION, authority, parents[a:b], children[a:b],
                 stamps_bin[8 * a:8 * b], values_bin[56 * a:56 * b]])
         for a, b in out
     ]
+    for (a, b), piece in zip(out, pieces):
+        if len(piece) > max_bytes:
+            raise WireError(
+                f"transform {a} ({children[a][:32]!r}) alone is {len(piece)} bytes, over the "
+                f"bus message limit of {max_bytes} bytes (frame ids too long)", "too_large")
+    return pieces
 
 
 def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
