@@ -110,7 +110,7 @@ class TimeCache {
         if (t != 0 && !static_) {
             // A batch's next sorted stamp, most often in the interval of the previous one.
             const size_t h = hint->index;
-            if (h >= start_ && h + 1 < n && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
+            if (n >= 2 && h >= start_ && h <= n - 2 && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
                 hint->arc_index == h) {
                 const double* a = &values_[h * 7];
                 const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(stamps_[h]));
@@ -222,7 +222,7 @@ class TimeCache {
         const size_t n = stamps_.size();
         if (hint) {
             size_t h = hint->index;  // npos (all ones) before the first query
-            if (h >= start_ && h < n - 1 && stamps_[h] <= t) {
+            if (n >= 2 && h >= start_ && h <= n - 2 && stamps_[h] <= t) {
                 // Sorted queries: the same interval, or one of the next few.
                 for (int step = 0; step < 4 && h + 1 < n; ++step, ++h) {
                     if (t < stamps_[h + 1]) {
