@@ -35,7 +35,8 @@ from .errors import (
 )
 from .exceptions import InvalidArgumentException, TransformException
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
-from .time import Duration, Time, duration_to_nanoseconds, seconds_tf2, to_nanoseconds
+from .report import frames_as_string, frames_as_yaml, frames_info
+from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -440,45 +441,6 @@ class BufferCore(_kernel_ext.Kernel):
 
     # -- batch lookups --------------------------------------------------------------------
 
-    @staticmethod
-    def _times_array(times) -> tuple[np.ndarray, dict]:
-        """int64 nanoseconds from an array of seconds (float or int), or a sequence of
-        Times; and the times beyond int64 as {index: nanoseconds} (clamped in the array)."""
-        arr = times if isinstance(times, np.ndarray) else None
-        if arr is None:
-            try:
-                arr = np.asarray(times)
-            except (TypeError, ValueError):
-                arr = None
-        if arr is None or arr.dtype.kind not in "fiub":
-            try:
-                ns = [to_nanoseconds(t) for t in times]
-            except (TypeError, ValueError) as exc:
-                raise InvalidArgumentException(
-                    "lookup_transforms: times must be seconds or Times (%s)" % exc
-                ) from None
-            huge = {k: v for k, v in enumerate(ns) if not STAMP_MIN <= v <= STAMP_MAX}
-            return np.array([_clamp(v) for v in ns], dtype=np.int64), huge
-        arr = arr.reshape(-1)
-        if arr.dtype.kind == "b":
-            raise InvalidArgumentException("lookup_transforms: times must be seconds, not bools")
-        if arr.dtype.kind == "f":
-            if not np.isfinite(arr).all():
-                raise InvalidArgumentException("lookup_transforms: times must be finite")
-            scaled = np.rint(arr.astype(np.float64) * 1e9)
-            out_of_range = (scaled >= 2.0**63) | (scaled < -(2.0**63))
-            huge = {k: int(round(float(arr[k]) * 1e9)) for k in np.flatnonzero(out_of_range).tolist()}
-            scaled[out_of_range] = 0.0
-            ns = scaled.astype(np.int64)
-        else:
-            limit = STAMP_MAX // _NS_PER_S
-            out_of_range = (arr > limit) | (arr < -limit)
-            huge = {k: int(arr[k]) * _NS_PER_S for k in np.flatnonzero(out_of_range).tolist()}
-            ns = np.where(out_of_range, 0, arr).astype(np.int64) * _NS_PER_S
-        for k, v in huge.items():
-            ns[k] = _clamp(v)
-        return ns, huge
-
     def lookup_transforms(self, target_frame: str, source_frame: str, times) -> np.ndarray:
         """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
         ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
@@ -496,7 +458,10 @@ class BufferCore(_kernel_ext.Kernel):
                 raise query_error(self, exc.args, (target_frame, source_frame)) from None
             except (TypeError, ValueError):
                 pass  # not finite, beyond int64 ns, not contiguous: converted below
-        ts, huge = self._times_array(times)
+        try:
+            ts, huge = times_to_nanoseconds(times)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentException("lookup_transforms: %s" % exc) from None
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
@@ -554,53 +519,20 @@ class BufferCore(_kernel_ext.Kernel):
     def all_frames_as_string(self) -> str:
         """tf2's allFramesAsString: ``Frame <child> exists with parent <parent>.`` per frame
         that has a cache, in registration order."""
-        return "".join(
-            "Frame %s exists with parent %s.\n" % (row[0], row[1])
-            for row in self._k_frame_table()
-        )
+        return frames_as_string(self._k_frame_table())
 
     def frames_info(self) -> dict:
         """Per child frame with data: ``parent``, ``broadcaster`` (authority), ``rate`` (Hz,
         as tf2's yaml), ``most_recent_ns``, ``oldest_ns``, ``buffer_length`` (samples),
         ``buffer_seconds`` (latest - oldest, s, as tf2 computes it; what tf2's yaml calls
         buffer_length) and ``is_static``. In registration order."""
-        out = {}
-        for name, parent, length, latest, oldest, is_static, authority in self._k_frame_table():
-            if length == 0:
-                continue
-            span = seconds_tf2(latest - oldest)
-            out[name] = {
-                "parent": parent,
-                "broadcaster": "no recorded authority" if authority is None else authority,
-                "rate": length / max(span, 1e-4),
-                "most_recent_ns": latest,
-                "oldest_ns": oldest,
-                "buffer_length": length,
-                "buffer_seconds": span,
-                "is_static": is_static,
-            }
-        return out
+        return frames_info(self._k_frame_table())
 
     def all_frames_as_yaml(self) -> str:
         """tf2's allFramesAsYAML (``[]`` when no frame was ever registered)."""
         if not self._k_frames():
             return "[]"
-        parts = []
-        for child, info in self.frames_info().items():
-            parts.append(
-                "%s: \n  parent: '%s'\n  broadcaster: '%s'\n  rate: %.3f\n"
-                "  most_recent_transform: %.6f\n  oldest_transform: %.6f\n  buffer_length: %.3f\n"
-                % (
-                    child,
-                    info["parent"],
-                    info["broadcaster"],
-                    info["rate"],
-                    seconds_tf2(info["most_recent_ns"]),
-                    seconds_tf2(info["oldest_ns"]),
-                    info["buffer_seconds"],
-                )
-            )
-        return "".join(parts)
+        return frames_as_yaml(self.frames_info())
 
     def lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
                         reference_frame=None, reference_point=(0.0, 0.0, 0.0),

@@ -18,6 +18,7 @@ __all__ = [
     "seconds_to_nanoseconds",
     "format_seconds",
     "seconds_tf2",
+    "times_to_nanoseconds",
 ]
 
 _NS_PER_S = 1_000_000_000
@@ -217,3 +218,49 @@ def seconds_tf2(ns: int) -> float:
 def format_seconds(ns: int) -> str:
     """Seconds with six decimals, as tf2 prints times in its messages (``%.6f``)."""
     return "%.6f" % seconds_tf2(ns)
+
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _clamp_int64(v: int) -> int:
+    return _INT64_MAX if v > _INT64_MAX else _INT64_MIN if v < _INT64_MIN else v
+
+
+def times_to_nanoseconds(times):
+    """``(int64 array, {index: ns})`` from N times (an array of float or int seconds, or a
+    sequence of Times or seconds): nanoseconds, with the times beyond int64 clamped in the
+    array and given exactly in the dict (never wrapped). TypeError / ValueError for a
+    time that is not a finite number."""
+    import numpy as np
+
+    arr = times if isinstance(times, np.ndarray) else None
+    if arr is None:
+        try:
+            arr = np.asarray(times)
+        except (TypeError, ValueError):
+            arr = None
+    if arr is None or arr.dtype.kind not in "fiub":
+        ns = [to_nanoseconds(t, "times") for t in times]
+        huge = {k: v for k, v in enumerate(ns) if not _INT64_MIN <= v <= _INT64_MAX}
+        return np.array([_clamp_int64(v) for v in ns], dtype=np.int64), huge
+    arr = arr.reshape(-1)
+    if arr.dtype.kind == "b":
+        raise TypeError("times must be seconds, not bools")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise ValueError("times must be finite")
+        scaled = np.rint(arr.astype(np.float64) * 1e9)
+        out_of_range = (scaled >= 2.0**63) | (scaled < -(2.0**63))
+        huge = {k: int(round(float(arr[k]) * 1e9)) for k in np.flatnonzero(out_of_range).tolist()}
+        scaled[out_of_range] = 0.0
+        ns = scaled.astype(np.int64)
+    else:
+        limit = _INT64_MAX // _NS_PER_S
+        out_of_range = (arr > limit) | (arr < -limit)
+        huge = {k: int(arr[k]) * _NS_PER_S for k in np.flatnonzero(out_of_range).tolist()}
+        ns = np.where(out_of_range, 0, arr).astype(np.int64) * _NS_PER_S
+    for k, v in huge.items():
+        ns[k] = _clamp_int64(v)
+    return ns, huge

@@ -50,6 +50,7 @@ class TimeCache {
     // Store one sample (values: 7 doubles, already checked and normalised); false when it
     // is older than the window (tf2's TF_OLD_DATA).
     bool insert(int64_t stamp, const double* values, int32_t parent) {
+        forget_hint();
         if (static_) {
             stamps_.assign(1, 0);
             values_.assign(values, values + 7);
@@ -65,7 +66,7 @@ class TimeCache {
                 start_ = static_cast<size_t>(
                     std::lower_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_), stamps_.end(), limit) -
                     stamps_.begin());
-                if (start_ >= 64 && start_ * 8 >= n - start_) compact();
+                if (start_ >= 64 && start_ * 16 >= n - start_) compact();
                 n = stamps_.size();
             }
             if (stamp < limit) return false;
@@ -90,8 +91,13 @@ class TimeCache {
         return true;
     }
 
+    // Every insert and clear forgets the interval remembered by single lookups (positions
+    // and values can change: compaction, a sample inserted or replaced).
+    void forget_hint() const { own_ = Hint{}; }
+
     // Forget every sample (tf2's clearList); a static cache keeps its sample.
     void clear() {
+        forget_hint();
         if (!static_) clear_storage();
     }
 
@@ -100,10 +106,11 @@ class TimeCache {
     // find their interval at once and reuse its arc), updated.
     bool get(int64_t t, Pose& out, int32_t& parent, Hint* hint = nullptr) const {
         const size_t n = stamps_.size();
-        if (hint && t != 0 && !static_) {
+        if (!hint) hint = &own_;  // single lookups: the interval (and arc) of the last one
+        if (t != 0 && !static_) {
             // A batch's next sorted stamp, most often in the interval of the previous one.
             const size_t h = hint->index;
-            if (h >= start_ && h + 1 < n && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
+            if (n >= 2 && h >= start_ && h <= n - 2 && stamps_[h] < t && t < stamps_[h + 1] && parents_[h] == parents_[h + 1] &&
                 hint->arc_index == h) {
                 const double* a = &values_[h * 7];
                 const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(stamps_[h]));
@@ -143,16 +150,12 @@ class TimeCache {
         const double num = static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(older));
         const double den = static_cast<double>(static_cast<uint64_t>(stamps_[i + 1]) - static_cast<uint64_t>(older));
         const double* a = &values_[i * 7];
-        if (hint) {
-            if (hint->arc_index != i) {
-                hint->arc = make_arc(a + 3, a + 10);
-                hint->arc_index = i;
-                hint->inv_span = 1.0 / den;
-            }
-            out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
-        } else {
-            out = interpolate(a, a + 7, make_arc(a + 3, a + 10), num / den);
+        if (hint->arc_index != i) {
+            hint->arc = make_arc(a + 3, a + 10);
+            hint->arc_index = i;
+            hint->inv_span = 1.0 / den;
         }
+        out = interpolate(a, a + 7, hint->arc, num * hint->inv_span);
         parent = parents_[i];
         return true;
     }
@@ -219,7 +222,7 @@ class TimeCache {
         const size_t n = stamps_.size();
         if (hint) {
             size_t h = hint->index;  // npos (all ones) before the first query
-            if (h >= start_ && h < n - 1 && stamps_[h] <= t) {
+            if (n >= 2 && h >= start_ && h <= n - 2 && stamps_[h] <= t) {
                 // Sorted queries: the same interval, or one of the next few.
                 for (int step = 0; step < 4 && h + 1 < n; ++step, ++h) {
                     if (t < stamps_[h + 1]) {
@@ -241,8 +244,8 @@ class TimeCache {
                 compact();
             }
             if (stamps_.size() == stamps_.capacity()) {
-                // Grow by an eighth (not double): memory per sample stays close to 68 B.
-                const size_t want = stamps_.size() + stamps_.size() / 8 + 8;
+                // Grow by a sixteenth (not double): memory per sample stays close to 68 B.
+                const size_t want = stamps_.size() + stamps_.size() / 16 + 8;
                 stamps_.reserve(want);
                 values_.reserve(want * 7);
                 parents_.reserve(want);
@@ -270,6 +273,7 @@ class TimeCache {
 
     int64_t window_;
     bool static_;
+    mutable Hint own_;  // single lookups run with the GIL held: one at a time
     std::vector<int64_t> stamps_;
     std::vector<double> values_;
     std::vector<int32_t> parents_;
