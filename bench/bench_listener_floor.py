@@ -60,9 +60,9 @@ from tf2py import make_transform
 from tf2py.buffer.time import Time
 from tf2py.transport.broadcaster import TransformBroadcaster
 address, batch, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+rotation = tuple(float(v) for v in sys.argv[4].split(","))
 b = TransformBroadcaster(address)
-ts = [make_transform("world", "c%d" % j, (1.0, 2.0, 3.0), (0.0, 0.0, 0.6, 0.8))
-      for j in range(batch)]
+ts = [make_transform("world", "c%d" % j, (1.0, 2.0, 3.0), rotation) for j in range(batch)]
 print("ready", flush=True)
 period = 1.0 / rate
 stamp_ms = 0
@@ -142,6 +142,10 @@ def main(argv=None):
     parser.add_argument("--messages", type=int, default=None,
                         help="messages per measurement (3000; --quick: 1500)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (3; --quick: 1)")
+    parser.add_argument("--rotation", default="0,0,0.14943813247359922,0.9887710779360422",
+                        help="x,y,z,w of every sent rotation (default: a 0.3 rad yaw, whose "
+                        "|q|^2 in floats is 1 - 1e-16, not exactly 1, as in real data, so "
+                        "the insert normalizes; bench_transport.py sends the identity 0,0,0,1)")
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds for a new receiver's subscription to reach the core")
     args = parser.parse_args(argv)
@@ -149,14 +153,17 @@ def main(argv=None):
     rounds = args.rounds or (1 if args.quick else 3)
 
     print("listener CPU per received transform vs raw pyzmq+msgpack floor: batch %d, %d msg/s"
-          " (%d transforms/s), %d messages per measurement, %d round(s); python %s, %d CPUs, "
-          "%s at the start" % (args.batch, args.rate, args.rate * args.batch, messages, rounds,
-                               sys.version.split()[0], os.cpu_count() or 0, load_note()))
+          " (%d transforms/s), rotation %s, %d messages per measurement, %d round(s); python %s,"
+          " %d CPUs, %s at the start" % (args.batch, args.rate, args.rate * args.batch,
+                                         args.rotation, messages, rounds,
+                                         sys.version.split()[0], os.cpu_count() or 0,
+                                         load_note()))
     core, address = start_core()
     sender = None
     figures = {}
     try:
-        sender = spawn([PY, "-c", SENDER, address, str(args.batch), str(args.rate)])
+        sender = spawn([PY, "-c", SENDER, address, str(args.batch), str(args.rate),
+                        args.rotation])
         expect(sender, "ready")
         makers = receivers(address)
         figures = {name: [] for name in makers}
