@@ -468,6 +468,10 @@ class PyKernel {
 }  // namespace
 
 NB_MODULE(_kernel_ext, m) {
+    // Objects still alive when the interpreter exits (a module-level Buffer whose clock keeps
+    // a jump callback, say) are not leaks of ours; nanobind's exit report of them would only
+    // alarm users.
+    nb::set_leak_warnings(false);
     m.def("compose", [](nb::sequence a, nb::sequence b) { return tuple_of(tf2k::compose(pose_of(a), pose_of(b))); },
           "a"_a, "b"_a, "a ∘ b of two poses (tx, ty, tz, qx, qy, qz, qw): apply b, then a.");
     m.def("inverse", [](nb::sequence a) { return tuple_of(tf2k::inverse(pose_of(a))); }, "a"_a,
