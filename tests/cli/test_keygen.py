@@ -67,6 +67,15 @@ def test_keys_option_naming_a_missing_folder_is_a_one_line_error(tmp_path):
     assert len(lines) == 1 and "does not exist" in lines[0] and "tf2py keygen" in lines[0]
 
 
+def test_keys_option_with_a_ros2_core_is_a_one_line_error(tmp_path):
+    assert run("keygen", str(tmp_path / "site")).returncode == 0
+    result = run("frames", "--core", "ros2://7", "--wait-time", "0.1",
+                 "--keys", str(tmp_path / "site"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not to ROS 2 (ros2://)" in lines[0]
+
+
 def test_connect_only_identity_cannot_run_a_core(tmp_path):
     site = tmp_path / "site"
     assert run("keygen", str(site)).returncode == 0

@@ -10,6 +10,7 @@
     rclpy_peer.py clock [LOOP]            /clock: 500 s + 7 ns, 501 s + 7 ns, ... at 50 Hz (back to
                                           500 s after LOOP ticks, as a looping bag)
     rclpy_peer.py nodes                   prints the node names of the graph, twice a second
+    rclpy_peer.py clock_listen            prints every /clock time received (ClockQoS)
 
 Transform j of message i: parent "map" (j = 0: child "base_link", else "frame_{j}"), stamp
 (1000 + i) s + 250000000 ns + j ns, translation (i + 0.5, j + 0.25, -1.125), rotation
@@ -138,6 +139,17 @@ def main():
             if not told and node.count_publishers("/tf") > 0:
                 told = True
                 say(event="publishers", n=node.count_publishers("/tf"))
+    elif mode == "clock_listen":
+        from rosgraph_msgs.msg import Clock
+
+        clock_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+                               durability=DurabilityPolicy.VOLATILE)  # rclcpp's ClockQoS
+        node.create_subscription(
+            Clock, "/clock",
+            lambda msg: say(event="clock", ns=msg.clock.sec * 1_000_000_000 + msg.clock.nanosec),
+            clock_qos)
+        while not stop.is_set():
+            rclpy.spin_once(node, timeout_sec=0.05)
     elif mode == "nodes":
         while not stop.is_set():
             say(event="nodes", names=node.get_node_names())

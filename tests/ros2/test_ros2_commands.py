@@ -47,3 +47,34 @@ def _lookup(client):
         return client.lookup_transform("map", "base_link", tf2py.Time(), timeout=1.0)
     except tf2py.TransformException:
         return None
+
+
+def test_play_clock_on_ros2_is_heard_by_an_rclpy_node(rclpy_peer, ros_domain, tf2py_command,
+                                                      spawn):
+    """`tf2py play BAG --clock --core ros2://` publishes the bag's time on ROS 2's /clock, as
+    `ros2 bag play --clock` does: a real rclpy subscriber hears it."""
+    from helpers import SHARED_DATA
+    from tf2py.bag import read_transforms
+
+    bag = SHARED_DATA / "tf_example.bag"
+    data = read_transforms(bag)
+    listener = rclpy_peer("clock_listen")
+    play = spawn([*tf2py_command, "play", str(bag), "--core", "ros2://", "--clock", "50",
+                  "--loop", "--quiet"])
+    listener.wait_for_events("clock", n=5, timeout=DISCOVERY_TIMEOUT + 20)
+    assert play.stop() == 0, play.output()
+    times = [event["ns"] for event in listener.events("clock")]
+    end_ns = data.start_ns + data.duration_ns
+    assert all(data.start_ns <= t <= end_ns for t in times), (data.start_ns, times[:5])
+
+
+def test_clock_publisher_and_sim_clock_refuse_keys_on_ros2(ros_domain, tmp_path):
+    from tf2py.transport.clock import ClockPublisher
+
+    for cls in (ClockPublisher, tf2py.SimClock):
+        try:
+            cls("ros2://", keys=str(tmp_path))
+        except ValueError as exc:
+            assert "not to ROS 2" in str(exc)
+        else:
+            raise AssertionError(f"{cls.__name__} took keys= on ros2://")

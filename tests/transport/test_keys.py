@@ -12,7 +12,7 @@ import pytest
 import zmq
 
 from helpers import wait_for
-from tf2py import make_transform
+from tf2py import SimClock, Time, make_transform
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.exceptions import TimeoutException
 from tf2py.server.client import BufferClient
@@ -203,3 +203,23 @@ def test_keyed_objects_leave_no_threads_or_fds(site):
     wait_for(lambda: resources() <= before, timeout=5,
              message=f"back to {before}, now {resources()}")
     assert zmq.Context.instance().closed is False
+
+
+def test_simulated_time_on_a_keyed_bus(site, foreign):
+    """/clock is bus traffic like /tf: a keyed ClockPublisher reaches a keyed SimClock (also
+    through $TF2PY_KEYS), and a clock without the site's keys hears nothing."""
+    from tf2py.transport.clock import ClockPublisher
+
+    with Core("tcp://127.0.0.1:0", keys=site) as core, \
+            SimClock(core.address, keys=site) as clock, \
+            SimClock(core.address, keys=foreign) as stranger, \
+            ClockPublisher(core.address, keys=site) as publisher:
+        def ticked():
+            publisher.publish(Time(42))
+            return clock.now() == Time(42)
+
+        wait_for(ticked, message="a tick on the keyed bus")
+        for _ in range(20):
+            publisher.publish(Time(43))
+        wait_for(lambda: clock.now() == Time(43))
+        assert stranger.now() == Time()

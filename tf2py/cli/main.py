@@ -100,6 +100,13 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    if getattr(args, "keys", None) and hasattr(args, "core"):
+        from tf2py.transport.interface import is_ros2
+
+        if is_ros2(args.core):
+            print(f"tf2py {args.command}: error: --keys applies to tf2py buses (tcp://, "
+                  "ipc://), not to ROS 2 (ros2://), whose traffic is plain DDS", file=sys.stderr)
+            return 2
     if getattr(args, "keys", None):
         # Every object the command (and any process it starts) opens picks this up.
         import os

@@ -21,9 +21,10 @@ __all__ = ["Bridge"]
 class _Side:
     """One bus as the bridge uses it: a subscriber, a broadcaster and a static broadcaster."""
 
-    def __init__(self, address: str, authority: str):
+    def __init__(self, address: str, authority: str, keys=None):
         self.address = address
         self.authority = authority
+        self.keys = None if is_ros2(address) else keys  # CURVE keys are for tf2py buses
         self.participant = None
         self.subscriber = None
         self._broadcaster = None
@@ -42,7 +43,8 @@ class _Side:
         else:
             from .listener import TransformSubscriber
 
-            self.subscriber = TransformSubscriber(core=self.address, on_batch=on_batch)
+            self.subscriber = TransformSubscriber(core=self.address, on_batch=on_batch,
+                                                  keys=self.keys)
 
     def broadcaster(self):
         if self._broadcaster is None:
@@ -54,7 +56,8 @@ class _Side:
             else:
                 from .broadcaster import TransformBroadcaster
 
-                self._broadcaster = TransformBroadcaster(self.address, self.authority)
+                self._broadcaster = TransformBroadcaster(self.address, self.authority,
+                                                         keys=self.keys)
         return self._broadcaster
 
     def static_broadcaster(self):
@@ -67,7 +70,8 @@ class _Side:
             else:
                 from .broadcaster import StaticTransformBroadcaster
 
-                self._static = StaticTransformBroadcaster(self.address, self.authority)
+                self._static = StaticTransformBroadcaster(self.address, self.authority,
+                                                          keys=self.keys)
         return self._static
 
     def send(self, batch) -> None:
@@ -91,18 +95,21 @@ class _Side:
 class Bridge:
     """Relays ``source`` -> ``target`` (and back with ``both=True``). ``stats()`` counts
     messages and transforms relayed per direction, and what was dropped (echoes of our own
-    relays, undecodable input, failed sends)."""
+    relays, undecodable input, failed sends). ``source_keys`` / ``target_keys``: the keys
+    folder of each tf2py bus (default ``$TF2PY_KEYS``; ignored for ``ros2://``), so a keyed
+    site can be bridged to a plain bus or to another site."""
 
-    def __init__(self, source: str, target: str, both: bool = False):
+    def __init__(self, source: str, target: str, both: bool = False, *, source_keys=None,
+                 target_keys=None):
         self.authority = f"tf2py-bridge@{socket.gethostname()}:{os.getpid()}"
         self._lock = threading.Lock()
         self.relayed = {}
         self.dropped = {}
         self._sides = []
         try:
-            a = _Side(source, self.authority)
+            a = _Side(source, self.authority, source_keys)
             self._sides.append(a)
-            b = _Side(target, self.authority)
+            b = _Side(target, self.authority, target_keys)
             self._sides.append(b)
             self._directions = [(a, b)] + ([(b, a)] if both else [])
             for origin, destination in self._directions:

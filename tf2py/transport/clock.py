@@ -20,6 +20,7 @@ from . import wire
 from ._sockets import SEND_HWM, DropCounter, client_options, join_thread, logger, make_socket
 from .address import bus_endpoints, core_address
 from .interface import construct
+from .keys import load_keys
 
 __all__ = ["SimClock", "ClockPublisher", "TimeJump"]
 
@@ -37,15 +38,22 @@ class TimeJump(NamedTuple):
 
 
 class ClockPublisher:
-    """Publishes simulated time on the bus's ``/clock`` stream. Never blocks."""
+    """Publishes simulated time on the bus's ``/clock`` stream (``keys``: as for the
+    broadcasters). Never blocks."""
 
-    def __init__(self, core: str | None = None):
+    def __new__(cls, *args, **kwargs):  # ros2:// -> ROS 2's /clock (rosgraph_msgs/Clock)
+        return construct(cls, "ClockPublisher", args, kwargs, 0)
+
+    def __init__(self, core: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
         self._lock = threading.Lock()
         self._closed = False
         self.sent = 0
+        keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
         try:
+            if keys is not None:
+                keys.apply_client(self._socket)
             self._socket.connect(self._publish_endpoint)
         except BaseException:
             self._socket.close(0)
@@ -102,9 +110,10 @@ class SimClock:
     def __new__(cls, *args, **kwargs):  # ros2:// -> ROS 2's /clock (rosgraph_msgs/Clock)
         return construct(cls, "SimClock", args, kwargs, 0)
 
-    def __init__(self, core: str | None = None):
+    def __init__(self, core: str | None = None, keys=None):
         address = core_address(core)
         _, subscribe_endpoint = bus_endpoints(address)
+        keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self._now_ns = 0
         self.ticks = 0  # ticks seen (the socket keeps only the latest: not every one sent)
         self.jumps = 0
@@ -117,6 +126,8 @@ class SimClock:
         self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
                                 **client_options())
         try:
+            if keys is not None:
+                keys.apply_client(self._sub)
             self._sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_CLOCK)
             self._sub.connect(subscribe_endpoint)
         except BaseException:

@@ -143,7 +143,7 @@ class FoxgloveServer:
     close_timeout = 2.0
 
     def __init__(self, core: str | None = None, host: str = DEFAULT_HOST,
-                 port: int = DEFAULT_PORT, *, name: str = "tf2py"):
+                 port: int = DEFAULT_PORT, *, name: str = "tf2py", keys=None):
         foxglove = require_foxglove()
         from ..transport.listener import TransformSubscriber
 
@@ -167,7 +167,8 @@ class FoxgloveServer:
             # The subscriber first: it refuses a malformed bus address before a port opens;
             # what it forwards before the server is up reaches no client, and the statics
             # among it are kept for the first subscriber.
-            self._subscriber = TransformSubscriber(core=core, on_batch=self._on_batch)
+            self._subscriber = TransformSubscriber(core=core, on_batch=self._on_batch,
+                                                   keys=keys)
             try:
                 self._server = foxglove.start_server(
                     name=name, host=host, port=port, context=self._context,

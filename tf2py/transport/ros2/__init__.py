@@ -54,10 +54,10 @@ def clock_subscription(address: str, callback) -> ClockSubscription:
 
 def transport_class(name: str):
     """The ROS 2 class standing in for tf2py.transport's ``name`` (e.g. "TransformListener")."""
-    if name == "SimClock":
-        from .clock import Ros2SimClock
+    if name in ("SimClock", "ClockPublisher"):
+        from . import clock
 
-        return Ros2SimClock
+        return getattr(clock, "Ros2" + name)
     from . import tf
 
     return getattr(tf, "Ros2" + name)

@@ -6,31 +6,68 @@ from __future__ import annotations
 
 import threading
 from time import monotonic
-from typing import NamedTuple
 
-from ...buffer.time import Duration, Time
+from ...buffer.time import Time, to_nanoseconds
 from .._sockets import DropCounter
+from ..clock import TimeJump
 
-__all__ = ["Ros2SimClock"]
-
-
-class _TimeJump(NamedTuple):
-    """A backward jump (tf2py.transport.clock.TimeJump's shape, for builds without it)."""
-
-    previous: Time
-    current: Time
-
-    @property
-    def delta(self) -> Duration:
-        return self.current - self.previous
+__all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
 
 
-def _time_jump_type():
-    try:
-        from ..clock import TimeJump
-    except ImportError:
-        return _TimeJump
-    return TimeJump
+def _refuse_keys(keys) -> None:
+    if keys is not None:
+        raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
+                         "(ros2://), whose traffic is plain DDS")
+
+
+class Ros2ClockPublisher:
+    """Publishes simulated time on ROS 2's ``/clock`` (rosgraph_msgs/Clock, best effort, as
+    ``ros2 bag play --clock`` does), with the API of tf2py's ClockPublisher. Never blocks."""
+
+    def __init__(self, core: str | None = None, keys=None):
+        from ..address import core_address
+        from . import types
+        from .participant import CLOCK_WRITER_QOS, Participant
+
+        _refuse_keys(keys)
+        self.address = core_address(core)
+        self.sent = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._participant = Participant.acquire(self.address)
+        try:
+            self._writer = self._participant.writer("rt/clock", types.Clock, CLOCK_WRITER_QOS)
+        except BaseException:
+            self._participant.release()
+            raise
+
+    def publish(self, time) -> None:
+        """Send ``time`` (a Time or seconds) as the current simulated time."""
+        self.publish_ns(to_nanoseconds(time, "time"))
+
+    def publish_ns(self, time_ns: int) -> None:
+        from .cdr import encode_time
+
+        sample = encode_time(time_ns)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("publish on a closed ClockPublisher")
+            self._writer.write(sample)
+            self.sent += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._writer.close()
+        self._participant.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class Ros2SimClock:
@@ -41,10 +78,11 @@ class Ros2SimClock:
     receive thread as the tick arrives. ``close()``; a context manager.
     """
 
-    def __init__(self, core: str | None = None):
+    def __init__(self, core: str | None = None, keys=None):
         from ..address import core_address
         from . import ClockSubscription
 
+        _refuse_keys(keys)
         self.address = core_address(core)
         self._now_ns = 0
         self.ticks = 0
@@ -52,7 +90,6 @@ class Ros2SimClock:
         self._callbacks: list = []
         self._condition = threading.Condition()
         self._closed = False
-        self._jump_type = _time_jump_type()
         self._subscription = ClockSubscription(self.address, self._on_tick)
         self.dropped = DropCounter("tf2py-sim-clock")
 
@@ -67,8 +104,7 @@ class Ros2SimClock:
             callbacks = list(self._callbacks) if jumped else ()
             self._condition.notify_all()
         if jumped:
-            jump = self._jump_type(Time.from_nanoseconds(previous),
-                                   Time.from_nanoseconds(stamp_ns))
+            jump = TimeJump(Time.from_nanoseconds(previous), Time.from_nanoseconds(stamp_ns))
             for fn in callbacks:
                 try:
                     fn(jump)
