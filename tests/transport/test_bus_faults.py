@@ -111,8 +111,8 @@ def test_resubscriptions_with_a_stalled_subscriber_do_not_grow_the_core(spawn, t
 
 def test_frozen_listener_under_large_messages_does_not_grow_the_core(spawn, tf2py_command):
     """Issue 11: a listener frozen while 95 KB messages flow grew the core from 33 MB to
-    865 MB (10 000 queued messages). Now messages travel in pieces of at most 32 KiB and
-    a subscriber's queue holds at most 2048 of them: 64 MiB."""
+    865 MB (10 000 queued messages). Now messages travel in pieces of at most 16 KiB and
+    a subscriber's queue holds at most 4096 of them: 64 MiB."""
     proc, address = start_core(spawn, tf2py_command)
     pid = proc.popen.pid
     stalled = stalled_subscriber(address)
@@ -182,7 +182,7 @@ def test_big_lists_travel_as_pieces_of_whole_transforms(core):
         wait_for(lambda: listener.stats()["received_transforms"] - before == 5000)
 
 
-def test_core_refuses_a_message_over_32_kib(core):
+def test_core_refuses_a_message_over_16_kib(core):
     """Nothing bigger than a piece enters the core (ZMQ_MAXMSGSIZE), so every queue's bytes
     are bounded by its message count."""
     buffer = Buffer()
@@ -255,7 +255,7 @@ def test_long_frame_ids_are_dropped_and_counted_and_the_rest_is_kept(core):
                       listener)
             for i in range(20):  # distinct long ids: the issue grew a listener by 97 MB
                 publisher.send_multipart([wire.TOPIC_TF, wire.encode_arrays(
-                    ["world"], [f"{i}" + "y" * 20_000], [1], [[0, 0, 0, 0, 0, 0, 1]], "raw")])
+                    ["world"], [f"{i}" + "y" * 10_000], [1], [[0, 0, 0, 0, 0, 0, 1]], "raw")])
             publisher.send_multipart([wire.TOPIC_TF, wire.encode_arrays(
                 ["world", "world", long_id], [long_id, "kept", "orphan"], [1, 1, 1],
                 [[0, 0, 0, 0, 0, 0, 1]] * 3, "raw")])
@@ -478,6 +478,6 @@ def test_core_broadcasters_and_listeners_share_one_context_and_close_frees_ports
 
 def test_core_memory_bounds_are_stated():
     assert core_module.SUBSCRIBER_HWM * core_module.PIECE_BYTES == 64 * MB
-    assert core_module.PIECE_BYTES == wire.MAX_PIECE_BYTES == 32 * 1024
+    assert core_module.PIECE_BYTES == wire.MAX_PIECE_BYTES == 16 * 1024
     assert core_module.EXPIRE_SECONDS + 1.0 < 5.0
     assert os.path.exists("/proc/self/task")

@@ -15,7 +15,7 @@ logger = logging.getLogger("tf2py.transport")
 #: Queue bounds (messages). A subscriber that falls this far behind loses messages instead of
 #: growing memory or slowing the publishers (ZeroMQ PUB/XPUB drop at the high-water mark).
 SEND_HWM = 10_000
-RECEIVE_HWM = 4096
+RECEIVE_HWM = 8192
 #: Reconnect quickly on loopback when a core (re)starts; back off up to this bound.
 RECONNECT_IVL_MS = 100
 RECONNECT_IVL_MAX_MS = 1000

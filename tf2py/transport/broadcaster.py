@@ -58,7 +58,7 @@ class TransformBroadcaster:
     ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400). Started
     before the core, it connects when the core comes up; what is sent while no core or no
     listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
-    core costs the sender nothing beyond the bounded queue. A list over 32 KiB goes as
+    core costs the sender nothing beyond the bounded queue. A list over 16 KiB goes as
     several messages of whole transforms; over 64 MiB, or with a frame id over 4096
     characters, ``send_transform`` raises ValueError. ``keys``: a keys folder made by
     ``tf2py keygen`` (default ``$TF2PY_KEYS``) for an authenticated, encrypted bus.
@@ -102,7 +102,7 @@ class TransformBroadcaster:
         body = wire.encode_transforms(transform, self.authority)
         if len(body) > wire.MAX_PIECE_BYTES:
             wire.check_message_size(body, f"a message of {n} transforms")
-            # The bus carries messages of at most 32 KiB: a big list goes as several
+            # The bus carries messages of at most 16 KiB: a big list goes as several
             # messages of whole transforms, in order.
             self._send_pieces(wire.split_body(body, wire.MAX_PIECE_BYTES), n)
             return
@@ -151,7 +151,7 @@ class StaticTransformBroadcaster:
     """Publishes latched transforms on ``/tf_static``, as tf2_ros's StaticTransformBroadcaster.
 
     Keeps one accumulated set with the latest transform per child frame (as tf2's C++
-    broadcaster) and publishes the whole set (in messages of at most 32 KiB) on every
+    broadcaster) and publishes the whole set (in messages of at most 16 KiB) on every
     ``send_transform``. It publishes it again whenever a core subscribes to it (it
     (re)connected to a core that was started or restarted) or asks for it. The core latches
     the set as this publisher's (ROS 2's per-publisher transient-local durability): a
@@ -255,7 +255,7 @@ class StaticTransformBroadcaster:
             if not version:
                 return
             if cached is None or cached[0] != version:
-                # The set in messages of at most 32 KiB (the core latches each piece).
+                # The set in messages of at most 16 KiB (the core latches each piece).
                 cached = self._body_cache = (
                     version, wire.split_body(self._encode(), wire.MAX_PIECE_BYTES))
         version, pieces = cached

@@ -42,7 +42,7 @@ __all__ = ["Core"]
 #: Largest message (body) the core accepts and queues (bigger lists travel as several).
 PIECE_BYTES = wire.MAX_PIECE_BYTES
 #: Messages queued per subscriber: SUBSCRIBER_HWM * PIECE_BYTES = 64 MiB per subscriber.
-SUBSCRIBER_HWM = 2048
+SUBSCRIBER_HWM = 4096
 #: Counters are read from the proxy this often.
 STATISTICS_SECONDS = 0.25
 #: ZeroMQ heartbeat on subscriber connections: a peer that answers nothing for

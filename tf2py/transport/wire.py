@@ -75,7 +75,7 @@ MAX_TRANSFORMS = 1_000_000
 MAX_STRING = 64 * 1024
 #: Largest message body on the bus (the core refuses bigger ones: ZMQ_MAXMSGSIZE): a
 #: broadcaster sends a bigger list as several messages of whole transforms (``split_body``).
-MAX_PIECE_BYTES = 32 * 1024
+MAX_PIECE_BYTES = 16 * 1024
 #: Longest frame id (and authority) a bus reader accepts, in characters: the buffer server's
 #: limit too (tf2py.server.protocol.MAX_FRAME_ID_LENGTH). Longer ids are dropped and counted.
 MAX_FRAME_ID_LENGTH = 4096
