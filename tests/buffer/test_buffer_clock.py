@@ -106,3 +106,18 @@ def test_the_jump_callback_holds_the_buffer_weakly():
 def test_a_clock_without_now_is_refused():
     with pytest.raises(TypeError, match="now"):
         Buffer(clock=object())
+
+
+def test_a_late_jump_callback_keeps_data_inserted_after_the_jump():
+    """The jump is seen twice: by an insertion (which clears) and by the clock's own thread a
+    moment later. The late report must not forget what was stored at the new time."""
+    clock = JumpingClock(200.0)
+    buffer = Buffer(clock=clock)
+    buffer.set_transform(make_transform("map", "odom", (1, 0, 0), stamp=200.0), "a")
+    clock.time = Time.from_seconds(100.0)  # jumped back; the callback is not called yet
+    buffer.set_transform(make_transform("map", "odom", (2, 0, 0), stamp=100.0), "a")
+    for fn in clock.callbacks:  # the clock's thread reports the jump late
+        fn()
+    t = buffer.lookup_transform("map", "odom", Time())
+    assert (t.transform.translation.x, t.header.stamp) == (2.0, Time.from_seconds(100.0))
+

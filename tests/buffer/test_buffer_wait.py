@@ -93,6 +93,16 @@ def test_lookup_wait_times_out_with_lookup_exception_and_the_wait_in_the_message
     assert "timeout was 0.2." in message
 
 
+def test_a_timed_out_wait_keeps_the_did_you_mean_hint_readable():
+    buffer = Buffer()
+    buffer.set_transform(make_transform("map", "base_link", stamp=1.0), "test")
+    with pytest.raises(LookupException) as info:
+        buffer.lookup_transform("map", "base_lnk", 1.0, timeout=0.05)
+    message = str(info.value)
+    assert "Did you mean 'base_link'? canTransform returned after " in message, message
+    assert "?." not in message
+
+
 def test_lookup_wait_times_out_with_forward_extrapolation(buffer):
     with pytest.raises(ForwardExtrapolationException) as info:
         buffer.lookup_transform("map", "odom", 5, timeout=0.1)

@@ -28,6 +28,16 @@ def test_server_cache_time_out_of_range_is_a_one_line_error(tf2py, value):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("value", ["1_0", "inf", "0", "ten"])
+def test_record_duration_refuses_what_is_not_a_positive_number(tf2py, value, tmp_path):
+    result = tf2py("record", "--duration", value, "--core", "tcp://127.0.0.1:1",
+                   str(tmp_path / "out.mcap"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--duration" in lines[0], result.stderr
+    assert not (tmp_path / "out.mcap").exists()
+
+
 def test_huge_quaternion_components_normalise_without_overflow():
     _, _, _, q = _static("--qx", "1e308", "--frame-id", "a", "--child-frame-id", "b")
     assert q == pytest.approx((1.0, 0.0, 0.0, 0.0))

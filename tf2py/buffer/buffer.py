@@ -92,6 +92,8 @@ def _timeout_seconds(timeout) -> float:
 def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
     """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it."""
     base = str(exc).rstrip()
+    if base.endswith("?"):  # a "Did you mean ...?" hint ends the message
+        return f"{base} canTransform returned after {elapsed:g} timeout was {timeout:g}."
     if base.endswith("."):
         base = base[:-1]
     return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
@@ -201,10 +203,11 @@ class Buffer(WaitingRequests, BufferCore):
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
         the pending requests that name a touched frame (``named()`` = (parents, children));
         resolve them, and tell the insert listeners, after unlocking."""
+        # The clock is read before the lock: a clock's now() may report a jump through the
+        # jump callback, which clears and resolves requests (outside the lock, as always).
+        now_ns = self._clock_ns() if self._clock is not None else None
         with self._lock:
-            ready = None
-            if self._clock is not None:
-                ready = self._check_clock()
+            ready = None if now_ns is None else self._clock_moved(now_ns)
             touched = static_before = None
             if self._requests:
                 try:
@@ -275,20 +278,27 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- a clock that jumps back -----------------------------------------------------------
 
-    def _check_clock(self):
-        """Under the lock: read the clock; if it went back since the last reading, clear.
-        Returns the requests that clearing resolved (to resolve after unlocking)."""
+    def _clock_ns(self) -> int:
         now = self._clock.now()
-        ns = now.nanoseconds if hasattr(now, "nanoseconds") else to_nanoseconds(now, "clock")
+        return now.nanoseconds if hasattr(now, "nanoseconds") else to_nanoseconds(now, "clock")
+
+    def _clock_moved(self, now_ns: int):
+        """Under the lock, before an insertion: clear if the clock went back since the last
+        reading. Returns the requests that clearing resolved (to resolve after unlocking)."""
         last = self._clock_last
-        self._clock_last = ns
-        if last is not None and ns < last:
+        self._clock_last = now_ns
+        if last is not None and now_ns < last:
             return self._clear_locked()
         return None
 
     def _clock_jumped(self) -> None:
-        """The clock's jump callback: forget the dynamic data now."""
+        """The clock's jump callback: forget the dynamic data now, unless an insertion since
+        the jump already saw the new time (and cleared): that data is of the new time."""
+        now_ns = self._clock_ns()
         with self._lock:
+            last = self._clock_last
+            if last is not None and last <= now_ns:
+                return
             self._clock_last = None
             ready = self._clear_locked()
         if ready:

@@ -28,7 +28,8 @@ def run(args) -> int:
     from ..viz.errors import VizDependencyError
 
     try:
-        from ..viz.foxglove import FoxgloveServer, is_loopback
+        from ..transport.address import is_loopback
+        from ..viz.foxglove import FoxgloveServer
     except VizDependencyError as exc:
         raise CommandError(str(exc)) from None
     try:

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, number, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -96,7 +96,7 @@ def run(args) -> int:
     duration = None
     if args.duration is not None:
         try:
-            duration = float(args.duration)
+            duration = number(args.duration)
         except ValueError:
             raise CommandError(f"--duration must be a number of seconds, got {args.duration!r}",
                                2) from None

@@ -53,6 +53,8 @@ def run(args) -> int:
     try:
         buffer = Buffer(cache_time=cache_time, clock=clock)
     except (ValueError, OverflowError) as exc:
+        if clock is not None:
+            clock.close()
         raise CommandError(f"--cache-time {args.cache_time!r}: {exc}", 2) from None
     listener = server = None
     try:

@@ -690,7 +690,7 @@ class _ClientState:
                 self._push.close(linger=0)
 
     def _drain_requests(self, deadlines) -> bool:
-        pull, dealer, goals = self._pull, self._dealer, self._goals
+        pull, goals = self._pull, self._goals
         for _ in range(_BATCH):
             try:
                 msg = pull.recv(zmq.NOBLOCK)

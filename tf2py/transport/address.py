@@ -7,6 +7,8 @@ to ``PORT + 1`` on the same host (see docs/protocol.md). So the default core use
 
 from __future__ import annotations
 
+import ipaddress
+
 import os
 import re
 
@@ -78,3 +80,15 @@ def bus_endpoints(core: str | None = None) -> tuple[str, str]:
     if port == 0:
         raise ValueError("a client needs the core's real port, not 0 (use Core(...).address)")
     return f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 possibly in brackets) is loopback;
+    ``localhost`` counts."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

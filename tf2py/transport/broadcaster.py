@@ -25,16 +25,6 @@ _SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
 _NOBLOCK = zmq.NOBLOCK
 
 
-def _authority(authority) -> str:
-    """The sender name to put on messages: ``authority``, else ``<program>@<host>:<pid>``.
-    Listeners drop a message whose authority is not a string, so refuse one here."""
-    if authority is None or authority == "":
-        return wire.default_authority()
-    if not isinstance(authority, str):
-        raise TypeError(f"authority must be a string, got {type(authority).__name__}")
-    return str(authority)
-
-
 def _transform_list(transforms) -> list:
     """``transforms`` (an iterable of TransformStamped) as a list; TypeError naming what a
     send_transform takes for anything else (a str is not a list of transforms)."""
@@ -69,7 +59,7 @@ class TransformBroadcaster:
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
-        self.authority = _authority(authority)
+        self.authority = wire.authority_or_default(authority)
         self._lock = threading.Lock()
         self._closed = False
         self.sent_messages = 0
@@ -165,7 +155,7 @@ class StaticTransformBroadcaster:
 
     def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
         self._publish_endpoint, _ = bus_endpoints(core)
-        self.authority = _authority(authority)
+        self.authority = wire.authority_or_default(authority)
         self._lock = threading.Lock()
         # child_frame_id -> wire.transform_to_wire row: a copy, so a caller that reuses and
         # mutates one TransformStamped between sends does not change what is latched.

@@ -33,7 +33,7 @@ import numpy as np
 import zmq
 
 from . import wire
-from ._sockets import DropCounter, context, inproc_name, logger, make_socket
+from ._sockets import DropCounter, inproc_name, logger, make_socket
 from .address import core_address, split_tcp_address
 from .keys import load_keys, warn_if_exposed
 

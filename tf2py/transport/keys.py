@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import ipaddress
 import os
 import threading
 import time
@@ -35,6 +34,7 @@ import zmq
 import zmq.auth
 
 from ._sockets import context, logger
+from .address import is_loopback
 
 __all__ = [
     "KeysError",
@@ -337,19 +337,9 @@ def add_identity(folder, name: str) -> Path:
 # -- plain traffic on a network -------------------------------------------------------------
 
 
-def _is_loopback(host: str) -> bool:
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def warn_if_exposed(host: str, keys: Keys | None, what: str) -> None:
     """One warning line when ``what`` binds a non-loopback ``host`` without keys."""
-    if keys is None and not _is_loopback(host):
+    if keys is None and not is_loopback(host):
         logger.warning(
             "%s binds %s without keys: anyone who can reach it can read and inject "
             "transforms; make keys with `tf2py keygen DIR` and pass --keys DIR (or "

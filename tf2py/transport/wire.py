@@ -497,6 +497,17 @@ def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
     return out
 
 
+def authority_or_default(authority) -> str:
+    """The sender name a broadcaster puts on messages: ``authority``, else
+    ``default_authority()``. Listeners drop a message whose authority is not a string, so a
+    broadcaster refuses one (TypeError)."""
+    if authority is None or authority == "":
+        return default_authority()
+    if not isinstance(authority, str):
+        raise TypeError(f"authority must be a string, got {type(authority).__name__}")
+    return str(authority)
+
+
 def default_authority() -> str:
     """``<program>@<host>:<pid>``: who sent a message, as tf2's yaml ``broadcaster`` shows."""
     import os

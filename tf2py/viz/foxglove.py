@@ -17,7 +17,6 @@ that message again; re-receiving a static transform changes nothing for them.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 import time
@@ -34,16 +33,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
 logger = logging.getLogger("tf2py.viz")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``localhost`` counts)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def server_sockets(port: int):

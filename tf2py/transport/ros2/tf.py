@@ -39,14 +39,6 @@ TOPIC_TF = "rt/tf"
 TOPIC_TF_STATIC = "rt/tf_static"
 
 
-def _authority(authority) -> str:
-    if authority is None or authority == "":
-        return wire.default_authority()
-    if not isinstance(authority, str):
-        raise TypeError(f"authority must be a string, got {type(authority).__name__}")
-    return authority
-
-
 def _items(transform) -> list:
     if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
         return [transform]
@@ -89,7 +81,7 @@ class Ros2TransformBroadcaster(_Node):
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant=None, keys=None):
-        self.authority = _authority(authority)
+        self.authority = wire.authority_or_default(authority)
         self._lock = threading.Lock()
         self._closed = False
         self.sent_messages = 0
@@ -149,7 +141,7 @@ class Ros2StaticTransformBroadcaster(_Node):
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant=None, keys=None):
-        self.authority = _authority(authority)
+        self.authority = wire.authority_or_default(authority)
         self._lock = threading.Lock()
         self._closed = False
         self._latched: dict[str, tuple] = {}
