@@ -188,7 +188,8 @@ class MessageFilter:
             ) from None
         if not isinstance(frame_id, str):
             raise TypeError(f"header.frame_id must be a string, got {frame_id!r}")
-        stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "header.stamp"))
+        if stamp.__class__ is not Time:  # a Time is immutable: kept as it is
+            stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "header.stamp"))
         if frame_id.startswith("/"):
             frame_id = frame_id[1:]
         targets = self._targets
@@ -199,10 +200,15 @@ class MessageFilter:
             # every transform is there already.
             try:
                 can_transform = self.buffer.can_transform
-                ready = all(can_transform(t, frame_id, at) for t, at in waits)
+                for t, at in waits:
+                    if not can_transform(t, frame_id, at):
+                        break
+                else:
+                    ready = True
             except Exception:  # noqa: BLE001 - the futures below report it
                 ready = False
         entry = None
+        direct = False
         with self._lock:
             if self._closed:
                 raise RuntimeError("MessageFilter.add called after close()")
@@ -211,11 +217,17 @@ class MessageFilter:
                 self._drop_locked(_Entry(message, frame_id, stamp, (), None), "EmptyFrameID")
             elif ready and targets is self._targets and not self._by_frame.get(frame_id):
                 self.passed += 1
-                self._outbox.append((message, None))
+                if self._delivering or self._outbox or self._to_cancel:
+                    self._outbox.append((message, None))
+                else:  # nothing before it to call back: call back here, delivering
+                    direct = self._delivering = True
             else:
                 if targets is not self._targets:  # changed meanwhile
                     waits = self._waits(self._targets, stamp)
                 entry = self._enqueue_locked(message, frame_id, waits, stamp)
+        if direct:
+            self._deliver_claimed(self._callback, (message,))
+            return
         if entry is not None:
             self._wait(entry)
         self._deliver()
@@ -346,9 +358,16 @@ class MessageFilter:
                 deliver = self._delivering = True
         for future in to_cancel:
             future.cancel()  # its done-callback sees cancelled() and returns
-        if not deliver:
-            return
+        if deliver:
+            self._deliver_claimed(None, None)
+
+    def _deliver_claimed(self, function, args) -> None:
+        """The delivery loop of the thread that set ``_delivering``: ``function(*args)``
+        first when given (a message passed on with nothing queued before it), then the
+        outbox until it is empty."""
         try:
+            if function is not None:
+                self._call(function, args)
             while True:
                 with self._lock:
                     if not self._outbox:
@@ -369,21 +388,24 @@ class MessageFilter:
                     function, args = self._callback, (message,)
                 else:
                     function, args = self._on_drop, (message, outcome)
-                if function is None:
-                    continue
-                try:
-                    function(*args)
-                except Exception as exc:  # noqa: BLE001 - never into the inserting thread
-                    with self._lock:
-                        self.callback_errors += 1
-                        first = self.callback_errors == 1
-                    if first:
-                        logger.exception("MessageFilter: a callback raised %s (further errors "
-                                         "are only counted)", type(exc).__name__)
+                if function is not None:
+                    self._call(function, args)
         except BaseException:
             with self._lock:
                 self._delivering = False
             raise
+
+    def _call(self, function, args) -> None:
+        """A callback; what it raises is counted and logged once, never passed on."""
+        try:
+            function(*args)
+        except Exception as exc:  # noqa: BLE001 - never into the inserting thread
+            with self._lock:
+                self.callback_errors += 1
+                first = self.callback_errors == 1
+            if first:
+                logger.exception("MessageFilter: a callback raised %s (further errors "
+                                 "are only counted)", type(exc).__name__)
 
     def _still_possible(self, entry: _Entry) -> bool:
         try:
