@@ -193,18 +193,20 @@ class MessageFilter:
         if frame_id.startswith("/"):
             frame_id = frame_id[1:]
         targets = self._targets
-        waits = self._waits(targets, stamp) if frame_id else ()
         ready = False
         if frame_id and not self._by_frame.get(frame_id):
             # Fast path (checked again under the lock): nothing of this frame waits and
             # every transform is there already.
             try:
-                can_transform = self.buffer.can_transform
-                for t, at in waits:
-                    if not can_transform(t, frame_id, at):
-                        break
+                if len(targets) == 1 and not self._tolerance_ns:
+                    ready = self.buffer.can_transform(targets[0], frame_id, stamp)
                 else:
-                    ready = True
+                    can_transform = self.buffer.can_transform
+                    for t, at in self._waits(targets, stamp):
+                        if not can_transform(t, frame_id, at):
+                            break
+                    else:
+                        ready = True
             except Exception:  # noqa: BLE001 - the futures below report it
                 ready = False
         entry = None
@@ -222,11 +224,22 @@ class MessageFilter:
                 else:  # nothing before it to call back: call back here, delivering
                     direct = self._delivering = True
             else:
-                if targets is not self._targets:  # changed meanwhile
-                    waits = self._waits(self._targets, stamp)
+                waits = self._waits(self._targets, stamp)  # (the targets now)
                 entry = self._enqueue_locked(message, frame_id, waits, stamp)
-        if direct:
-            self._deliver_claimed(self._callback, (message,))
+        if direct:  # _deliver_claimed(self._callback, (message,)), inlined
+            try:
+                self._callback(message)
+            except Exception as exc:  # noqa: BLE001 - counted and logged, as _call does
+                self._callback_failed(exc)
+            except BaseException:
+                with self._lock:
+                    self._delivering = False
+                raise
+            with self._lock:
+                if not self._outbox:  # (the usual case)
+                    self._delivering = False
+                    return
+            self._deliver_claimed(None, None)
             return
         if entry is not None:
             self._wait(entry)
@@ -236,6 +249,8 @@ class MessageFilter:
         """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
         and at stamp + tolerance when one is set (tf2_ros's setTolerance)."""
         if not self._tolerance_ns:
+            if len(targets) == 1:
+                return ((targets[0], stamp),)
             return tuple((t, stamp) for t in targets)
         later = Time.from_nanoseconds(stamp.nanoseconds + self._tolerance_ns)
         return tuple(pair for t in targets for pair in ((t, stamp), (t, later)))
@@ -400,12 +415,16 @@ class MessageFilter:
         try:
             function(*args)
         except Exception as exc:  # noqa: BLE001 - never into the inserting thread
-            with self._lock:
-                self.callback_errors += 1
-                first = self.callback_errors == 1
-            if first:
-                logger.exception("MessageFilter: a callback raised %s (further errors "
-                                 "are only counted)", type(exc).__name__)
+            self._callback_failed(exc)
+
+    def _callback_failed(self, exc: Exception) -> None:
+        """Count a callback's exception; log the first (called in its except block)."""
+        with self._lock:
+            self.callback_errors += 1
+            first = self.callback_errors == 1
+        if first:
+            logger.exception("MessageFilter: a callback raised %s (further errors "
+                             "are only counted)", type(exc).__name__)
 
     def _still_possible(self, entry: _Entry) -> bool:
         try:
