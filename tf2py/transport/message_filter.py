@@ -30,6 +30,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from concurrent.futures import CancelledError
+from functools import partial
 from time import monotonic
 
 from ..buffer.exceptions import BackwardExtrapolationException
@@ -243,7 +245,10 @@ class MessageFilter:
             return
         if entry is not None:
             self._wait(entry)
-        self._deliver()
+        # Whoever puts something in the outbox (or a future in _to_cancel) calls _deliver
+        # after it: what others put there is theirs to deliver, what we put is seen here.
+        if self._outbox or self._to_cancel:
+            self._deliver()
 
     def _waits(self, targets, stamp) -> tuple:
         """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
@@ -289,16 +294,18 @@ class MessageFilter:
             for future in futures:
                 future.cancel()
             return
+        on_future = partial(self._on_future, entry)
         for future in futures:
-            future.add_done_callback(lambda f, e=entry: self._on_future(e, f))
+            future.add_done_callback(on_future)
         entry.waited = True  # a later completion comes from an insertion: re-check it
 
     # -- completion ---------------------------------------------------------------------------
 
     def _on_future(self, entry: _Entry, future) -> None:
-        if future.cancelled():
+        try:
+            exc = future.exception()  # (done: it does not wait)
+        except CancelledError:
             return
-        exc = future.exception()
         with self._lock:
             if entry not in self._queue or entry.state != _WAITING:
                 return
@@ -312,7 +319,8 @@ class MessageFilter:
                     return
                 entry.state = _READY
                 self._release_locked(entry.frame_id)
-        self._deliver()
+            to_cancel, deliver = self._claim_locked()
+        self._deliver_from(to_cancel, deliver)
 
     def _fail_locked(self, entry: _Entry, reason: str) -> None:
         """Drop a message that can no longer pass, at once: a drop does not wait for older
@@ -366,13 +374,25 @@ class MessageFilter:
         """Cancel the waits no longer needed, then call back what is in the outbox, in
         order, on one thread at a time (never under our lock)."""
         with self._lock:
-            to_cancel, self._to_cancel = self._to_cancel, []
-            if self._delivering:
-                deliver = False  # the thread delivering now also delivers ours, in order
-            else:
-                deliver = self._delivering = True
+            to_cancel, deliver = self._claim_locked()
+        self._deliver_from(to_cancel, deliver)
+
+    def _claim_locked(self) -> tuple:
+        """Take the futures to cancel, and the delivery unless another thread has it."""
+        to_cancel = self._to_cancel
+        if to_cancel:
+            self._to_cancel = []
+        else:
+            to_cancel = ()
+        if self._delivering:
+            return to_cancel, False  # the thread delivering now also delivers ours, in order
+        self._delivering = True
+        return to_cancel, True
+
+    def _deliver_from(self, to_cancel, deliver) -> None:
+        """The unlocked half of ``_deliver``: cancel, then deliver if claimed."""
         for future in to_cancel:
-            future.cancel()  # its done-callback sees cancelled() and returns
+            future.cancel()  # its done-callback sees it cancelled and returns
         if deliver:
             self._deliver_claimed(None, None)
 
@@ -428,8 +448,12 @@ class MessageFilter:
 
     def _still_possible(self, entry: _Entry) -> bool:
         try:
-            return all(self.buffer.can_transform(t, entry.frame_id, at)
-                       for t, at in entry.waits)
+            can_transform = self.buffer.can_transform
+            frame_id = entry.frame_id
+            for t, at in entry.waits:
+                if not can_transform(t, frame_id, at):
+                    return False
+            return True
         except Exception:  # noqa: BLE001
             return False
 
