@@ -197,8 +197,8 @@ def _lookup(core, target_frame, source_frame, ns: int):
 
 
 def _lookup_values(core, target_frame, source_frame, ns: int) -> tuple:
-    """``lookup_transform``'s translation and rotation as ``(tx, ty, tz, qx, qy, qz, qw,
-    ...)``: the kernel's tuple straight away when it takes the arguments as they are, else
+    """``lookup_transform``'s translation, rotation and stamp as ``(tx, ty, tz, qx, qy, qz,
+    qw, stamp)``: the kernel's tuple straight away when it takes the arguments as they are, else
     (and to raise the error) the public ``lookup_transform``, so results and exceptions are
     that call's own."""
     if (
@@ -210,9 +210,9 @@ def _lookup_values(core, target_frame, source_frame, ns: int) -> tuple:
             return core._k_lookup(target_frame, source_frame, ns)
         except KernelError:
             pass  # lookup_transform below raises tf2's exception for it
-    t = _lookup(core, target_frame, source_frame, ns).transform
-    v, q = t.translation, t.rotation
-    return (v.x, v.y, v.z, q.x, q.y, q.z, q.w)
+    t = _lookup(core, target_frame, source_frame, ns)
+    v, q = t.transform.translation, t.transform.rotation
+    return (v.x, v.y, v.z, q.x, q.y, q.z, q.w, t.header.stamp)
 
 
 def _latest_common_ns(core, target_frame, source_frame) -> int:
@@ -275,16 +275,43 @@ def lookup_velocity(
         and reference_frame.__class__ is str and isinstance(core, Kernel)
         and observation_frame != tracking_frame and reference_frame != tracking_frame
     )
-    latest_ns = _latest_common_ns(core, observation_frame, tracking_frame)
+    if fast:  # _latest_common_ns, inlined
+        latest_ns = 0
+        if core._k_exists(observation_frame) and core._k_exists(tracking_frame):
+            try:
+                latest_ns = core._k_common_time(observation_frame, tracking_frame)
+            except KernelError:
+                pass
+    else:
+        latest_ns = _latest_common_ns(core, observation_frame, tracking_frame)
 
-    time_s = _seconds_of_ns(time_ns)
+    # _seconds_of_ns and _ns_of_seconds inlined for the usual non-negative times
+    if time_ns >= 0:
+        sec, nsec = divmod(time_ns, _NS_PER_S)
+        time_s = float(sec) + 1e-9 * float(nsec)
+    else:
+        time_s = _seconds_of_ns(time_ns)
     interval_s = interval_ns / 1e9  # std::chrono::duration<double>: count / 1e9
-    end_s = min(time_s + interval_s * 0.5, _seconds_of_ns(latest_ns))
+    if latest_ns >= 0:
+        sec, nsec = divmod(latest_ns, _NS_PER_S)
+        end_s = min(time_s + interval_s * 0.5, float(sec) + 1e-9 * float(nsec))
+    else:
+        end_s = min(time_s + interval_s * 0.5, _seconds_of_ns(latest_ns))
     start_s = max(0.00001 + interval_s, end_s) - interval_s
     dt = end_s - start_s  # cut short at the ends of the data
 
-    start_ns = _ns_of_seconds(start_s)
-    end_ns = _ns_of_seconds(end_s)
+    sec = floor(start_s)
+    x = (start_s - sec) * 1e9
+    nsec = floor(x)
+    if x - nsec >= 0.5:
+        nsec += 1
+    start_ns = sec * _NS_PER_S + nsec
+    sec = floor(end_s)
+    x = (end_s - sec) * 1e9
+    nsec = floor(x)
+    if x - nsec >= 0.5:
+        nsec += 1
+    end_ns = sec * _NS_PER_S + nsec
     r = None
     if fast and STAMP_MIN <= start_ns <= STAMP_MAX and STAMP_MIN <= end_ns <= STAMP_MAX:
         try:
@@ -295,7 +322,7 @@ def lookup_velocity(
     if r is None:
         r = _lookup_values(core, observation_frame, tracking_frame, start_ns)
         r2 = _lookup_values(core, observation_frame, tracking_frame, end_ns)
-    sx, sy, sz, x, y, z, w = r[:7]
+    sx, sy, sz, x, y, z, w, _ = r
     # S = _basis(start rotation)
     d = x * x + y * y + z * z + w * w
     s = 2.0 / d
@@ -307,7 +334,7 @@ def lookup_velocity(
     s10, s11, s12 = xy + wz, 1.0 - (xx + zz), yz - wx
     s20, s21, s22 = xz - wy, yz + wx, 1.0 - (xx + yy)
 
-    ex, ey, ez, x, y, z, w = r2[:7]
+    ex, ey, ez, x, y, z, w, _ = r2
     # E = _basis(end rotation)
     d = x * x + y * y + z * z + w * w
     s = 2.0 / d
@@ -376,7 +403,7 @@ def lookup_velocity(
             pass
     if r is None:
         r = _lookup_values(core, reference_frame, tracking_frame, at_ns)
-    px, py, pz, x, y, z, w = r[:7]
+    px, py, pz, x, y, z, w, _ = r
     d = x * x + y * y + z * z + w * w
     s = 2.0 / d
     xs, ys, zs = x * s, y * s, z * s
@@ -403,8 +430,8 @@ def lookup_velocity(
     p0y = py if py else (b10 * 0.0 + b11 * 0.0 + b12 * 0.0) + py
     p0z = pz if pz else (b20 * 0.0 + b21 * 0.0 + b22 * 0.0) + pz
     if reference_point_frame != tracking_frame:
-        px, py, pz, x, y, z, w = _lookup_values(core, reference_frame, reference_point_frame,
-                                                at_ns)[:7]
+        px, py, pz, x, y, z, w, _ = _lookup_values(core, reference_frame, reference_point_frame,
+                                                   at_ns)
         d = x * x + y * y + z * z + w * w
         s = 2.0 / d
         xs, ys, zs = x * s, y * s, z * s
