@@ -41,6 +41,8 @@ from .exceptions import TransformException
 from .messages import Header, Twist, Vector3, VelocityStamped
 
 _new = object.__new__
+# The kernel's own calls stand in for lookup_transform only where it is the kernel's.
+_KERNEL_LOOKUPS = (Kernel.lookup_transform, Kernel._k_lookup_transform_waiting)  # (Buffer's)
 _set = object.__setattr__
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
@@ -204,7 +206,7 @@ def _lookup_values(core, target_frame, source_frame, ns: int) -> tuple:
     if (
         target_frame.__class__ is str and source_frame.__class__ is str
         and target_frame != source_frame and STAMP_MIN <= ns <= STAMP_MAX
-        and isinstance(core, Kernel)
+        and core.__class__.lookup_transform in _KERNEL_LOOKUPS
     ):
         try:
             return core._k_lookup(target_frame, source_frame, ns)
@@ -272,7 +274,7 @@ def lookup_velocity(
     # the public calls: _lookup_values, _latest_common_ns).
     fast = (
         observation_frame.__class__ is str and tracking_frame.__class__ is str
-        and reference_frame.__class__ is str and isinstance(core, Kernel)
+        and reference_frame.__class__ is str and core.__class__.lookup_transform in _KERNEL_LOOKUPS
         and observation_frame != tracking_frame and reference_frame != tracking_frame
     )
     if fast:  # _latest_common_ns, inlined
