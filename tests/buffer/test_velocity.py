@@ -339,3 +339,54 @@ def test_batch_form_takes_float_seconds_and_raises_for_the_first_bad_time():
         core.lookup_velocities("tracking", "world", [51.0, 10.0], 0.2)
     empty_stamps, empty = Buffer().lookup_velocities("a", "b", [], 0.1)
     assert empty_stamps.shape == (0,) and empty.shape == (0, 6)
+
+
+class _PlainCore:
+    """A core-like object that is not the kernel: lookup_velocity takes its generic path
+    (the public lookup_transform and get_latest_common_time) for it."""
+
+    def __init__(self, core):
+        self.core = core
+
+    def lookup_transform(self, target_frame, source_frame, time):
+        return self.core.lookup_transform(target_frame, source_frame, time)
+
+    def get_latest_common_time(self, target_frame, source_frame):
+        return self.core.get_latest_common_time(target_frame, source_frame)
+
+
+def _outcome(function, *args):
+    try:
+        v = function(*args)
+    except Exception as exc:  # noqa: BLE001 - compared below, type and message
+        return type(exc), str(exc)
+    return repr((v.header, v.body_frame_id, v.reference_frame_id, linear(v), angular(v)))
+
+
+@pytest.mark.parametrize("make", [Buffer, BufferCore])
+def test_kernel_fast_path_equals_generic_path_bit_for_bit(make):
+    """lookup_velocity reads the kernel's tuples directly for a Buffer/BufferCore: the
+    values (repr for repr) and the exceptions (type and message) are those of the generic
+    path through lookup_transform."""
+    from tf2py.buffer.velocity import lookup_velocity
+
+    rng = np.random.default_rng(7)
+    core = make()
+    put(core, "map", "odom", 0, (1, 2, 3), (0.1, 0.2, 0.3), static=True)
+    for k in range(40):
+        t = 10.0 + 0.05 * k
+        put(core, "odom", "base", t, rng.uniform(-5, 5, 3), rng.uniform(-3, 3, 3))
+        put(core, "base", "arm", t, (0.5, 0.0, 0.2), (0.0, 0.05 * k, 0.1))
+    plain = _PlainCore(core)
+    compared = ok = 0
+    for t in (10.3, 10.51, 0, 11.9, 12.5, 9.0, Time.from_seconds(10.77)):
+        for tracking, observation in (("base", "map"), ("arm", "odom"), ("map", "arm"),
+                                      ("arm", "arm"), ("nope", "map"), ("/base", "map")):
+            for extra in ((), ("odom",), ("arm", (1, 2, 3), "map"), ("base", (0.5, -1, 0)),
+                          ("zz",)):
+                args = (tracking, observation, t, 0.2) + extra
+                fast = _outcome(lookup_velocity, core, *args)
+                assert fast == _outcome(lookup_velocity, plain, *args), args
+                compared += 1
+                ok += isinstance(fast, str)
+    assert compared == 210 and 40 < ok < 200  # both successes and errors were compared

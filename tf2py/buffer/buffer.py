@@ -57,6 +57,7 @@ from .exceptions import (
     TransformException,
 )
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+from .velocity import lookup_velocity as _lookup_velocity
 
 __all__ = ["Buffer"]
 
@@ -499,7 +500,7 @@ class Buffer(WaitingRequests, BufferCore):
     def lookup_velocity(self, *args, **kwargs):
         """``BufferCore.lookup_velocity`` under the lock (all its lookups see one state)."""
         with self._lock:
-            return BufferCore.lookup_velocity(self, *args, **kwargs)
+            return _lookup_velocity(self, *args, **kwargs)
 
     def lookup_velocities(self, *args, **kwargs):
         """``BufferCore.lookup_velocities`` under the lock."""

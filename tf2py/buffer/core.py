@@ -37,6 +37,7 @@ from .exceptions import InvalidArgumentException, TransformException
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
+from .velocity import lookup_velocity as _lookup_velocity
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -539,9 +540,7 @@ class BufferCore(_kernel_ext.Kernel):
                         reference_point_frame=None):
         """tf2's lookupVelocity: the twist of ``tracking_frame`` seen from
         ``observation_frame`` (a ``VelocityStamped``); see ``tf2py.buffer.velocity``."""
-        from .velocity import lookup_velocity
-
-        return lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
+        return _lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
                                reference_frame, reference_point, reference_point_frame)
 
     def lookup_velocities(self, tracking_frame, observation_frame, times, averaging_interval,

@@ -35,9 +35,16 @@ from math import acos, floor, sqrt
 
 import numpy as np
 
+from ._kernel_ext import Kernel, KernelError
+from .errors import STAMP_MAX, STAMP_MIN
 from .exceptions import TransformException
 from .messages import Header, Twist, Vector3, VelocityStamped
-from .time import Time, duration_to_nanoseconds, to_nanoseconds
+
+_new = object.__new__
+# The kernel's own calls stand in for lookup_transform only where it is the kernel's.
+_KERNEL_LOOKUPS = (Kernel.lookup_transform, Kernel._k_lookup_transform_waiting)  # (Buffer's)
+_set = object.__setattr__
+from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
 __all__ = ["lookup_velocity", "lookup_velocities"]
 
@@ -52,9 +59,13 @@ def _c_remainder(a: int, b: int) -> int:
 
 
 def _seconds_of_ns(ns: int) -> float:
-    """tf2::durationToSec / timeToSec: whole seconds and nanoseconds scaled separately."""
-    nsec = _c_remainder(ns, _NS_PER_S)
-    sec = (ns - nsec) // _NS_PER_S
+    """tf2::durationToSec / timeToSec: whole seconds and nanoseconds scaled separately (the
+    nanoseconds are C's remainder: their sign follows ``ns``)."""
+    if ns >= 0:
+        sec, nsec = divmod(ns, _NS_PER_S)
+    else:
+        sec, nsec = divmod(-ns, _NS_PER_S)
+        sec, nsec = -sec, -nsec
     return float(sec) + 1e-9 * float(nsec)
 
 
@@ -67,12 +78,15 @@ def _c_round(x: float) -> int:
 
 
 def _ns_of_seconds(seconds: float) -> int:
-    """tf2::durationFromSec / timeFromSec: floor for the seconds, nanoseconds rounded."""
+    """tf2::durationFromSec / timeFromSec: floor for the seconds, nanoseconds rounded (half
+    away from zero). The fraction is in [0, 1), so the rounded nanoseconds are in [0, 1e9]:
+    a carry of 1e9 adds one second, which ``sec * 1e9 + nsec`` already does."""
     sec = floor(seconds)
-    nsec = _c_round((seconds - sec) * 1e9)
-    sec += int(nsec / _NS_PER_S)  # C integer division truncates
-    nsec = _c_remainder(nsec, _NS_PER_S)
-    return int(sec) * _NS_PER_S + nsec
+    x = (seconds - sec) * 1e9
+    nsec = floor(x)
+    if x - nsec >= 0.5:
+        nsec += 1
+    return sec * _NS_PER_S + nsec
 
 
 def _basis(q) -> tuple:
@@ -184,6 +198,44 @@ def _lookup(core, target_frame, source_frame, ns: int):
     return core.lookup_transform(target_frame, source_frame, Time.from_nanoseconds(ns))
 
 
+def _lookup_values(core, target_frame, source_frame, ns: int) -> tuple:
+    """``lookup_transform``'s translation, rotation and stamp as ``(tx, ty, tz, qx, qy, qz,
+    qw, stamp)``: the kernel's tuple straight away when it takes the arguments as they are, else
+    (and to raise the error) the public ``lookup_transform``, so results and exceptions are
+    that call's own."""
+    if (
+        target_frame.__class__ is str and source_frame.__class__ is str
+        and target_frame != source_frame and STAMP_MIN <= ns <= STAMP_MAX
+        and core.__class__.lookup_transform in _KERNEL_LOOKUPS
+    ):
+        try:
+            return core._k_lookup(target_frame, source_frame, ns)
+        except KernelError:
+            pass  # lookup_transform below raises tf2's exception for it
+    t = _lookup(core, target_frame, source_frame, ns)
+    v, q = t.transform.translation, t.transform.rotation
+    return (v.x, v.y, v.z, q.x, q.y, q.z, q.w, t.header.stamp)
+
+
+def _latest_common_ns(core, target_frame, source_frame) -> int:
+    """``get_latest_common_time`` in nanoseconds, 0 when it raises (tf2 ignores that error:
+    the lookups report it)."""
+    if (
+        target_frame.__class__ is str and source_frame.__class__ is str
+        and isinstance(core, Kernel)
+    ):
+        if not (core._k_exists(target_frame) and core._k_exists(source_frame)):
+            return 0  # get_latest_common_time raises a frame error
+        try:
+            return core._k_common_time(target_frame, source_frame)
+        except KernelError:
+            return 0
+    try:
+        return to_nanoseconds(core.get_latest_common_time(target_frame, source_frame))
+    except TransformException:
+        return 0
+
+
 def lookup_velocity(
     core,
     tracking_frame,
@@ -199,67 +251,229 @@ def lookup_velocity(
     in ``reference_frame`` (default: ``observation_frame``) about ``reference_point`` given in
     ``reference_point_frame`` (default: ``tracking_frame``, i.e. its origin). Linear in units
     per second, angular in radians per second. Raises what ``lookup_transform`` raises."""
+    # The arithmetic of the helpers above (_basis, _inverse, _product, _rotation, _apply,
+    # _cross), inlined on plain floats in the same order of operations: this is the hot
+    # path, and Python function calls and tuples cost more than the arithmetic itself.
     if reference_frame is None:
         reference_frame = observation_frame
     if reference_point_frame is None:
         reference_point_frame = tracking_frame
-    point = tuple(float(c) for c in reference_point)
-    if len(point) != 3:
-        raise ValueError(f"reference_point has 3 coordinates, got {reference_point!r}")
-    time_ns = to_nanoseconds(time, "time")
-    interval_ns = duration_to_nanoseconds(averaging_interval, "averaging_interval")
+    if reference_point.__class__ is tuple and len(reference_point) == 3:
+        qx, qy, qz = float(reference_point[0]), float(reference_point[1]), \
+            float(reference_point[2])
+    else:
+        point = tuple(float(c) for c in reference_point)
+        if len(point) != 3:
+            raise ValueError(f"reference_point has 3 coordinates, got {reference_point!r}")
+        qx, qy, qz = point
+    time_ns = time._ns if time.__class__ is Time else to_nanoseconds(time, "time")
+    interval_ns = (averaging_interval._ns if averaging_interval.__class__ is Duration
+                   else duration_to_nanoseconds(averaging_interval, "averaging_interval"))
 
-    try:  # tf2 ignores this call's error: the lookups below report it
-        latest_ns = to_nanoseconds(core.get_latest_common_time(observation_frame, tracking_frame))
-    except TransformException:
+    # The kernel's own calls when it takes the frames as they are (else, and for errors,
+    # the public calls: _lookup_values, _latest_common_ns).
+    fast = (
+        observation_frame.__class__ is str and tracking_frame.__class__ is str
+        and reference_frame.__class__ is str and core.__class__.lookup_transform in _KERNEL_LOOKUPS
+        and observation_frame != tracking_frame and reference_frame != tracking_frame
+    )
+    if fast:  # _latest_common_ns, inlined
         latest_ns = 0
+        if core._k_exists(observation_frame) and core._k_exists(tracking_frame):
+            try:
+                latest_ns = core._k_common_time(observation_frame, tracking_frame)
+            except KernelError:
+                pass
+    else:
+        latest_ns = _latest_common_ns(core, observation_frame, tracking_frame)
 
-    time_s = _seconds_of_ns(time_ns)
+    # _seconds_of_ns and _ns_of_seconds inlined for the usual non-negative times
+    if time_ns >= 0:
+        sec, nsec = divmod(time_ns, _NS_PER_S)
+        time_s = float(sec) + 1e-9 * float(nsec)
+    else:
+        time_s = _seconds_of_ns(time_ns)
     interval_s = interval_ns / 1e9  # std::chrono::duration<double>: count / 1e9
-    end_s = min(time_s + interval_s * 0.5, _seconds_of_ns(latest_ns))
+    if latest_ns >= 0:
+        sec, nsec = divmod(latest_ns, _NS_PER_S)
+        end_s = min(time_s + interval_s * 0.5, float(sec) + 1e-9 * float(nsec))
+    else:
+        end_s = min(time_s + interval_s * 0.5, _seconds_of_ns(latest_ns))
     start_s = max(0.00001 + interval_s, end_s) - interval_s
     dt = end_s - start_s  # cut short at the ends of the data
 
-    start = _lookup(core, observation_frame, tracking_frame, _ns_of_seconds(start_s))
-    end = _lookup(core, observation_frame, tracking_frame, _ns_of_seconds(end_s))
+    sec = floor(start_s)
+    x = (start_s - sec) * 1e9
+    nsec = floor(x)
+    if x - nsec >= 0.5:
+        nsec += 1
+    start_ns = sec * _NS_PER_S + nsec
+    sec = floor(end_s)
+    x = (end_s - sec) * 1e9
+    nsec = floor(x)
+    if x - nsec >= 0.5:
+        nsec += 1
+    end_ns = sec * _NS_PER_S + nsec
+    r = None
+    if fast and STAMP_MIN <= start_ns <= STAMP_MAX and STAMP_MIN <= end_ns <= STAMP_MAX:
+        try:
+            r = core._k_lookup(observation_frame, tracking_frame, start_ns)
+            r2 = core._k_lookup(observation_frame, tracking_frame, end_ns)
+        except KernelError:
+            r = None  # the calls below raise tf2's exception for it, in the same order
+    if r is None:
+        r = _lookup_values(core, observation_frame, tracking_frame, start_ns)
+        r2 = _lookup_values(core, observation_frame, tracking_frame, end_ns)
+    sx, sy, sz, x, y, z, w, _ = r
+    # S = _basis(start rotation)
+    d = x * x + y * y + z * z + w * w
+    s = 2.0 / d
+    xs, ys, zs = x * s, y * s, z * s
+    wx, wy, wz = w * xs, w * ys, w * zs
+    xx, xy, xz = x * xs, x * ys, x * zs
+    yy, yz, zz = y * ys, y * zs, z * zs
+    s00, s01, s02 = 1.0 - (yy + zz), xy - wz, xz + wy
+    s10, s11, s12 = xy + wz, 1.0 - (xx + zz), yz - wx
+    s20, s21, s22 = xz - wy, yz + wx, 1.0 - (xx + yy)
 
-    start_basis = _basis(start.transform.rotation)
-    end_basis = _basis(end.transform.rotation)
-    axis, angle = _axis_angle(_rotation(_product(_inverse(start_basis), end_basis)))
-    o = _apply(start_basis, axis)
-    s0, e0 = _origin(start), _origin(end)
-    twist_vel = ((e0[0] - s0[0]) / dt, (e0[1] - s0[1]) / dt, (e0[2] - s0[2]) / dt)
+    ex, ey, ez, x, y, z, w, _ = r2
+    # E = _basis(end rotation)
+    d = x * x + y * y + z * z + w * w
+    s = 2.0 / d
+    xs, ys, zs = x * s, y * s, z * s
+    wx, wy, wz = w * xs, w * ys, w * zs
+    xx, xy, xz = x * xs, x * ys, x * zs
+    yy, yz, zz = y * ys, y * zs, z * zs
+    e00, e01, e02 = 1.0 - (yy + zz), xy - wz, xz + wy
+    e10, e11, e12 = xy + wz, 1.0 - (xx + zz), yz - wx
+    e20, e21, e22 = xz - wy, yz + wx, 1.0 - (xx + yy)
+
+    # I = _inverse(S): cofactors over the determinant
+    c0 = s11 * s22 - s12 * s21
+    c1 = s12 * s20 - s10 * s22
+    c2 = s10 * s21 - s11 * s20
+    s = 1.0 / (s00 * c0 + s01 * c1 + s02 * c2)
+    i00, i01, i02 = c0 * s, (s02 * s21 - s01 * s22) * s, (s01 * s12 - s02 * s11) * s
+    i10, i11, i12 = c1 * s, (s00 * s22 - s02 * s20) * s, (s02 * s10 - s00 * s12) * s
+    i20, i21, i22 = c2 * s, (s01 * s20 - s00 * s21) * s, (s00 * s11 - s01 * s10) * s
+
+    # M = _product(I, E)
+    m00 = i00 * e00 + i01 * e10 + i02 * e20
+    m01 = i00 * e01 + i01 * e11 + i02 * e21
+    m02 = i00 * e02 + i01 * e12 + i02 * e22
+    m10 = i10 * e00 + i11 * e10 + i12 * e20
+    m11 = i10 * e01 + i11 * e11 + i12 * e21
+    m12 = i10 * e02 + i11 * e12 + i12 * e22
+    m20 = i20 * e00 + i21 * e10 + i22 * e20
+    m21 = i20 * e01 + i21 * e11 + i22 * e21
+    m22 = i20 * e02 + i21 * e12 + i22 * e22
+
+    # _axis_angle(_rotation(M))
+    trace = m00 + m11 + m22
+    if trace > 0.0:
+        s = sqrt(trace + 1.0)
+        w = s * 0.5
+        s = 0.5 / s
+        x = (m21 - m12) * s
+        y = (m02 - m20) * s
+        z = (m10 - m01) * s
+    else:
+        x, y, z, w = _rotation(((m00, m01, m02), (m10, m11, m12), (m20, m21, m22)))
+    angle = 2.0 * acos(max(-1.0, min(1.0, w)))
+    s_squared = 1.0 - w ** 2.0
+    if s_squared < 10.0 * _EPSILON:  # tf2's guard against dividing by zero
+        ax, ay, az = 1.0, 0.0, 0.0
+    else:
+        s = sqrt(s_squared)
+        ax, ay, az = x / s, y / s, z / s
+
+    # o = S axis; linear = (E.origin - S.origin) / dt; angular = o angle / dt
+    ox = s00 * ax + s01 * ay + s02 * az
+    oy = s10 * ax + s11 * ay + s12 * az
+    oz = s20 * ax + s21 * ay + s22 * az
+    vx, vy, vz = (ex - sx) / dt, (ey - sy) / dt, (ez - sz) / dt
     scale = angle / dt
-    twist_rot = (o[0] * scale, o[1] * scale, o[2] * scale)
+    rx, ry, rz = ox * scale, oy * scale, oz * scale
 
-    # Express it in the reference frame (the transform at the requested time itself).
+    # Express it in the reference frame (the transform R at the requested time itself).
     at_ns = _ns_of_seconds(time_s)
-    inverse = _lookup(core, reference_frame, tracking_frame, at_ns)
-    inverse_basis = _basis(inverse.transform.rotation)
-    out_rot = _apply(inverse_basis, twist_rot)
-    rotated = _apply(inverse_basis, twist_vel)
-    moment = _cross(_origin(inverse), out_rot)
-    out_vel = (rotated[0] + moment[0], rotated[1] + moment[1], rotated[2] + moment[2])
+    r = None
+    if fast and STAMP_MIN <= at_ns <= STAMP_MAX:
+        try:
+            r = core._k_lookup(reference_frame, tracking_frame, at_ns)
+        except KernelError:
+            pass
+    if r is None:
+        r = _lookup_values(core, reference_frame, tracking_frame, at_ns)
+    px, py, pz, x, y, z, w, _ = r
+    d = x * x + y * y + z * z + w * w
+    s = 2.0 / d
+    xs, ys, zs = x * s, y * s, z * s
+    wx, wy, wz = w * xs, w * ys, w * zs
+    xx, xy, xz = x * xs, x * ys, x * zs
+    yy, yz, zz = y * ys, y * zs, z * zs
+    b00, b01, b02 = 1.0 - (yy + zz), xy - wz, xz + wy
+    b10, b11, b12 = xy + wz, 1.0 - (xx + zz), yz - wx
+    b20, b21, b22 = xz - wy, yz + wx, 1.0 - (xx + yy)
+    # angular = R angular; linear = R linear + R.origin x angular
+    wx = b00 * rx + b01 * ry + b02 * rz
+    wy = b10 * rx + b11 * ry + b12 * rz
+    wz = b20 * rx + b21 * ry + b22 * rz
+    lx = (b00 * vx + b01 * vy + b02 * vz) + (py * wz - pz * wy)
+    ly = (b10 * vx + b11 * vy + b12 * vz) + (pz * wx - px * wz)
+    lz = (b20 * vx + b21 * vy + b22 * vz) + (px * wy - py * wx)
 
     # Re-reference about the requested point: p1 - p0, both in reference_frame at time.
     # p0 is tracking's origin through the transform R just looked up (the same lookup tf2
-    # repeats; the basis times a zero vector adds exact zeros), and so is p1 when the point
-    # is given in tracking_frame.
-    p0 = _point_through(inverse, inverse_basis, (0.0, 0.0, 0.0))
-    if reference_point_frame == tracking_frame:
-        p1 = _point_through(inverse, inverse_basis, point)
-    else:
-        p1 = _transform_point(core, reference_frame, reference_point_frame, point, at_ns)
-    delta = (p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2])
-    correction = _cross(out_rot, delta)
-    out_vel = (out_vel[0] + correction[0], out_vel[1] + correction[1],
-               out_vel[2] + correction[2])
+    # repeats; R's basis times a zero vector is kept: it decides the sign of a zero), and so
+    # is p1 when the point is given in tracking_frame.
+    # (R basis * 0 + origin is the origin itself but for the sign of a zero origin.)
+    p0x = px if px else (b00 * 0.0 + b01 * 0.0 + b02 * 0.0) + px
+    p0y = py if py else (b10 * 0.0 + b11 * 0.0 + b12 * 0.0) + py
+    p0z = pz if pz else (b20 * 0.0 + b21 * 0.0 + b22 * 0.0) + pz
+    if reference_point_frame != tracking_frame:
+        px, py, pz, x, y, z, w, _ = _lookup_values(core, reference_frame, reference_point_frame,
+                                                   at_ns)
+        d = x * x + y * y + z * z + w * w
+        s = 2.0 / d
+        xs, ys, zs = x * s, y * s, z * s
+        wx_, wy_, wz_ = w * xs, w * ys, w * zs
+        xx, xy, xz = x * xs, x * ys, x * zs
+        yy, yz, zz = y * ys, y * zs, z * zs
+        b00, b01, b02 = 1.0 - (yy + zz), xy - wz_, xz + wy_
+        b10, b11, b12 = xy + wz_, 1.0 - (xx + zz), yz - wx_
+        b20, b21, b22 = xz - wy_, yz + wx_, 1.0 - (xx + yy)
+    dx = ((b00 * qx + b01 * qy + b02 * qz) + px) - p0x
+    dy = ((b10 * qx + b11 * qy + b12 * qz) + py) - p0y
+    dz = ((b20 * qx + b21 * qy + b22 * qz) + pz) - p0z
+    lx = lx + (wy * dz - wz * dy)
+    ly = ly + (wz * dx - wx * dz)
+    lz = lz + (wx * dy - wy * dx)
 
-    stamp_ns = _ns_of_seconds(start_s + interval_s * 0.5)
-    velocity = Twist(Vector3(*out_vel), Vector3(*out_rot))
-    return VelocityStamped(
-        Header(Time.from_nanoseconds(stamp_ns), reference_frame), tracking_frame, "", velocity
-    )
+    # VelocityStamped(Header(stamp, reference_frame), tracking_frame, "",
+    # Twist(Vector3(linear), Vector3(angular))), built without the constructors' calls.
+    stamp = _new(Time)
+    _set(stamp, "_ns", _ns_of_seconds(start_s + interval_s * 0.5))
+    header = _new(Header)
+    header.stamp = stamp
+    header.frame_id = reference_frame
+    linear = _new(Vector3)
+    linear.x = lx
+    linear.y = ly
+    linear.z = lz
+    angular = _new(Vector3)
+    angular.x = wx
+    angular.y = wy
+    angular.z = wz
+    velocity = _new(Twist)
+    velocity.linear = linear
+    velocity.angular = angular
+    out = _new(VelocityStamped)
+    out.header = header
+    out.body_frame_id = tracking_frame
+    out.reference_frame_id = ""
+    out.velocity = velocity
+    return out
 
 
 def _point_through(t, basis, point) -> tuple:

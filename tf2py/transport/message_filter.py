@@ -30,6 +30,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from concurrent.futures import CancelledError
+from functools import partial
 from time import monotonic
 
 from ..buffer.exceptions import BackwardExtrapolationException
@@ -188,21 +190,29 @@ class MessageFilter:
             ) from None
         if not isinstance(frame_id, str):
             raise TypeError(f"header.frame_id must be a string, got {frame_id!r}")
-        stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "header.stamp"))
+        if stamp.__class__ is not Time:  # a Time is immutable: kept as it is
+            stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "header.stamp"))
         if frame_id.startswith("/"):
             frame_id = frame_id[1:]
         targets = self._targets
-        waits = self._waits(targets, stamp) if frame_id else ()
         ready = False
         if frame_id and not self._by_frame.get(frame_id):
             # Fast path (checked again under the lock): nothing of this frame waits and
             # every transform is there already.
             try:
-                can_transform = self.buffer.can_transform
-                ready = all(can_transform(t, frame_id, at) for t, at in waits)
+                if len(targets) == 1 and not self._tolerance_ns:
+                    ready = self.buffer.can_transform(targets[0], frame_id, stamp)
+                else:
+                    can_transform = self.buffer.can_transform
+                    for t, at in self._waits(targets, stamp):
+                        if not can_transform(t, frame_id, at):
+                            break
+                    else:
+                        ready = True
             except Exception:  # noqa: BLE001 - the futures below report it
                 ready = False
         entry = None
+        direct = False
         with self._lock:
             if self._closed:
                 raise RuntimeError("MessageFilter.add called after close()")
@@ -211,19 +221,41 @@ class MessageFilter:
                 self._drop_locked(_Entry(message, frame_id, stamp, (), None), "EmptyFrameID")
             elif ready and targets is self._targets and not self._by_frame.get(frame_id):
                 self.passed += 1
-                self._outbox.append((message, None))
+                if self._delivering or self._outbox or self._to_cancel:
+                    self._outbox.append((message, None))
+                else:  # nothing before it to call back: call back here, delivering
+                    direct = self._delivering = True
             else:
-                if targets is not self._targets:  # changed meanwhile
-                    waits = self._waits(self._targets, stamp)
+                waits = self._waits(self._targets, stamp)  # (the targets now)
                 entry = self._enqueue_locked(message, frame_id, waits, stamp)
+        if direct:  # _deliver_claimed(self._callback, (message,)), inlined
+            try:
+                self._callback(message)
+            except Exception as exc:  # noqa: BLE001 - counted and logged, as _call does
+                self._callback_failed(exc)
+            except BaseException:
+                with self._lock:
+                    self._delivering = False
+                raise
+            with self._lock:
+                if not self._outbox:  # (the usual case)
+                    self._delivering = False
+                    return
+            self._deliver_claimed(None, None)
+            return
         if entry is not None:
             self._wait(entry)
-        self._deliver()
+        # Whoever puts something in the outbox (or a future in _to_cancel) calls _deliver
+        # after it: what others put there is theirs to deliver, what we put is seen here.
+        if self._outbox or self._to_cancel:
+            self._deliver()
 
     def _waits(self, targets, stamp) -> tuple:
         """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
         and at stamp + tolerance when one is set (tf2_ros's setTolerance)."""
         if not self._tolerance_ns:
+            if len(targets) == 1:
+                return ((targets[0], stamp),)
             return tuple((t, stamp) for t in targets)
         later = Time.from_nanoseconds(stamp.nanoseconds + self._tolerance_ns)
         return tuple(pair for t in targets for pair in ((t, stamp), (t, later)))
@@ -262,16 +294,18 @@ class MessageFilter:
             for future in futures:
                 future.cancel()
             return
+        on_future = partial(self._on_future, entry)
         for future in futures:
-            future.add_done_callback(lambda f, e=entry: self._on_future(e, f))
+            future.add_done_callback(on_future)
         entry.waited = True  # a later completion comes from an insertion: re-check it
 
     # -- completion ---------------------------------------------------------------------------
 
     def _on_future(self, entry: _Entry, future) -> None:
-        if future.cancelled():
+        try:
+            exc = future.exception()  # (done: it does not wait)
+        except CancelledError:
             return
-        exc = future.exception()
         with self._lock:
             if entry not in self._queue or entry.state != _WAITING:
                 return
@@ -285,7 +319,8 @@ class MessageFilter:
                     return
                 entry.state = _READY
                 self._release_locked(entry.frame_id)
-        self._deliver()
+            to_cancel, deliver = self._claim_locked()
+        self._deliver_from(to_cancel, deliver)
 
     def _fail_locked(self, entry: _Entry, reason: str) -> None:
         """Drop a message that can no longer pass, at once: a drop does not wait for older
@@ -339,16 +374,35 @@ class MessageFilter:
         """Cancel the waits no longer needed, then call back what is in the outbox, in
         order, on one thread at a time (never under our lock)."""
         with self._lock:
-            to_cancel, self._to_cancel = self._to_cancel, []
-            if self._delivering:
-                deliver = False  # the thread delivering now also delivers ours, in order
-            else:
-                deliver = self._delivering = True
+            to_cancel, deliver = self._claim_locked()
+        self._deliver_from(to_cancel, deliver)
+
+    def _claim_locked(self) -> tuple:
+        """Take the futures to cancel, and the delivery unless another thread has it."""
+        to_cancel = self._to_cancel
+        if to_cancel:
+            self._to_cancel = []
+        else:
+            to_cancel = ()
+        if self._delivering:
+            return to_cancel, False  # the thread delivering now also delivers ours, in order
+        self._delivering = True
+        return to_cancel, True
+
+    def _deliver_from(self, to_cancel, deliver) -> None:
+        """The unlocked half of ``_deliver``: cancel, then deliver if claimed."""
         for future in to_cancel:
-            future.cancel()  # its done-callback sees cancelled() and returns
-        if not deliver:
-            return
+            future.cancel()  # its done-callback sees it cancelled and returns
+        if deliver:
+            self._deliver_claimed(None, None)
+
+    def _deliver_claimed(self, function, args) -> None:
+        """The delivery loop of the thread that set ``_delivering``: ``function(*args)``
+        first when given (a message passed on with nothing queued before it), then the
+        outbox until it is empty."""
         try:
+            if function is not None:
+                self._call(function, args)
             while True:
                 with self._lock:
                     if not self._outbox:
@@ -369,26 +423,37 @@ class MessageFilter:
                     function, args = self._callback, (message,)
                 else:
                     function, args = self._on_drop, (message, outcome)
-                if function is None:
-                    continue
-                try:
-                    function(*args)
-                except Exception as exc:  # noqa: BLE001 - never into the inserting thread
-                    with self._lock:
-                        self.callback_errors += 1
-                        first = self.callback_errors == 1
-                    if first:
-                        logger.exception("MessageFilter: a callback raised %s (further errors "
-                                         "are only counted)", type(exc).__name__)
+                if function is not None:
+                    self._call(function, args)
         except BaseException:
             with self._lock:
                 self._delivering = False
             raise
 
+    def _call(self, function, args) -> None:
+        """A callback; what it raises is counted and logged once, never passed on."""
+        try:
+            function(*args)
+        except Exception as exc:  # noqa: BLE001 - never into the inserting thread
+            self._callback_failed(exc)
+
+    def _callback_failed(self, exc: Exception) -> None:
+        """Count a callback's exception; log the first (called in its except block)."""
+        with self._lock:
+            self.callback_errors += 1
+            first = self.callback_errors == 1
+        if first:
+            logger.exception("MessageFilter: a callback raised %s (further errors "
+                             "are only counted)", type(exc).__name__)
+
     def _still_possible(self, entry: _Entry) -> bool:
         try:
-            return all(self.buffer.can_transform(t, entry.frame_id, at)
-                       for t, at in entry.waits)
+            can_transform = self.buffer.can_transform
+            frame_id = entry.frame_id
+            for t, at in entry.waits:
+                if not can_transform(t, frame_id, at):
+                    return False
+            return True
         except Exception:  # noqa: BLE001
             return False
 
