@@ -93,3 +93,21 @@ def test_kernel_entry_point_refuses_bad_shapes():
         core._k_insert_rows(["a"], ["b"], stamps(1, 1).astype(float), rows(1), "m", False)
     with pytest.raises(TypeError):
         _kernel_ext.set_batch_result(list)
+
+
+def test_authority_whose_del_shrinks_the_lists_does_not_crash():
+    core = BufferCore()
+    parents, children = ["w", "w", "w"], ["a", "b", "c"]
+
+    class Authority:
+        def __del__(self):
+            parents.clear()  # runs when the kernel replaces this authority of frame 'a'
+
+    core.set_transforms(["w"], ["a"], stamps(1, 5), rows(1), Authority())
+    try:
+        result = core.set_transforms(parents, children, stamps(3, 10), rows(3), "other")
+    except IndexError:
+        pass  # the rows that vanished cannot be named
+    else:
+        assert result.stored >= 1
+    assert core.lookup_transform("w", "a", Time.from_nanoseconds(10)).header.frame_id == "w"

@@ -491,8 +491,14 @@ class PyKernel {
                           nb::object& authority, bool is_static, size_t& stored, size_t& old, Report report) {
         std::string parent, child;
         for (size_t k = 0; k < n; ++k) {
-            PyObject* p = PyList_GET_ITEM(parents.ptr(), static_cast<Py_ssize_t>(k));
-            PyObject* c = PyList_GET_ITEM(children.ptr(), static_cast<Py_ssize_t>(k));
+            // (An authority's __del__, run by set_authority, could shrink the lists.)
+            const auto i = static_cast<Py_ssize_t>(k);
+            if (i >= PyList_GET_SIZE(parents.ptr()) || i >= PyList_GET_SIZE(children.ptr())) {
+                report(k, kNameType);
+                continue;
+            }
+            PyObject* p = PyList_GET_ITEM(parents.ptr(), i);
+            PyObject* c = PyList_GET_ITEM(children.ptr(), i);
             double v[7];
             std::memcpy(v, values + 7 * k, sizeof v);
             int r;
