@@ -184,23 +184,20 @@ class BufferCore(_kernel_ext.Kernel):
         if parents.__class__ is list and children.__class__ is list:
             # The listener's and the bag loader's form (lists, int64 and float64 arrays):
             # straight into the kernel, which refuses anything else before storing a row.
-            codes = np.empty(len(parents), dtype=np.int32)
             try:
-                stored, old = self._k_insert_batch(
-                    parents, children, stamps_ns, values, authority, is_static, codes
-                )
+                result = self._k_insert_rows(parents, children, stamps_ns, values, authority, is_static)
             except (TypeError, ValueError):
                 pass  # not in that form: converted and checked below
             else:
-                invalid = []
-                if stored + old < len(parents):
-                    invalid = [
+                stored, old, invalid = result  # a BatchResult; invalid: indices of refused rows
+                if invalid:
+                    result = BatchResult(stored, old, [
                         (k, self._row_error(parents[k], children[k], values[k], stamps_ns[k]))
-                        for k in np.flatnonzero(codes < 0).tolist()
-                    ]
+                        for k in invalid
+                    ])
                 if stored:
                     self._notify_new_data()
-                return BatchResult(stored, old, invalid)
+                return result
         try:
             values = np.ascontiguousarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -557,3 +554,4 @@ class BufferCore(_kernel_ext.Kernel):
 
 # The kernel's set_transform calls a subclass's _notify_new_data, never this empty one.
 _kernel_ext.set_notify_noop(BufferCore._notify_new_data)
+_kernel_ext.set_batch_result(BatchResult)

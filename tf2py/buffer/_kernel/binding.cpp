@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -37,11 +38,27 @@ namespace {
 #include "py_messages.hpp"
 #include "py_lock.hpp"
 
+PyObject* g_batch_result = nullptr;  // BatchResult (set_transforms' result type)
+
+void set_batch_result(nb::handle type) {
+    if (!PyType_Check(type.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()), &PyTuple_Type))
+        throw nb::type_error("set_batch_result needs a tuple subclass");
+    Py_XDECREF(g_batch_result);
+    g_batch_result = type.inc_ref().ptr();
+}
+
 class PyKernel {
   public:
     explicit PyKernel(int64_t cache_time_ns) : k_(cache_time_ns < 0 ? 0 : cache_time_ns) {
         authority_.emplace_back(nb::none());
     }
+
+    ~PyKernel() {
+        for (NameSlot& slot : name_slots_) Py_XDECREF(slot.name);
+    }
+
+    PyKernel(const PyKernel&) = delete;
+    PyKernel& operator=(const PyKernel&) = delete;
 
     int64_t cache_time() const { return k_.cache_time(); }
 
@@ -68,46 +85,32 @@ class PyKernel {
             codes.shape(0) != n)
             throw nb::value_error("insert_batch: parents, children, stamps, rows (N, 7) and codes must agree in N");
         size_t stored = 0, old = 0;
-        std::string parent, child, last_parent, last_child;
-        int32_t last_parent_id = -1, last_child_id = -1;
-        const int64_t* ts = stamps.data();
-        const double* values = rows.data();
         int32_t* out = codes.data();
-        for (size_t k = 0; k < n; ++k) {
-            PyObject* p = PyList_GET_ITEM(parents.ptr(), static_cast<Py_ssize_t>(k));
-            PyObject* c = PyList_GET_ITEM(children.ptr(), static_cast<Py_ssize_t>(k));
-            if (!str_view(p, parent) || !str_view(c, child)) {
-                out[k] = kNameType;
-                continue;
-            }
-            double v[7];
-            std::memcpy(v, values + 7 * k, sizeof v);
-            int r;
-            if (last_child_id > 0 && child == last_child && parent == last_parent) {
-                // The same link as the previous row (a batch of one frame's samples).
-                r = Kernel::check_values(v);
-                if (r == tf2k::kStored)
-                    r = k_.insert_ids(last_child_id, last_parent_id, ts[k], v, is_static) ? last_child_id
-                                                                                         : tf2k::kOld;
-            } else {
-                r = k_.insert(parent, child, ts[k], v, is_static);
-                if (r > 0) {
-                    last_child = child;
-                    last_parent = parent;
-                    last_child_id = r;
-                    const std::string& stripped = parent[0] == '/' ? parent.substr(1) : parent;
-                    last_parent_id = k_.register_name(stripped);
-                }
-            }
-            out[k] = r;
-            if (r > 0) {
-                ++stored;
-                set_authority(r, authority);
-            } else if (r == tf2k::kOld) {
-                ++old;
-            }
-        }
+        insert_rows_into(parents, children, stamps.data(), rows.data(), n, authority, is_static, stored, old,
+                         [out](size_t k, int r) { out[k] = r; });
         return nb::make_tuple(stored, old);
+    }
+
+    // set_transforms' common form: the BatchResult (the type set_batch_result registered)
+    // straight from here, its invalid list holding the indices of refused rows (Python
+    // replaces them by (index, exception)); no codes array.
+    nb::object insert_rows(nb::list parents, nb::list children, Int64Array stamps, RowsArray rows,
+                           nb::object authority, bool is_static) {
+        const size_t n = stamps.shape(0);
+        if (nb::len(parents) != n || nb::len(children) != n || rows.shape(0) != n || rows.shape(1) != 7)
+            throw nb::value_error("insert_rows: parents, children, stamps and rows (N, 7) must agree in N");
+        if (!g_batch_result) throw nb::type_error("insert_rows: no result type (set_batch_result)");
+        size_t stored = 0, old = 0;
+        nb::list invalid;
+        insert_rows_into(parents, children, stamps.data(), rows.data(), n, authority, is_static, stored, old,
+                         [&invalid](size_t k, int r) {
+                             if (r < 0) invalid.append(k);
+                         });
+        nb::object items = nb::make_tuple(stored, old, invalid);
+        nb::object args = nb::make_tuple(items);
+        PyObject* result = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(g_batch_result), args.ptr(), nullptr);
+        if (!result) throw nb::python_error();
+        return nb::steal(result);
     }
 
     // Buffer's lock, taken by the fast calls once set (BufferCore has none).
@@ -453,6 +456,79 @@ class PyKernel {
     }
 
   private:
+    // Frame names seen as str objects: the object (a strong reference, so its address is
+    // not reused while here) -> the id of its name with one leading '/' stripped. Only exact
+    // str (immutable, no __del__), only names already registered by a stored row.
+    struct NameSlot {
+        PyObject* name = nullptr;
+        int32_t id = 0;
+    };
+    static constexpr size_t kNameSlots = 256;
+
+    static size_t name_slot(PyObject* o) { return (reinterpret_cast<uintptr_t>(o) >> 4) % kNameSlots; }
+
+    bool cached_id(PyObject* o, int32_t& id) const {
+        const NameSlot& slot = name_slots_[name_slot(o)];
+        if (slot.name != o) return false;
+        id = slot.id;
+        return true;
+    }
+
+    void remember_id(PyObject* o, int32_t id) {
+        if (!PyUnicode_CheckExact(o)) return;
+        NameSlot& slot = name_slots_[name_slot(o)];
+        if (slot.name == o) return;
+        Py_INCREF(o);
+        PyObject* previous = slot.name;
+        slot.name = o;
+        slot.id = id;
+        Py_XDECREF(previous);  // an exact str: its deallocation runs no Python code
+    }
+
+    // The rows of a batch; report(k, r) with r the InsertResult of row k (> 0: the child id).
+    template <class Report>
+    void insert_rows_into(nb::list& parents, nb::list& children, const int64_t* ts, const double* values, size_t n,
+                          nb::object& authority, bool is_static, size_t& stored, size_t& old, Report report) {
+        std::string parent, child;
+        for (size_t k = 0; k < n; ++k) {
+            // (An authority's __del__, run by set_authority, could shrink the lists.)
+            const auto i = static_cast<Py_ssize_t>(k);
+            if (i >= PyList_GET_SIZE(parents.ptr()) || i >= PyList_GET_SIZE(children.ptr())) {
+                report(k, kNameType);
+                continue;
+            }
+            PyObject* p = PyList_GET_ITEM(parents.ptr(), i);
+            PyObject* c = PyList_GET_ITEM(children.ptr(), i);
+            double v[7];
+            std::memcpy(v, values + 7 * k, sizeof v);
+            int r;
+            int32_t parent_id = 0, child_id = 0;
+            if (cached_id(c, child_id) && cached_id(p, parent_id) && child_id > 0 && child_id != parent_id) {
+                // Both names known (a registered child, a different parent): the checks of
+                // insert() on the names are passed already.
+                r = Kernel::check_values(v);
+                if (r == tf2k::kStored)
+                    r = k_.insert_ids(child_id, parent_id, ts[k], v, is_static) ? child_id : tf2k::kOld;
+            } else if (!str_view(p, parent) || !str_view(c, child)) {
+                r = kNameType;
+            } else {
+                r = k_.insert(parent, child, ts[k], v, is_static);
+                if (r > 0) {
+                    remember_id(c, r);
+                    remember_id(p, k_.register_name(parent[0] == '/' ? parent.substr(1) : parent));
+                }
+            }
+            report(k, r);
+            if (r > 0) {
+                ++stored;
+                set_authority(r, authority);
+            } else if (r == tf2k::kOld) {
+                ++old;
+            }
+        }
+    }
+
+    std::array<NameSlot, kNameSlots> name_slots_{};
     Kernel k_;
     std::string parent_, child_;  // scratch of insert and the fast lookups
     std::vector<nb::object> authority_;
@@ -495,6 +571,7 @@ NB_MODULE(_kernel_ext, m) {
     m.attr("KernelError") = nb::handle(g_kernel_error);
     g_notify_name = PyUnicode_InternFromString("_notify_new_data");
     m.def("set_notify_noop", &set_notify_noop, "function"_a);
+    m.def("set_batch_result", &set_batch_result, "type"_a);
     m.def("set_message_types", &set_message_types, "time"_a, "header"_a, "vector3"_a, "quaternion"_a,
           "transform"_a, "stamped"_a);
 
@@ -545,6 +622,8 @@ NB_MODULE(_kernel_ext, m) {
         // Arrays exactly as given (no silent conversion of float stamps to integers).
         .def("_k_insert_batch", &PyKernel::insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
              "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a, "codes"_a.noconvert())
+        .def("_k_insert_rows", &PyKernel::insert_rows, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+             "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a)
         .def("_k_lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
         .def("_k_lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
              "fixed"_a)
