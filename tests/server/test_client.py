@@ -290,10 +290,15 @@ def test_ctrl_c_during_a_blocking_lookup_cancels_the_goal_on_the_server(server, 
     import os
     import signal
 
-    interrupter = threading.Thread(  # a real SIGINT, as Ctrl-C sends: it interrupts the poll
-        target=lambda: (wait_for(lambda: server.pending_count == 1),
-                        os.kill(os.getpid(), signal.SIGINT))
-    )
+    def interrupt():
+        # A real SIGINT to the process, as Ctrl-C sends: the kernel may hand it to any thread
+        # (here often the server's own loop thread), and the lookup must still be interrupted.
+        deadline = time.monotonic() + 30
+        while server.pending_count != 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt)
     interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -302,3 +307,27 @@ def test_ctrl_c_during_a_blocking_lookup_cancels_the_goal_on_the_server(server, 
         interrupter.join()
     wait_for(lambda: server.pending_count == 0, message="goal cancelled, not left to time out")
     assert server.stats()["cancelled"] == 1
+
+
+def test_ctrl_c_delivered_to_another_thread_still_interrupts_a_blocking_lookup(server, client):
+    """Ctrl-C's SIGINT may land on any thread; Python raises KeyboardInterrupt in the main
+    thread only once it runs Python code again, so a lookup blocked in one long poll would
+    hold the interrupt back until its timeout (60 s here)."""
+    import signal
+
+    def interrupt():
+        deadline = time.monotonic() + 30
+        while server.pending_count != 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not main
+
+    interrupter = threading.Thread(target=interrupt)
+    interrupter.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.lookup_transform("map", "never", 0, timeout=60.0)
+    finally:
+        interrupter.join()
+    assert time.monotonic() - start < 20
+    wait_for(lambda: server.pending_count == 0, message="goal cancelled, not left to time out")

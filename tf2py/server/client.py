@@ -52,6 +52,10 @@ _BATCH = 256
 _MAX_TIMEOUT_NS = 2**63 - 1
 # The longest single poll (ms): far deadlines are reached in several polls.
 _MAX_POLL_MS = 3_600_000
+# On the main thread a blocking lookup polls in short slices: Ctrl-C's SIGINT may be delivered
+# to any thread of the process, and Python runs its handler (KeyboardInterrupt) only when the
+# main thread returns to the interpreter, so a long poll would hold the interrupt back.
+_MAIN_THREAD_POLL_MS = 100
 _instance_ids = itertools.count()
 
 
@@ -594,6 +598,8 @@ class _ClientState:
             except zmq.Again:
                 raise ServerTimeoutException(_unreachable(self.address)) from None
             poll = channel.poller.poll
+            slice_ms = _MAIN_THREAD_POLL_MS if threading.current_thread() is \
+                threading.main_thread() else _MAX_POLL_MS
             while True:
                 wait_ns = deadline_ns - time.monotonic_ns()
                 if wait_ns <= 0:
@@ -604,7 +610,7 @@ class _ClientState:
                     raise ServerTimeoutException(
                         _no_answer(self.address, time.monotonic_ns() - sent_ns, timeout_ns,
                                    self._padding_ns))
-                for ready, _ in poll(min(-(-wait_ns // 1_000_000), _MAX_POLL_MS)):
+                for ready, _ in poll(min(-(-wait_ns // 1_000_000), slice_ms)):
                     if ready is channel.wake_recv:
                         raise zmq.ZMQError(zmq.ETERM)  # closed: answered below
                     if ready is sock:
