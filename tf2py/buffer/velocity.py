@@ -91,18 +91,22 @@ def _ns_of_seconds(seconds: float) -> int:
 
 def _basis(q) -> tuple:
     """tf2's Matrix3x3::setRotation: the rotation matrix of quaternion ``q`` (rows)."""
-    x, y, z, w = q.x, q.y, q.z, q.w
+    m = _basis_flat(q.x, q.y, q.z, q.w)
+    return (m[0:3], m[3:6], m[6:9])
+
+
+def _basis_flat(x: float, y: float, z: float, w: float) -> tuple:
+    """``_basis`` of the quaternion (x, y, z, w), as 9 floats row by row (the fast path's
+    form: no message, no nested tuples)."""
     d = x * x + y * y + z * z + w * w
     s = 2.0 / d
     xs, ys, zs = x * s, y * s, z * s
     wx, wy, wz = w * xs, w * ys, w * zs
     xx, xy, xz = x * xs, x * ys, x * zs
     yy, yz, zz = y * ys, y * zs, z * zs
-    return (
-        (1.0 - (yy + zz), xy - wz, xz + wy),
-        (xy + wz, 1.0 - (xx + zz), yz - wx),
-        (xz - wy, yz + wx, 1.0 - (xx + yy)),
-    )
+    return (1.0 - (yy + zz), xy - wz, xz + wy,
+            xy + wz, 1.0 - (xx + zz), yz - wx,
+            xz - wy, yz + wx, 1.0 - (xx + yy))
 
 
 def _inverse(m) -> tuple:
@@ -302,18 +306,8 @@ def lookup_velocity(
     start_s = max(0.00001 + interval_s, end_s) - interval_s
     dt = end_s - start_s  # cut short at the ends of the data
 
-    sec = floor(start_s)
-    x = (start_s - sec) * 1e9
-    nsec = floor(x)
-    if x - nsec >= 0.5:
-        nsec += 1
-    start_ns = sec * _NS_PER_S + nsec
-    sec = floor(end_s)
-    x = (end_s - sec) * 1e9
-    nsec = floor(x)
-    if x - nsec >= 0.5:
-        nsec += 1
-    end_ns = sec * _NS_PER_S + nsec
+    start_ns = _ns_of_seconds(start_s)
+    end_ns = _ns_of_seconds(end_s)
     r = None
     if fast and STAMP_MIN <= start_ns <= STAMP_MAX and STAMP_MIN <= end_ns <= STAMP_MAX:
         try:
@@ -325,28 +319,9 @@ def lookup_velocity(
         r = _lookup_values(core, observation_frame, tracking_frame, start_ns)
         r2 = _lookup_values(core, observation_frame, tracking_frame, end_ns)
     sx, sy, sz, x, y, z, w, _ = r
-    # S = _basis(start rotation)
-    d = x * x + y * y + z * z + w * w
-    s = 2.0 / d
-    xs, ys, zs = x * s, y * s, z * s
-    wx, wy, wz = w * xs, w * ys, w * zs
-    xx, xy, xz = x * xs, x * ys, x * zs
-    yy, yz, zz = y * ys, y * zs, z * zs
-    s00, s01, s02 = 1.0 - (yy + zz), xy - wz, xz + wy
-    s10, s11, s12 = xy + wz, 1.0 - (xx + zz), yz - wx
-    s20, s21, s22 = xz - wy, yz + wx, 1.0 - (xx + yy)
-
+    s00, s01, s02, s10, s11, s12, s20, s21, s22 = _basis_flat(x, y, z, w)  # S
     ex, ey, ez, x, y, z, w, _ = r2
-    # E = _basis(end rotation)
-    d = x * x + y * y + z * z + w * w
-    s = 2.0 / d
-    xs, ys, zs = x * s, y * s, z * s
-    wx, wy, wz = w * xs, w * ys, w * zs
-    xx, xy, xz = x * xs, x * ys, x * zs
-    yy, yz, zz = y * ys, y * zs, z * zs
-    e00, e01, e02 = 1.0 - (yy + zz), xy - wz, xz + wy
-    e10, e11, e12 = xy + wz, 1.0 - (xx + zz), yz - wx
-    e20, e21, e22 = xz - wy, yz + wx, 1.0 - (xx + yy)
+    e00, e01, e02, e10, e11, e12, e20, e21, e22 = _basis_flat(x, y, z, w)  # E
 
     # I = _inverse(S): cofactors over the determinant
     c0 = s11 * s22 - s12 * s21
@@ -406,15 +381,7 @@ def lookup_velocity(
     if r is None:
         r = _lookup_values(core, reference_frame, tracking_frame, at_ns)
     px, py, pz, x, y, z, w, _ = r
-    d = x * x + y * y + z * z + w * w
-    s = 2.0 / d
-    xs, ys, zs = x * s, y * s, z * s
-    wx, wy, wz = w * xs, w * ys, w * zs
-    xx, xy, xz = x * xs, x * ys, x * zs
-    yy, yz, zz = y * ys, y * zs, z * zs
-    b00, b01, b02 = 1.0 - (yy + zz), xy - wz, xz + wy
-    b10, b11, b12 = xy + wz, 1.0 - (xx + zz), yz - wx
-    b20, b21, b22 = xz - wy, yz + wx, 1.0 - (xx + yy)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _basis_flat(x, y, z, w)  # R
     # angular = R angular; linear = R linear + R.origin x angular
     wx = b00 * rx + b01 * ry + b02 * rz
     wy = b10 * rx + b11 * ry + b12 * rz
