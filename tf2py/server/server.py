@@ -401,9 +401,13 @@ class _ServerState:
                 router.disable_monitor()
             except zmq.ZMQError:
                 pass
-            monitor.close(linger=0)
-            router.close(linger=0)
-            wake.close(linger=0)
+            # Under the lock that every wake-up sender holds: a sender still inside its
+            # send() on the inproc pipe (close() sets `closed` and sends in one locked step)
+            # finishes before the receiving end goes away.
+            with self.touch_lock:
+                monitor.close(linger=0)
+                router.close(linger=0)
+                wake.close(linger=0)
             self._release_keys()
             if self.thread is threading.current_thread() and self.closed:
                 try:
