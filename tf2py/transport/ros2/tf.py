@@ -75,24 +75,49 @@ class _Node:
         return self._participant.node_name
 
 
-class Ros2TransformBroadcaster(_Node):
+class _Ros2Writer(_Node):
+    """What both broadcasters share: one writer on the participant, closed with it."""
+
+    def _open(self, core, authority, participant, keys, topic, qos) -> None:
+        self.authority = wire.authority_or_default(authority)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._participant = None
+        self._join(core, participant, keys)
+        try:
+            self._writer = self._participant.writer(topic, types.TFMessage, qos)
+        except BaseException:
+            self._leave()
+            raise
+
+    def matched_listeners(self) -> int:
+        """How many DDS readers of this broadcaster's topic it has found."""
+        return self._writer.matched_subscriptions()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._writer.close()
+        self._leave()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Ros2TransformBroadcaster(_Ros2Writer):
     """Publishes on ROS 2's ``/tf`` (reliable, volatile, keep-last 100). ``authority`` is kept
     for the API's sake: ROS 2 messages carry none."""
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant=None, keys=None):
-        self.authority = wire.authority_or_default(authority)
-        self._lock = threading.Lock()
-        self._closed = False
         self.sent_messages = 0
         self.sent_transforms = 0
-        self._participant = None
-        self._join(core, participant, keys)
-        try:
-            self._writer = self._participant.writer(TOPIC_TF, types.TFMessage, TF_QOS)
-        except BaseException:
-            self._leave()
-            raise
+        self._open(core, authority, participant, keys, TOPIC_TF, TF_QOS)
 
     def send_transform(self, transform) -> None:
         """Publish a TransformStamped, or a list of them as ONE TFMessage."""
@@ -116,44 +141,16 @@ class Ros2TransformBroadcaster(_Node):
             self.sent_messages += 1
             self.sent_transforms += n
 
-    def matched_listeners(self) -> int:
-        """How many DDS readers of /tf this broadcaster has found."""
-        return self._writer.matched_subscriptions()
 
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._writer.close()
-        self._leave()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Ros2StaticTransformBroadcaster(_Node):
+class Ros2StaticTransformBroadcaster(_Ros2Writer):
     """Publishes on ROS 2's ``/tf_static`` (transient-local, keep-last 1): the latest transform
     per child frame, the whole set in every message, so a late joiner gets all of it."""
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant=None, keys=None):
-        self.authority = wire.authority_or_default(authority)
-        self._lock = threading.Lock()
-        self._closed = False
         self._latched: dict[str, tuple] = {}
         self.published = 0
-        self._participant = None
-        self._join(core, participant, keys)
-        try:
-            self._writer = self._participant.writer(
-                TOPIC_TF_STATIC, types.TFMessage, STATIC_WRITER_QOS)
-        except BaseException:
-            self._leave()
-            raise
+        self._open(core, authority, participant, keys, TOPIC_TF_STATIC, STATIC_WRITER_QOS)
 
     def send_transform(self, transform) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
@@ -191,23 +188,6 @@ class Ros2StaticTransformBroadcaster(_Node):
                 np.array([r[3] for r in latched], dtype=np.float64))
             self._writer.write(sample)
             self.published += 1
-
-    def matched_listeners(self) -> int:
-        return self._writer.matched_subscriptions()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._writer.close()
-        self._leave()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class _Ros2Receiver(_Node):
