@@ -4,13 +4,15 @@ inproc names, and counters that log once per cause."""
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 
 import zmq
 
-logger = logging.getLogger("tf2py.transport")
+from .counters import DropCounter, logger
+
+__all__ = ["DropCounter", "logger", "context", "inproc_name", "make_socket", "client_options",
+           "join_thread"]
 
 #: Queue bounds (messages). A subscriber that falls this far behind loses messages instead of
 #: growing memory or slowing the publishers (ZeroMQ PUB/XPUB drop at the high-water mark).
@@ -53,32 +55,6 @@ def make_socket(kind: int, linger_ms: int = LINGER_MS, ctx: zmq.Context | None =
 def client_options() -> dict:
     """Options of every socket that connects to a core."""
     return dict(RECONNECT_IVL=RECONNECT_IVL_MS, RECONNECT_IVL_MAX=RECONNECT_IVL_MAX_MS)
-
-
-class DropCounter:
-    """Counts dropped input per cause; logs the first drop of each cause (then stays quiet,
-    so bad input cannot flood the log)."""
-
-    def __init__(self, owner: str):
-        self._owner = owner
-        self._lock = threading.Lock()
-        self.counts: dict[str, int] = {}
-
-    def drop(self, cause: str, detail: str, n: int = 1) -> None:
-        with self._lock:
-            first = cause not in self.counts
-            self.counts[cause] = self.counts.get(cause, 0) + n
-        if first:
-            logger.warning(
-                "%s: dropped input (%s): %s (further drops of this kind are only counted)",
-                self._owner,
-                cause,
-                detail,
-            )
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self.counts)
 
 
 def join_thread(thread: threading.Thread, timeout: float) -> None:
