@@ -18,6 +18,7 @@ from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBro
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener, TransformSubscriber
 from transport_support import (
+    RAW_LATCH,
     RecordingBuffer,
     fake_core_publisher,
     core,  # noqa: F401  (fixture)
@@ -527,8 +528,8 @@ def test_static_of_a_future_version_is_passed_on_and_counted_by_the_listener(cor
     try:
         with TransformListener(buffer, core.address) as listener:
             open_path(lambda: publisher.send_multipart(
-                [wire.TOPIC_STATIC_LATCH, good_body("probe")]), listener)
-            publisher.send_multipart([wire.TOPIC_STATIC_LATCH, msgpack.packb([7, "future"])])
+                [RAW_LATCH, good_body("probe")]), listener)
+            publisher.send_multipart([RAW_LATCH, msgpack.packb([7, "future"])])
             wait_for(lambda: listener.stats()["dropped"].get("version") == 1)
             assert core.dropped.snapshot() == {"version": 1}
             assert core.latched_frames() == ["probe"]

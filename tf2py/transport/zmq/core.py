@@ -36,10 +36,12 @@ import zmq
 from .. import wire
 from ..address import core_address, split_tcp_address
 from ..keys import load_keys, warn_if_exposed
+from .connections import MAX_PUBLISHERS, MAX_SUBSCRIBERS, ConnectionWatch
 from .latch import EXPIRE_SECONDS, LATCHED_BYTES, REPLAY_MIN_INTERVAL, REPLAY_RATE, LatchStore
 from .sockets import DropCounter, inproc_name, logger, make_socket
 
-__all__ = ["Core", "EXPIRE_SECONDS", "LATCHED_BYTES"]
+__all__ = ["Core", "EXPIRE_SECONDS", "LATCHED_BYTES", "MAX_SUBSCRIBERS", "MAX_PUBLISHERS",
+           "MEMORY_BUDGET_BYTES"]
 
 #: Largest message (body) the core accepts and queues (bigger lists travel as several).
 PIECE_BYTES = wire.MAX_PIECE_BYTES
@@ -57,8 +59,15 @@ HEARTBEAT_TIMEOUT_MS = 10_000
 #: its queue freed; it reconnects by itself once it reads again (and gets the statics
 #: replayed). So stalled subscribers cannot pile up memory in the core.
 STALL_CUT_MS = 10_000
-#: Messages read ahead from each publisher connection and from the latch thread.
+#: Messages read ahead from the latch thread's sockets.
 INPUT_HWM = 1000
+#: Messages read ahead from each publisher connection (4 MiB at most).
+PUBLISHER_HWM = 256
+#: The core's memory bound, all together (messages at their largest, 16 KiB): the subscribers'
+#: queues, the publishers' read-ahead and the latched statics. Over MAX_SUBSCRIBERS or
+#: MAX_PUBLISHERS connections are refused (counted, logged; see connections.py).
+MEMORY_BUDGET_BYTES = (MAX_SUBSCRIBERS * SUBSCRIBER_HWM * PIECE_BYTES
+                       + MAX_PUBLISHERS * PUBLISHER_HWM * PIECE_BYTES + LATCHED_BYTES)
 _BIND_ATTEMPTS = 200
 _LATCH_PREFIX = b"latch/"
 
@@ -85,8 +94,9 @@ class Core:
         self._sockets: list[zmq.Socket[bytes]] = []
         self._keys = load_keys(keys)
         self._keys_held = 0
-        self._forward_thread = None
-        self._latch_thread = None
+        self._forward_thread: threading.Thread | None = None
+        self._latch_thread: threading.Thread | None = None
+        self._watch: ConnectionWatch | None = None
         self._bound_ports: list[int] = []
         try:
             self._start(host, port)
@@ -107,7 +117,7 @@ class Core:
             self._keys_held += 1
 
     def _bind_pair(self, host: str, port: int):
-        frontend = self._socket(zmq.XSUB, RCVHWM=INPUT_HWM, MAXMSGSIZE=PIECE_BYTES)
+        frontend = self._socket(zmq.XSUB, RCVHWM=PUBLISHER_HWM, MAXMSGSIZE=PIECE_BYTES)
         backend = self._socket(
             zmq.XPUB, SNDHWM=SUBSCRIBER_HWM, XPUB_VERBOSE=1, RCVHWM=INPUT_HWM,
             MAXMSGSIZE=1024, TCP_MAXRT=STALL_CUT_MS, HEARTBEAT_IVL=HEARTBEAT_IVL_MS,
@@ -148,6 +158,8 @@ class Core:
         self.port = port
         self.address = f"tcp://{host}:{port}"
         self.subscribe_address = f"tcp://{host}:{port + 1}"
+        self._watch = ConnectionWatch(frontend, backend, self.dropped,
+                                      f"tf2py core {self.address}")
 
         # The core itself subscribes to what it must see from publishers: the latch topics
         # (for the latch thread) and /tf_static (so its own re-publications pass the XSUB).
@@ -237,6 +249,8 @@ class Core:
         poller.register(tap, zmq.POLLIN)
         poller.register(injector, zmq.POLLIN)
         poller.register(stop, zmq.POLLIN)
+        for monitor in self._watch.monitors():
+            poller.register(monitor, zmq.POLLIN)
         replay_due = False
         next_replay = 0.0
         next_check = 0.0
@@ -250,6 +264,9 @@ class Core:
                 if stop in events:
                     steer.send(b"TERMINATE")
                     return
+                for monitor in self._watch.monitors():
+                    if monitor in events:
+                        self._watch.handle(monitor)
                 if injector in events:
                     while injector.poll(0):
                         injector.recv()  # subscriptions forwarded by the XSUB; nothing to do
@@ -325,6 +342,7 @@ class Core:
             "latched_transforms": latched,
             "latched_bytes": self._latch.latched_bytes(),
             "replays": self._latch.replays,
+            **(self._watch.stats() if self._watch is not None else {}),
             "dropped": self.dropped.snapshot(),
         }
 
@@ -356,6 +374,8 @@ class Core:
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
+        if self._watch is not None:
+            self._watch.close()
         for _ in range(self._keys_held):
             self._keys.release_server()
         self._keys_held = 0

@@ -41,6 +41,9 @@ __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
 _DRAIN = 1000
 #: Streams (broadcasters) whose sequence a receiver follows; beyond, it starts afresh.
 MAX_STREAMS = 4096
+#: A connection the core closes within this many seconds, before anything arrived on it,
+#: counts as refused (the core's subscriber bound).
+REFUSED_WINDOW = 1.0
 
 _unpack_stamp = struct.Struct("<q").unpack
 _unpack_values = struct.Struct("<7d").unpack
@@ -87,6 +90,13 @@ class _ReceiveLoop:
             if loaded is not None:
                 loaded.apply_client(self.sub)
             self.sub.connect(subscribe_endpoint)
+            self.endpoint = subscribe_endpoint
+            # Connections the core closes at once (it is at its subscriber bound) are told
+            # apart from other disconnections here, so the refused side learns why.
+            self._monitor = self._add(self.sub.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED))
+            self._connected_at = 0.0
+            self._received_at_connect = 0
             stop_name = inproc_name("receiver-stop")
             self._stop_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
             self._stop_in.bind(stop_name)
@@ -113,12 +123,35 @@ class _ReceiveLoop:
             sequences.clear()
         sequences[stream] = sequence
 
+    def _connection_events(self) -> None:
+        while True:
+            try:
+                frames = self._monitor.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            event = struct.unpack("=h", frames[0][:2])[0]
+            now = time.monotonic()
+            if event == zmq.EVENT_CONNECTED:
+                self._connected_at = now
+                self._received_at_connect = self.received_messages
+            elif (event == zmq.EVENT_DISCONNECTED and self._connected_at
+                  and now - self._connected_at < REFUSED_WINDOW
+                  and self.received_messages == self._received_at_connect):
+                self.dropped.drop(
+                    "refused", f"the core at {self.endpoint} closed this listener's "
+                    f"connection at once: it is at its subscriber bound (see the core's log; "
+                    "close unused listeners or run another core), or refused our keys; "
+                    "retrying")
+                self._connected_at = 0.0
+
     def run(self) -> None:
         sub = self.sub
         stop = self._stop_in
+        monitor = self._monitor
         poller = zmq.Poller()
         poller.register(sub, zmq.POLLIN)
         poller.register(stop, zmq.POLLIN)
+        poller.register(monitor, zmq.POLLIN)
         recv = sub.recv
         decode = wire.decode_sequenced
         topic_tf = wire.TOPIC_TF
@@ -133,6 +166,8 @@ class _ReceiveLoop:
                 events = poller.poll(1000)
                 if self.closed or any(sock is stop for sock, _ in events):
                     return
+                if any(sock is monitor for sock, _ in events):
+                    self._connection_events()
                 for _ in range(_DRAIN):
                     # Frames (copy=False) carry the "more" flag for free; asking the socket
                     # (RCVMORE) costs more than the rest of the receive.
