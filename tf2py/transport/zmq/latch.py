@@ -70,9 +70,9 @@ class LatchStore:
         self.replays = 0
 
     def publish(self, injector: zmq.Socket[bytes], body: bytes) -> int:
-        """Publish ``body`` on /tf_static in pieces of at most PIECE_BYTES; the bytes sent."""
+        """Publish ``body`` on /tf_static in pieces of at most 16 KiB; the bytes sent."""
         sent = 0
-        for piece in wire.split_body(body, PIECE_BYTES):
+        for piece in wire.split_body(body, wire.MAX_PIECE_BYTES):
             try:
                 injector.send_multipart([wire.TOPIC_TF_STATIC, piece], zmq.NOBLOCK)
                 sent += len(piece)
@@ -277,7 +277,7 @@ def _column_arrays(columns):
 def _valid_rows(columns) -> list[int]:
     """Indices of the rows the buffer itself accepts (its own validation: a scratch
     BufferCore), so the core latches exactly what listeners would store."""
-    from ..buffer.core import BufferCore
+    from ...buffer.core import BufferCore
 
     authority, parents, children, stamps_bin, values_bin = columns
     n = len(parents)
