@@ -226,7 +226,7 @@ class _StaticLatch:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             total = self._set_bytes
-            sizes = {}
+            sizes: dict[str, int] = {}
             for row in rows:
                 size = _row_bytes(row)
                 total += size - sizes.get(row[1], self._row_sizes.get(row[1], 0))
