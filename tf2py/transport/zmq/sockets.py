@@ -38,12 +38,10 @@ def inproc_name(kind: str) -> str:
     return f"inproc://tf2py-{kind}-{id(threading.current_thread()):x}-{next(_counter)}"
 
 
-def make_socket(kind: int, linger_ms: int = LINGER_MS, *,
-                ctx: zmq.Context[zmq.Socket[bytes]] | None = None,
-                **options: int) -> zmq.Socket[bytes]:
-    """A socket of ``ctx`` (default: the shared context) with ``linger`` set and ``options``
+def make_socket(kind: int, linger_ms: int = LINGER_MS, **options: int) -> zmq.Socket[bytes]:
+    """A socket of the shared context with ``linger`` set and ``options``
     applied (``zmq.SNDHWM=...`` style, given as option-name keywords)."""
-    sock: zmq.Socket[bytes] = (ctx or context()).socket(kind)
+    sock: zmq.Socket[bytes] = context().socket(kind)
     try:
         sock.setsockopt(zmq.LINGER, linger_ms)
         for name, value in options.items():
