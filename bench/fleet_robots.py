@@ -130,7 +130,7 @@ def main() -> int:
             for key in token_keys(args.domain, session_id, ns, f"sim_{index}"):
                 tokens.append(session.liveliness().declare_token(key))
         publishers.append(session.declare_publisher(
-            data_key(args.domain, ns, "tf"), congestion_control=zenoh.CongestionControl.BLOCK))
+            data_key(args.domain, ns, "tf")))
         if args.statics:
             static = declare_advanced_publisher(
                 session, data_key(args.domain, ns, "tf_static"),

@@ -364,7 +364,15 @@ class _ClientState:
 
     def __init__(self, address: str | None = None, timeout_padding=2.0, keys=None):
         self.address = server_address(address)
-        check_server_address(self.address)
+        self._link = None
+        self._endpoint = self.address  # where the DEALERs connect
+        if self.address.startswith("zenoh://"):
+            from .zenoh_link import ZenohClientLink
+
+            self._link = ZenohClientLink(self.address)
+            self._endpoint = self._link.endpoint
+        else:
+            check_server_address(self.address)
         self._keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self.timeout_padding = timeout_padding
         self._padding_ns = max(0, duration_to_nanoseconds(timeout_padding, "timeout_padding"))
@@ -387,7 +395,7 @@ class _ClientState:
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED
             )
             try:
-                self._dealer.connect(self.address)
+                self._dealer.connect(self._endpoint)
             except zmq.ZMQError as exc:
                 raise ValueError(
                     f"invalid buffer server address {self.address!r}: {exc} "
@@ -412,6 +420,8 @@ class _ClientState:
             for sock in (self._monitor, self._dealer, self._pull, self._push):
                 if sock is not None:
                     sock.close(linger=0)
+            if self._link is not None:
+                self._link.close()
             raise
 
     # --- lookups ---------------------------------------------------------------------------
@@ -529,6 +539,8 @@ class _ClientState:
             return
         self._thread.join()
         self._push.close(linger=0)
+        if self._link is not None:
+            self._link.close()
 
     # --- calling threads -------------------------------------------------------------------
 
@@ -570,7 +582,7 @@ class _ClientState:
         with self._channels_lock:
             if self._closed:
                 raise RuntimeError("BufferClient is closed")
-            channel = _Channel(self._context, self.address, self._keys)
+            channel = _Channel(self._context, self._endpoint, self._keys)
             self._channels.add(channel)
         token = _ThreadToken(channel)
         weakref.finalize(token, _forget_channel, weakref.ref(self), channel)
@@ -694,6 +706,8 @@ class _ClientState:
             self._shutdown()
             if self._term_on_exit:
                 self._push.close(linger=0)
+                if self._link is not None:
+                    self._link.close()
 
     def _drain_requests(self, deadlines) -> bool:
         pull, goals = self._pull, self._goals

@@ -148,9 +148,25 @@ class BufferServer:
     """
 
     def __init__(self, buffer, address: str | None = None, keys=None):
-        self._state = _ServerState(buffer, address, keys)
-        self.address = self._state.address
-        self._finalizer = weakref.finalize(self, _ServerState.close, self._state)
+        address = server_address(address)
+        link = None
+        if address.startswith("zenoh://"):
+            # Zenoh clients reach the same loop through a bridge on an inproc ROUTER.
+            from .zenoh_link import ZenohServerLink
+
+            self._state = _ServerState(
+                buffer, f"inproc://tf2py-server-zenoh-{id(self):x}-{next(_instance_ids)}")
+            try:
+                link = ZenohServerLink(address, self._state.address)
+            except BaseException:
+                self._state.close()
+                raise
+            self.address = address
+        else:
+            self._state = _ServerState(buffer, address, keys)
+            self.address = self._state.address
+        self._link = link
+        self._finalizer = weakref.finalize(self, _close_server, self._state, link)
         self._finalizer.atexit = False
 
     @property
@@ -180,6 +196,12 @@ class BufferServer:
 
     def __repr__(self):
         return f"BufferServer(address={self.address!r})"
+
+
+def _close_server(state, link) -> None:
+    if link is not None:
+        link.close()
+    state.close()
 
 
 class _ServerState:
@@ -423,6 +445,8 @@ class _ServerState:
             self.router.unbind(self.address)
         except zmq.ZMQError:
             return
+        if self.address.startswith("inproc://"):
+            return  # no port to wait for (and no close event comes)
         deadline = time.monotonic() + 2.0
         while True:
             remaining = deadline - time.monotonic()
