@@ -92,7 +92,27 @@ class Template:
         return bytes(raw)
 
 
+def run_router(locator: str) -> int:
+    """A Zenoh router on ``locator``, multicast scouting off; ``ready`` once listening."""
+    import zenoh
+
+    config = zenoh.Config()
+    config.insert_json5("mode", '"router"')
+    config.insert_json5("listen/endpoints", json.dumps([locator]))
+    config.insert_json5("scouting/multicast/enabled", "false")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    session = zenoh.open(config)
+    print("ready", flush=True)
+    stop.wait()
+    session.close()
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--router":
+        return run_router(sys.argv[2])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connect", required=True, help="Zenoh locator, e.g. tcp/127.0.0.1:7447")
     parser.add_argument("--domain", type=int, default=0)
@@ -116,6 +136,8 @@ def main() -> int:
     config.insert_json5("mode", '"client"')
     config.insert_json5("connect/endpoints", json.dumps([args.connect]))
     config.insert_json5("scouting/multicast/enabled", "false")
+    # An advanced publisher (transient-local statics) stamps its samples, as rmw_zenoh's do.
+    config.insert_json5("timestamping/enabled", '{router: true, peer: true, client: true}')
     session = zenoh.open(config)
     session_id = str(session.info.zid())
     namespaces = [""] if args.root else [

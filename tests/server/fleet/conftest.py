@@ -29,7 +29,7 @@ def router():
     locator = f"tcp/127.0.0.1:{free_port()}"
     proc = Proc([sys.executable, ROUTER, locator])
     try:
-        proc.wait_for_line("ready")
+        proc.wait_for_line("ready", timeout=90)
         yield locator
     finally:
         proc.stop()
@@ -55,7 +55,7 @@ class Robots:
                      "--frames", str(frames), *args])
         self.procs.append(proc)
         if wait:
-            proc.wait_for_line("ready")
+            proc.wait_for_line("ready", timeout=90)
         return proc
 
     def stop_all(self) -> None:
