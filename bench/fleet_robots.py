@@ -167,7 +167,7 @@ def main() -> int:
                                          np.zeros(args.statics, dtype=np.int64), values))
         templates.append(Template(parents, children, float(index)))
     for _ in range(args.garbage):
-        publishers[0].put(b"\x00\x01\x00\x00garbage")
+        publishers[0].put(b"\x00\x01\x00\x00\x01\x00\x00\x00garbage")
         session.put(f"{args.domain}/{namespaces[0] or 'x'}/tf/std_msgs::msg::dds_::String_/"
                     f"{TF_HASH}", b"\x00\x01\x00\x00\x05\x00\x00\x00hello\x00")
     stop = threading.Event()

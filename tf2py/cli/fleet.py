@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from .common import CommandError, number
 
 NAME = "fleet"
@@ -9,7 +11,7 @@ HELP = ("one buffer and lookup service for every robot on a Zenoh domain: frame 
         "the robot's namespace (robot7/base_link)")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--core", metavar="ADDRESS", default=None,
         help="the Zenoh domain to hear, e.g. zenoh://tcp/127.0.0.1:7447?domain=0 "
@@ -30,7 +32,7 @@ def configure(parser) -> None:
         help="drop the statics of a robot gone (liveliness lost) this long (default: 5)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import os
     import signal
 

@@ -3,10 +3,10 @@
 A ``zenoh://`` server address names a Zenoh session (router, mode, ``domain=``,
 ``namespace=``); the service lives under ``<domain>[/<namespace>]/tf2py_buffer_server``:
 
-    <prefix>/goal/<client>       client -> server: one goal or cancel message per sample
-    <prefix>/reply/<client>      server -> client: accepted / result / cancelled messages
-    <prefix>/client/<link>       liveliness token of a client process (``<client>`` is
-                                 ``<link>_<channel>``: one per calling thread)
+    <prefix>/goal/<link>/<channel>   client -> server: one goal or cancel message per sample
+    <prefix>/reply/<link>/<channel>  server -> client: accepted / result / cancelled messages
+    <prefix>/client/<link>           liveliness token of a client (one per BufferClient;
+                                     ``<channel>``: one per calling thread)
     <prefix>/server/<zid>        liveliness token of the server
 
 Payloads are exactly the ZeroMQ protocol's messages (tf2py/server/protocol.py), so every
@@ -36,7 +36,7 @@ _log = logging.getLogger("tf2py.server")
 
 #: Goal and answer messages larger than this are dropped (the ZeroMQ server's frame limit).
 MAX_MESSAGE_BYTES = 1024 * 1024
-_CLIENT = re.compile(r"^[0-9a-f]{8,64}_[0-9a-f]{1,64}$")
+_CLIENT = re.compile(r"^[0-9a-f]{8,64}/[0-9a-f]{1,64}$")
 _instances = iter(range(1 << 62))
 _POLL_MS = 200
 
@@ -53,7 +53,7 @@ def _inproc(kind: str) -> str:
 def _goal_ids(payload: bytes) -> tuple[str, int] | None:
     """("goal" or "cancel", id) of a client message, or None; cheap (msgpack)."""
     try:
-        import msgpack
+        import msgpack  # type: ignore[import-untyped]
 
         message = msgpack.unpackb(payload, raw=False)
         kind, goal_id = message[1], message[2]
@@ -70,7 +70,7 @@ class ZenohServerLink:
     def __init__(self, address: str, endpoint: str):
         self.address = address
         self._endpoint = endpoint
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         self._session, parsed = open_session(address)
         self._prefix = service_prefix(parsed)
         self._lock = threading.Lock()  # the push socket, from Zenoh's threads
@@ -92,7 +92,7 @@ class ZenohServerLink:
 
             self._zenoh = zenoh
             self._entities.append(self._session.declare_subscriber(
-                f"{self._prefix}/goal/*", self._on_goal))
+                f"{self._prefix}/goal/*/*", self._on_goal))
             self._entities.append(self._session.liveliness().declare_subscriber(
                 f"{self._prefix}/client/*", self._on_client))
             self._entities.append(self._session.liveliness().declare_token(
@@ -110,7 +110,7 @@ class ZenohServerLink:
                 self._push.send_multipart(frames)
 
     def _on_goal(self, sample: Any) -> None:
-        client = str(sample.key_expr).rsplit("/", 1)[-1]
+        client = "/".join(str(sample.key_expr).rsplit("/", 2)[-2:])
         payload = sample.payload.to_bytes()
         if not _CLIENT.match(client):
             self._count("bad client id")
@@ -136,8 +136,8 @@ class ZenohServerLink:
     def _run(self) -> None:
         poller = zmq.Poller()
         poller.register(self._pull, zmq.POLLIN)
-        dealers: dict[str, zmq.Socket] = {}
-        clients: dict[zmq.Socket, str] = {}
+        dealers: dict[str, zmq.Socket[bytes]] = {}
+        clients: dict[zmq.Socket[bytes], str] = {}
         waiting: dict[str, set[int]] = {}  # client -> goal ids sent and not answered
         try:
             while not self._closed:
@@ -153,21 +153,22 @@ class ZenohServerLink:
             for dealer in dealers.values():
                 dealer.close(linger=0)
 
-    def _drain_inbox(self, poller, dealers, clients, waiting) -> None:
+    def _drain_inbox(self, poller: zmq.Poller, dealers: dict[str, zmq.Socket[bytes]],
+                     clients: dict[zmq.Socket[bytes], str], waiting: dict[str, set[int]]) -> None:
         for _ in range(256):
             try:
                 kind, name, payload = self._pull.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
             if kind == b"g":
-                self._client_gone(name.decode() + "_", poller, dealers, clients, waiting)
+                self._client_gone(name.decode() + "/", poller, dealers, clients, waiting)
                 continue
             client = name.decode()
             dealer = dealers.get(client)
             if dealer is None:
                 dealer = self._context.socket(zmq.DEALER)
                 dealer.setsockopt(zmq.LINGER, 0)
-                dealer.setsockopt(zmq.ROUTING_ID, b"zenoh-" + name)
+                dealer.setsockopt(zmq.ROUTING_ID, b"zenoh-" + name.replace(b"/", b"-"))
                 dealer.setsockopt(zmq.SNDHWM, 100_000)
                 dealer.setsockopt(zmq.RCVHWM, 100_000)
                 dealer.connect(self._endpoint)
@@ -182,7 +183,8 @@ class ZenohServerLink:
             except zmq.Again:
                 self._count("server queue full")
 
-    def _drain_answers(self, dealer, client: str, waiting) -> None:
+    def _drain_answers(self, dealer: zmq.Socket[bytes], client: str,
+                       waiting: dict[str, set[int]]) -> None:
         key = f"{self._prefix}/reply/{client}"
         for _ in range(256):
             try:
@@ -199,7 +201,8 @@ class ZenohServerLink:
                 if not self._closed:
                     _log.warning("tf2py server (zenoh): cannot answer %s: %s", client, exc)
 
-    def _client_gone(self, link: str, poller, dealers, clients, waiting) -> None:
+    def _client_gone(self, link: str, poller: zmq.Poller, dealers: dict[str, zmq.Socket[bytes]],
+                     clients: dict[zmq.Socket[bytes], str], waiting: dict[str, set[int]]) -> None:
         """A client process is gone: cancel its waiting goals now, drop its sockets."""
         from . import protocol
 
@@ -240,7 +243,7 @@ class ZenohClientLink:
 
     def __init__(self, address: str):
         self.address = address
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         self._session, parsed = open_session(address)
         self._prefix = service_prefix(parsed)
         self._link = os.urandom(8).hex()
@@ -267,7 +270,7 @@ class ZenohClientLink:
 
             self._zenoh = zenoh
             self._entities.append(self._session.declare_subscriber(
-                f"{self._prefix}/reply/{self._link}_*", self._on_reply))
+                f"{self._prefix}/reply/{self._link}/*", self._on_reply))
             self._entities.append(self._session.liveliness().declare_token(
                 f"{self._prefix}/client/{self._link}"))
             self._thread.start()
@@ -276,7 +279,7 @@ class ZenohClientLink:
             raise
 
     def _on_reply(self, sample: Any) -> None:
-        channel = str(sample.key_expr).rsplit("_", 1)[-1]
+        channel = str(sample.key_expr).rsplit("/", 1)[-1]
         payload = sample.payload.to_bytes()
         if len(payload) > MAX_MESSAGE_BYTES:
             return
@@ -309,7 +312,7 @@ class ZenohClientLink:
             publisher = self._publishers.get(identity)
             if publisher is None:
                 publisher = self._session.declare_publisher(
-                    f"{self._prefix}/goal/{self._link}_{identity.hex()}",
+                    f"{self._prefix}/goal/{self._link}/{identity.hex()}",
                     congestion_control=self._zenoh.CongestionControl.BLOCK)
                 self._publishers[identity] = publisher
             publisher.put(payload)

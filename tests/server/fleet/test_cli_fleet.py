@@ -21,16 +21,16 @@ def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_
     world.write_text("- {parent: world, child: robot0/map, translation: [1, 2, 3]}\n")
     proc = Proc(FLEET + ["--core", core, "--world", str(world), "--stale-after", "1"])
     try:
-        ready = proc.wait_for_line("tf2py fleet: ready at ")
+        ready = proc.wait_for_line("tf2py fleet: ready at ", timeout=90)
         address = ready.split("ready at ", 1)[1]
         robot = robots.start(robots=1)
-        proc.wait_for_line("tf2py fleet: robot /robot0 joined")
+        proc.wait_for_line("tf2py fleet: robot /robot0 joined", timeout=90)
         with BufferClient(address) as client:
             t = client.lookup_transform("world", "robot0/laser", Time(), timeout=10)
             assert t.transform.translation.z == pytest.approx(3.5)
         robot.stop()
-        proc.wait_for_line("tf2py fleet: robot /robot0 left")
-        proc.wait_for_line("robot /robot0 gone for 1 s")
+        proc.wait_for_line("tf2py fleet: robot /robot0 left", timeout=90)
+        proc.wait_for_line("robot /robot0 gone for 1 s", timeout=90)
         proc.signal(signal.SIGTERM)
         assert proc.wait() == 0
     finally:

@@ -105,18 +105,18 @@ def test_cross_robot_lookup_across_hosts(hosts, tmp_path):
     procs = []
     try:
         procs.append(hosts.run_in("router", [sys.executable, ROUTER, router_locator]))
-        procs[-1].wait_for_line("ready")
+        procs[-1].wait_for_line("ready", timeout=90)
         fleet = hosts.run_in("fleet", [sys.executable, "-m", "tf2py.cli.main", "fleet",
                                        "--core", core, "--world", str(world)])
         procs.append(fleet)
-        fleet.wait_for_line("tf2py fleet: ready at")
+        fleet.wait_for_line("tf2py fleet: ready at", timeout=90)
         for role, first in (("robot_a", 0), ("robot_b", 1)):
             procs.append(hosts.run_in(role, [sys.executable, ROBOTS, "--connect",
                                              router_locator, "--robots", "1", "--first",
                                              str(first), "--frames", "5"]))
-            procs[-1].wait_for_line("ready")
-        fleet.wait_for_line("robot /robot0 joined")
-        fleet.wait_for_line("robot /robot1 joined")
+            procs[-1].wait_for_line("ready", timeout=90)
+        fleet.wait_for_line("robot /robot0 joined", timeout=90)
+        fleet.wait_for_line("robot /robot1 joined", timeout=90)
         ask = ("import sys; from tf2py import Time; from tf2py.server.client import BufferClient\n"
                "with BufferClient(sys.argv[1]) as c:\n"
                "    t = c.lookup_transform('robot1/base_link', 'robot0/base_link', Time(), "

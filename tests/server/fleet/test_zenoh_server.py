@@ -63,7 +63,7 @@ def test_a_waiting_goal_is_answered_when_the_data_arrives(served):
     time.sleep(0.2)
     assert not future.done()
     buffer.set_transform_static(make_transform("odom", "late", (4.0, 0, 0)), "t")
-    assert future.result(timeout=10).transform.translation.x == pytest.approx(7.0)
+    assert future.result(timeout=60).transform.translation.x == pytest.approx(7.0)
 
 
 def test_a_goal_that_times_out_raises_tf2s_error_with_the_wait(served):
@@ -77,18 +77,18 @@ def test_a_goal_that_times_out_raises_tf2s_error_with_the_wait(served):
 def test_cancel_forgets_the_goal_on_the_server(served):
     _, server, client = served
     future = client.lookup_transform_async("map", "never", Time(), timeout=60)
-    wait_for(lambda: server.pending_count == 1, 10)
+    wait_for(lambda: server.pending_count == 1, 60)
     assert future.cancel()
-    wait_for(lambda: server.pending_count == 0, 10)
+    wait_for(lambda: server.pending_count == 0, 60)
 
 
 def test_a_client_that_closes_loses_its_waiting_goals(core):
     with BufferServer(small_tree(), address=core) as server:
         client = BufferClient(core)
         client.lookup_transform_async("map", "never", Time(), timeout=60)
-        wait_for(lambda: server.pending_count == 1, 10)
+        wait_for(lambda: server.pending_count == 1, 60)
         client.close()
-        wait_for(lambda: server.pending_count == 0, 10)
+        wait_for(lambda: server.pending_count == 0, 60)
 
 
 def test_a_goal_over_the_timeout_bound_is_refused(served):

@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["Fleet"]
 
 
-def __getattr__(name: str):  # the zenoh extra is optional: import the service on first use
+def __getattr__(name: str) -> object:  # the zenoh extra is optional: import the service on first use
     if name == "Fleet":
         from .service import Fleet
 

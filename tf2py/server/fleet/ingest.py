@@ -101,10 +101,10 @@ class Ingest:
             if len(self._keys) < _MAX_KEYS:
                 self._keys[key] = found
         self.received += 1  # under the GIL; an approximate count is enough for stats
-        if found.__class__ is str:
-            self._drop(found, f"a sample on {key!r}")  # type: ignore[arg-type]
+        if isinstance(found, str):
+            self._drop(found, f"a sample on {key!r}")
             return
-        robot, topic = found  # type: ignore[misc]
+        robot, topic = found
         if not self.queues.put(robot, topic, payload):
             self._drop("robot_queue_full", f"robot /{robot} sends faster than the fleet reads")
 
@@ -142,13 +142,13 @@ class Ingest:
                     _log.exception("tf2py fleet: a round of %d samples failed", len(batch))
 
     def _insert(self, batch: list[tuple[str, str, bytes]]) -> None:
-        columns: dict[bool, tuple[list, list, list, list]] = {
+        columns: dict[bool, tuple[list[str], list[str], list[Any], list[Any]]] = {
             False: ([], [], [], []), True: ([], [], [], [])}
         statics: dict[str, set[str]] = {}
         for robot, topic, payload in batch:
             decoder = self._decoders.get((robot, topic))
             if decoder is None:
-                decoder = self._decoders[(robot, topic)] = TfDecoder()
+                decoder = self._decoders[(robot, topic)] = TfDecoder()  # type: ignore[no-untyped-call]
             try:
                 parents, children, stamps, values = decoder.decode(payload)
             except CdrError as exc:
@@ -171,18 +171,20 @@ class Ingest:
             out[3].append(values)
             if is_static:
                 statics.setdefault(robot, set()).update(prefixed_children)
-        for is_static, (parents, children, stamps, values) in columns.items():
-            if not parents:
+        for is_static, (all_parents, all_children, stamp_blocks, value_blocks) in columns.items():
+            if not all_parents:
                 continue
             result = self.buffer.set_transforms(
-                parents, children, np.concatenate(stamps) if len(stamps) > 1 else stamps[0],
-                np.concatenate(values) if len(values) > 1 else values[0], AUTHORITY, is_static)
+                all_parents, all_children,
+                np.concatenate(stamp_blocks) if len(stamp_blocks) > 1 else stamp_blocks[0],
+                np.concatenate(value_blocks) if len(value_blocks) > 1 else value_blocks[0],
+                AUTHORITY, is_static)
             self.batches += 1
-            self.transforms += len(parents)
+            self.transforms += len(all_parents)
             if result.invalid:
-                index, exc = result.invalid[0]
+                index, error = result.invalid[0]
                 self._drop("invalid", f"{len(result.invalid)} invalid transforms, the first "
-                           f"{children[index]!r}: {exc}", len(result.invalid))
+                           f"{all_children[index]!r}: {error}", len(result.invalid))
         for robot, frames in statics.items():
             self.on_statics(robot, frames)
 
@@ -192,7 +194,7 @@ class Ingest:
         for topic in ("tf", "tf_static"):
             self._decoders.pop((robot, topic), None)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         with self._counts_lock:
             dropped = dict(self.dropped)
         return {"received": self.received, "transforms": self.transforms,

@@ -30,7 +30,7 @@ class RobotQueues:
         self.per_round = per_round
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
-        self._queues: dict[str, deque] = {}
+        self._queues: dict[str, deque[tuple[str, bytes]]] = {}
         self._bytes: dict[str, int] = {}
         self._order: deque[str] = deque()  # robots with samples, in turn
         self.dropped: dict[str, int] = {}  # robot -> samples dropped over its bound

@@ -64,7 +64,7 @@ class RobotTracker:
         heapq.heappush(self._leaving, (now, robot))
         return [(LEFT, robot)]
 
-    def static_frames_seen(self, robot: str, frames) -> None:
+    def static_frames_seen(self, robot: str, frames: set[str]) -> None:
         """Remember the (prefixed) child frames of statics that ``robot`` published."""
         state = self._robots.get(robot)
         if state is None:

@@ -163,7 +163,7 @@ class Fleet:
         with self._lock:
             return self._tracker.alive()
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """The ingest's counters (received, transforms, batches, dropped_by_cause, ...),
         robots alive and statics dropped for stale robots."""
         out = self.ingest.stats() if self.ingest is not None else {}
