@@ -88,7 +88,9 @@ class TransformSender(Protocol):
     def send_transform(self, transform: Any) -> None:
         """Send a ``TransformStamped`` or a list of them (one message for the list). A static
         broadcaster latches them (latest per child frame) and publishes its whole set. Never
-        blocks; raises TypeError for anything but transforms, RuntimeError once closed."""
+        blocks; raises TypeError for anything but transforms, RuntimeError once closed.
+        A sender may also offer ``send_columns(parents, children, stamps_ns, values)`` (the
+        columns of a ``TransformBatch``), which the bridge uses when present."""
 
     def close(self) -> None:
         """Release the sockets and threads (idempotent); a static sender says goodbye, so its
@@ -195,6 +197,16 @@ class Transport(ABC):
 
         return SubscriberListener(self, buffer, address, keys)
 
+    def bridge_side(self, address: str, authority: str, keys: Any = None) -> Any:
+        """This bus as ``tf2py bridge`` uses it: a ``bridge.BusSide`` (``subscribe(on_batch)``,
+        ``broadcaster()``, ``static_broadcaster()``, ``send(batch)``, ``close()``) whose
+        senders carry ``authority``. The bridge drops what it hears with its own authority;
+        a bus whose messages carry no authority (ROS 2) overrides this with a side that does
+        not hear its own senders."""
+        from .bridge import BusSide
+
+        return BusSide(self, address, authority, keys)
+
     @abstractmethod
     def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
         """A ``/clock`` sender."""
@@ -291,26 +303,3 @@ def check_core_address(core: Any = None) -> str:
     transport: Transport = module.transport
     return transport.check_address(address)
 
-
-# -- until the move into sibling packages is done: the old class swap ------------------------
-
-
-def other_transport(name: str, core: Any) -> Any:
-    """The ROS 2 class that serves ``core`` instead of tf2py.transport's ``name``, or None
-    for the ZeroMQ bus (transitional: replaced by ``transport_for``)."""
-    if not is_ros2(core):
-        return None
-    from .ros2 import transport_class
-
-    return transport_class(name)
-
-
-def construct(cls: type, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-              core_index: int) -> Any:
-    """Transitional: ``cls.__new__`` of the ZeroMQ classes (replaced by ``transport_for``)."""
-    core = kwargs["core"] if "core" in kwargs else (
-        args[core_index] if len(args) > core_index else None)
-    other = other_transport(name, core) if cls.__name__ == name else None
-    if other is None:
-        return object.__new__(cls)
-    return other(*args, **kwargs)
