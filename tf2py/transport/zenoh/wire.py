@@ -38,11 +38,18 @@ __all__ = [
     "QOS_TF_STATIC_PUBLISHER",
     "QOS_TF_STATIC_SUBSCRIPTION",
     "ATTACHMENT_SIZE",
+    "RELIABLE",
+    "BEST_EFFORT",
+    "TRANSIENT_LOCAL",
+    "VOLATILE",
+    "KEEP_LAST",
+    "KEEP_ALL",
     "WireError",
     "Attachment",
     "Entity",
     "TopicKey",
     "topic_name",
+    "data_keyexpr",
     "topic_keyexpr",
     "all_namespaces_keyexpr",
     "parse_topic_keyexpr",
@@ -159,11 +166,16 @@ def topic_name(namespace: str, topic: str) -> str:
     return ("" if namespace == "/" else namespace.rstrip("/")) + "/" + topic
 
 
+def data_keyexpr(domain: int, name: str, type_name: str, type_hash: str) -> str:
+    """The key expression of topic ``name`` (fully qualified) of a type, as rmw_zenoh's
+    ``TopicInfo`` builds it: ``<domain>/<name without its outer slashes>/<type>/<hash>``."""
+    return f"{domain}/{name.strip('/')}/{type_name}/{type_hash}"
+
+
 def topic_keyexpr(domain: int, namespace: str, is_static: bool) -> str:
-    """The key expression of /tf (or /tf_static) in ``namespace`` on ``domain``, as
-    rmw_zenoh's ``TopicInfo`` builds it (the name's leading slash dropped)."""
+    """The key expression of /tf (or /tf_static) in ``namespace`` on ``domain``."""
     name = topic_name(namespace, "tf_static" if is_static else "tf")
-    return f"{domain}/{name.strip('/')}/{TYPE_NAME}/{TYPE_HASH}"
+    return data_keyexpr(domain, name, TYPE_NAME, TYPE_HASH)
 
 
 def all_namespaces_keyexpr(domain: int, is_static: bool) -> str:
@@ -201,10 +213,11 @@ def demangle(chunk: str) -> str:
 
 def liveliness_keyexpr(domain: int, zid: str, node_id: int, entity_id: int, kind: str,
                        namespace: str, node: str, topic: str | None = None,
-                       qos: str | None = None, enclave: str = "/") -> str:
+                       qos: str | None = None, enclave: str = "/", *,
+                       type_name: str = TYPE_NAME, type_hash: str = TYPE_HASH) -> str:
     """The liveliness token of a node (``kind`` ``NN``, no topic) or of a publisher (``MP``)
-    or subscription (``MS``) on ``topic`` (a fully qualified name) of TFMessage, as
-    rmw_zenoh's ``liveliness::Entity`` writes it."""
+    or subscription (``MS``) on ``topic`` (a fully qualified name) of ``type_name`` (default
+    TFMessage), as rmw_zenoh's ``liveliness::Entity`` writes it."""
     if kind not in _ENTITY_KINDS:
         raise ValueError(f"unknown entity kind {kind!r}")
     parts = [ADMIN_SPACE, str(domain), zid, str(node_id), str(entity_id), kind,
@@ -212,7 +225,7 @@ def liveliness_keyexpr(domain: int, zid: str, node_id: int, entity_id: int, kind
     if kind != ENTITY_NODE:
         if topic is None or qos is None:
             raise ValueError("a publisher's or subscription's token needs its topic and QoS")
-        parts += [mangle(topic), mangle(TYPE_NAME), mangle(TYPE_HASH), qos]
+        parts += [mangle(topic), mangle(type_name), mangle(type_hash), qos]
     return "/".join(parts)
 
 
