@@ -58,6 +58,7 @@ from .exceptions import (
 )
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 from .velocity import lookup_velocity as _lookup_velocity
+from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
@@ -488,6 +489,11 @@ class Buffer(WaitingRequests, BufferCore):
             ((target_frame, fixed_frame, target_ns), (fixed_frame, source_frame, source_ns)),
             (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
         )
+
+    # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
+    # with their task.
+    lookup_transform_async = _lookup_async.lookup_transform_async
+    lookup_transform_full_async = _lookup_async.lookup_transform_full_async
 
     @property
     def pending_request_count(self) -> int:
