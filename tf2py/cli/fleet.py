@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--stale-after must be a positive number of seconds, got "
                            f"{args.stale_after!r}", 2)
     from ..server.fleet.names import RobotFilter
-    from ..server.fleet.session import parse_zenoh_address
+    from ..transport.zenoh.address import parse_zenoh_address
     from ..server.fleet.world import WorldError, load_world
 
     try:

@@ -1,21 +1,17 @@
-"""The buffer server over Zenoh: the same goals and answers as over ZeroMQ, on key expressions.
+"""The buffer server's Zenoh link: goals and answers on key expressions (see link.py).
 
-A ``zenoh://`` server address names a Zenoh session (router, mode, ``domain=``,
-``namespace=``); the service lives under ``<domain>[/<namespace>]/tf2py_buffer_server``:
+A ``zenoh://`` server address names a Zenoh session (locator, mode, config) and a service:
+``domain=`` and ``namespace=`` give the prefix ``P = <domain>[/<namespace>]/tf2py_buffer_server``:
 
-    <prefix>/goal/<link>/<channel>   client -> server: one goal or cancel message per sample
-    <prefix>/reply/<link>/<channel>  server -> client: accepted / result / cancelled messages
-    <prefix>/client/<link>           liveliness token of a client (one per BufferClient;
-                                     ``<channel>``: one per calling thread)
-    <prefix>/server/<zid>        liveliness token of the server
+    P/goal/<link>/<channel>     client -> server: one goal or cancel message per sample
+    P/reply/<link>/<channel>    server -> client: accepted / result / cancelled messages
+    P/client/<link>/<channel>   liveliness token of one client socket (a ClientLink)
+    P/server/<zid>              liveliness token of the server
 
-Payloads are exactly the ZeroMQ protocol's messages (tf2py/server/protocol.py), so every
-rule of the server (waits, timeouts, bounds, errors) is the same code. Each side bridges Zenoh
-to the ZeroMQ sockets that the server and the client already use, over ``inproc://``: on the
-server, one DEALER per Zenoh client connected to the server's ROUTER; on the client, a ROUTER
-its DEALERs connect to. When a client's liveliness token goes (its process ended or lost the
-network), the server side cancels that client's waiting goals at once, as it does when a
-ZeroMQ connection closes.
+Payloads are the buffer server protocol's messages, untouched. A client socket is a *peer*:
+``"<link>/<channel>"`` (``<link>`` random per process and address, ``<channel>`` random per
+ClientLink); when its liveliness token goes (closed, process ended, or Zenoh's lease ran out)
+the server link reports the peer gone, and ignores whatever comes from it later.
 """
 
 from __future__ import annotations
@@ -24,198 +20,145 @@ import logging
 import os
 import re
 import threading
-from typing import Any
+from collections import deque
+from typing import Any, Callable
 
-import zmq
+from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
+from ..transport.zenoh.session import SharedSession
 
-from .fleet.session import open_session
-
-__all__ = ["ZenohServerLink", "ZenohClientLink", "service_prefix", "MAX_MESSAGE_BYTES"]
+__all__ = ["ZenohServerLink", "ZenohClientLink", "open_server_link", "open_client_link",
+           "service_prefix", "MAX_MESSAGE_BYTES"]
 
 _log = logging.getLogger("tf2py.server")
 
-#: Goal and answer messages larger than this are dropped (the ZeroMQ server's frame limit).
+#: Goal and answer messages larger than this are dropped (the ZeroMQ link's frame limit).
 MAX_MESSAGE_BYTES = 1024 * 1024
-_CLIENT = re.compile(r"^[0-9a-f]{8,64}/[0-9a-f]{1,64}$")
-_instances = iter(range(1 << 62))
-_POLL_MS = 200
+#: Messages queued for the server loop (or a client) before more are dropped.
+_MAX_QUEUED = 100_000
+_PEER = re.compile(r"^[0-9a-f]{8,32}/[0-9a-f]{8,32}$")
+_GONE_REMEMBERED = 100_000
+_PROCESS_LINK = os.urandom(8).hex()
 
 
-def service_prefix(parsed: Any) -> str:
-    ns = f"/{parsed.namespace}" if parsed.namespace else ""
-    return f"{parsed.domain}{ns}/tf2py_buffer_server"
+def service_prefix(address: ZenohAddress) -> str:
+    """``<domain>[/<namespace>]/tf2py_buffer_server``."""
+    ns = address.namespace.strip("/")
+    return f"{address.domain}/{ns}/tf2py_buffer_server" if ns else \
+        f"{address.domain}/tf2py_buffer_server"
 
 
-def _inproc(kind: str) -> str:
-    return f"inproc://tf2py-zenoh-{kind}-{os.getpid()}-{next(_instances)}"
+class _Inbox:
+    """A bounded queue with a wake-up: filled by Zenoh's threads, read by one thread."""
 
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.woken = False
 
-def _goal_ids(payload: bytes) -> tuple[str, int] | None:
-    """("goal" or "cancel", id) of a client message, or None; cheap (msgpack)."""
-    try:
-        import msgpack  # type: ignore[import-untyped]
+    def put(self, item: Any) -> bool:
+        with self.ready:
+            if len(self.items) >= _MAX_QUEUED:
+                return False
+            self.items.append(item)
+            self.ready.notify()
+            return True
 
-        message = msgpack.unpackb(payload, raw=False)
-        kind, goal_id = message[1], message[2]
-        if isinstance(kind, str) and isinstance(goal_id, int):
-            return kind, goal_id
-    except Exception:
-        pass
-    return None
+    def take(self, limit: int) -> list[Any]:
+        with self.ready:
+            n = min(limit, len(self.items))
+            return [self.items.popleft() for _ in range(n)]
+
+    def wait(self, timeout: float | None) -> None:
+        with self.ready:
+            if not self.items and not self.woken:
+                self.ready.wait(timeout)
+            self.woken = False
+
+    def wake(self) -> None:
+        with self.ready:
+            self.woken = True
+            self.ready.notify()
 
 
 class ZenohServerLink:
-    """Serves a BufferServer's inproc ROUTER (``endpoint``) to Zenoh clients on ``address``."""
+    """The server side (see link.py's ServerLink)."""
 
-    def __init__(self, address: str, endpoint: str):
+    def __init__(self, address: str, keys: Any, on_drop: Callable[[str, str], None]):
+        parsed = parse_zenoh_address(address)
         self.address = address
-        self._endpoint = endpoint
-        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
-        self._session, parsed = open_session(address)
+        self._on_drop = on_drop
         self._prefix = service_prefix(parsed)
-        self._lock = threading.Lock()  # the push socket, from Zenoh's threads
+        self._inbox = _Inbox()
+        self._gone: set[str] = set()
+        self._lock = threading.Lock()
         self._closed = False
-        self.dropped: dict[str, int] = {}
-        inbox = _inproc("server-inbox")
-        self._pull = self._context.socket(zmq.PULL)
-        self._pull.setsockopt(zmq.LINGER, 0)
-        self._pull.bind(inbox)
-        self._push = self._context.socket(zmq.PUSH)
-        self._push.setsockopt(zmq.LINGER, 0)
-        self._push.setsockopt(zmq.SNDHWM, 0)
-        self._push.connect(inbox)
         self._entities: list[Any] = []
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"tf2py-server-zenoh {address}")
+        self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
 
             self._zenoh = zenoh
-            self._entities.append(self._session.declare_subscriber(
+            session = self._shared.session
+            self._entities.append(session.declare_subscriber(
                 f"{self._prefix}/goal/*/*", self._on_goal))
-            self._entities.append(self._session.liveliness().declare_subscriber(
-                f"{self._prefix}/client/*", self._on_client))
-            self._entities.append(self._session.liveliness().declare_token(
-                f"{self._prefix}/server/{self._session.info.zid()}"))
-            self._thread.start()
+            self._entities.append(session.liveliness().declare_subscriber(
+                f"{self._prefix}/client/*/*", self._on_client))
+            self._entities.append(session.liveliness().declare_token(
+                f"{self._prefix}/server/{self._shared.zid}"))
         except BaseException:
             self.close()
             raise
 
-    # Zenoh's threads: hand everything to the bridge thread.
-
-    def _forward(self, *frames: bytes) -> None:
-        with self._lock:
-            if not self._closed:
-                self._push.send_multipart(frames)
+    def _peer(self, key: str, kind: str) -> str | None:
+        peer = key[len(self._prefix) + len(kind) + 2:]
+        return peer if _PEER.match(peer) else None
 
     def _on_goal(self, sample: Any) -> None:
-        client = "/".join(str(sample.key_expr).rsplit("/", 2)[-2:])
+        peer = self._peer(str(sample.key_expr), "goal")
+        if peer is None:
+            self._on_drop("framing", f"a message on {sample.key_expr} (not a client key)")
+            return
         payload = sample.payload.to_bytes()
-        if not _CLIENT.match(client):
-            self._count("bad client id")
-            return
         if len(payload) > MAX_MESSAGE_BYTES:
-            self._count("oversized")
+            self._on_drop("oversized", f"a message of {len(payload)} bytes from {peer}")
             return
-        self._forward(b"m", client.encode(), payload)
+        with self._lock:
+            if peer in self._gone:
+                return  # after its goodbye: nothing of that peer follows its None
+        if not self._inbox.put((peer, payload)):
+            self._on_drop("queue full", f"a message from {peer}: the server is behind")
 
     def _on_client(self, sample: Any) -> None:
-        if sample.kind == self._zenoh.SampleKind.DELETE:
-            link = str(sample.key_expr).rsplit("/", 1)[-1]
-            self._forward(b"g", link.encode(), b"")
+        if sample.kind != self._zenoh.SampleKind.DELETE:
+            return
+        peer = self._peer(str(sample.key_expr), "client")
+        if peer is None:
+            return
+        with self._lock:
+            if len(self._gone) >= _GONE_REMEMBERED:
+                self._gone.clear()
+            self._gone.add(peer)
+        self._inbox.put((peer, None))
 
-    def _count(self, cause: str) -> None:
-        first = cause not in self.dropped
-        self.dropped[cause] = self.dropped.get(cause, 0) + 1
-        if first:
-            _log.warning("tf2py server (zenoh): dropped a message (%s); counted from now on", cause)
+    def receive(self, limit: int) -> list[tuple[Any, bytes | None]]:
+        return self._inbox.take(limit)
 
-    # The bridge thread: Zenoh clients <-> one DEALER each on the server's ROUTER.
-
-    def _run(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._pull, zmq.POLLIN)
-        dealers: dict[str, zmq.Socket[bytes]] = {}
-        clients: dict[zmq.Socket[bytes], str] = {}
-        waiting: dict[str, set[int]] = {}  # client -> goal ids sent and not answered
+    def send(self, peer: Any, payload: bytes) -> bool:
+        if self._closed:
+            return False
         try:
-            while not self._closed:
-                for sock, _ in poller.poll(_POLL_MS):
-                    if sock is self._pull:
-                        self._drain_inbox(poller, dealers, clients, waiting)
-                    else:
-                        self._drain_answers(sock, clients[sock], waiting)
-        except zmq.ZMQError as exc:
-            if not self._closed:
-                _log.error("tf2py server (zenoh): bridge stopped: %s", exc)
-        finally:
-            for dealer in dealers.values():
-                dealer.close(linger=0)
+            self._shared.session.put(f"{self._prefix}/reply/{peer}", payload,
+                                     congestion_control=self._zenoh.CongestionControl.BLOCK)
+        except Exception as exc:  # the session is closing
+            _log.debug("tf2py server (zenoh): cannot answer %s: %s", peer, exc)
+            return False
+        return True
 
-    def _drain_inbox(self, poller: zmq.Poller, dealers: dict[str, zmq.Socket[bytes]],
-                     clients: dict[zmq.Socket[bytes], str], waiting: dict[str, set[int]]) -> None:
-        for _ in range(256):
-            try:
-                kind, name, payload = self._pull.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if kind == b"g":
-                self._client_gone(name.decode() + "/", poller, dealers, clients, waiting)
-                continue
-            client = name.decode()
-            dealer = dealers.get(client)
-            if dealer is None:
-                dealer = self._context.socket(zmq.DEALER)
-                dealer.setsockopt(zmq.LINGER, 0)
-                dealer.setsockopt(zmq.ROUTING_ID, b"zenoh-" + name.replace(b"/", b"-"))
-                dealer.setsockopt(zmq.SNDHWM, 100_000)
-                dealer.setsockopt(zmq.RCVHWM, 100_000)
-                dealer.connect(self._endpoint)
-                dealers[client] = dealer
-                clients[dealer] = client
-                poller.register(dealer, zmq.POLLIN)
-            ids = _goal_ids(payload)
-            if ids is not None and ids[0] == "goal":
-                waiting.setdefault(client, set()).add(ids[1])
-            try:
-                dealer.send(payload, zmq.NOBLOCK)
-            except zmq.Again:
-                self._count("server queue full")
+    def wait(self, timeout: float | None) -> None:
+        self._inbox.wait(timeout)
 
-    def _drain_answers(self, dealer: zmq.Socket[bytes], client: str,
-                       waiting: dict[str, set[int]]) -> None:
-        key = f"{self._prefix}/reply/{client}"
-        for _ in range(256):
-            try:
-                payload = dealer.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            ids = _goal_ids(payload)
-            if ids is not None and ids[0] in ("result", "cancelled"):
-                waiting.get(client, set()).discard(ids[1])
-            try:
-                self._session.put(key, payload,
-                                  congestion_control=self._zenoh.CongestionControl.BLOCK)
-            except Exception as exc:  # the session closing under us
-                if not self._closed:
-                    _log.warning("tf2py server (zenoh): cannot answer %s: %s", client, exc)
-
-    def _client_gone(self, link: str, poller: zmq.Poller, dealers: dict[str, zmq.Socket[bytes]],
-                     clients: dict[zmq.Socket[bytes], str], waiting: dict[str, set[int]]) -> None:
-        """A client process is gone: cancel its waiting goals now, drop its sockets."""
-        from . import protocol
-
-        for client in [c for c in dealers if c.startswith(link)]:
-            dealer = dealers.pop(client)
-            for goal_id in waiting.pop(client, set()):
-                try:
-                    dealer.send(protocol.pack_cancel(goal_id), zmq.NOBLOCK)
-                except zmq.ZMQError:
-                    pass
-            poller.unregister(dealer)
-            del clients[dealer]
-            dealer.close(linger=100)
+    def wake(self) -> None:
+        self._inbox.wake()
 
     def close(self) -> None:
         with self._lock:
@@ -227,124 +170,101 @@ class ZenohServerLink:
                 entity.undeclare()
             except Exception:
                 pass
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        self._pull.close(linger=0)
-        self._push.close(linger=0)
-        try:
-            self._session.close()
-        except Exception:
-            pass
+        self._entities.clear()
+        self._shared.release()
 
 
 class ZenohClientLink:
-    """Carries a BufferClient's DEALERs (connected to ``endpoint``, an inproc ROUTER) to a
-    server on Zenoh ``address``."""
+    """One client socket (see link.py's ClientLink)."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, keys: Any):
+        parsed = parse_zenoh_address(address)
         self.address = address
-        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
-        self._session, parsed = open_session(address)
         self._prefix = service_prefix(parsed)
-        self._link = os.urandom(8).hex()
-        self.endpoint = _inproc("client")
+        self._peer = f"{_PROCESS_LINK}/{os.urandom(8).hex()}"
+        self._inbox = _Inbox()
         self._closed = False
+        self._servers_seen = 0
+        self._server_back = False
         self._lock = threading.Lock()
-        self._router = self._context.socket(zmq.ROUTER)
-        self._router.setsockopt(zmq.LINGER, 0)
-        self._router.bind(self.endpoint)
-        inbox = _inproc("client-inbox")
-        self._pull = self._context.socket(zmq.PULL)
-        self._pull.setsockopt(zmq.LINGER, 0)
-        self._pull.bind(inbox)
-        self._push = self._context.socket(zmq.PUSH)
-        self._push.setsockopt(zmq.LINGER, 0)
-        self._push.setsockopt(zmq.SNDHWM, 0)
-        self._push.connect(inbox)
         self._entities: list[Any] = []
-        self._publishers: dict[bytes, Any] = {}
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"tf2py-client-zenoh {address}")
+        self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
 
             self._zenoh = zenoh
-            self._entities.append(self._session.declare_subscriber(
-                f"{self._prefix}/reply/{self._link}/*", self._on_reply))
-            self._entities.append(self._session.liveliness().declare_token(
-                f"{self._prefix}/client/{self._link}"))
-            self._thread.start()
+            session = self._shared.session
+            self._entities.append(session.declare_subscriber(
+                f"{self._prefix}/reply/{self._peer}", self._on_reply))
+            self._entities.append(session.liveliness().declare_token(
+                f"{self._prefix}/client/{self._peer}"))
+            self._entities.append(session.liveliness().declare_subscriber(
+                f"{self._prefix}/server/*", self._on_server))
+            self._publisher = session.declare_publisher(
+                f"{self._prefix}/goal/{self._peer}",
+                congestion_control=zenoh.CongestionControl.BLOCK)
+            self._entities.append(self._publisher)
         except BaseException:
             self.close()
             raise
 
     def _on_reply(self, sample: Any) -> None:
-        channel = str(sample.key_expr).rsplit("/", 1)[-1]
         payload = sample.payload.to_bytes()
-        if len(payload) > MAX_MESSAGE_BYTES:
-            return
-        with self._lock:
-            if not self._closed:
-                self._push.send_multipart([bytes.fromhex(channel), payload])
+        if len(payload) <= MAX_MESSAGE_BYTES:
+            self._inbox.put(payload)
 
-    def _run(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._router, zmq.POLLIN)
-        poller.register(self._pull, zmq.POLLIN)
+    def _on_server(self, sample: Any) -> None:
+        if sample.kind == self._zenoh.SampleKind.PUT:
+            with self._lock:
+                # A server token after one was seen: a (re)started server that may not know
+                # our waiting goals.
+                if self._servers_seen:
+                    self._server_back = True
+                self._servers_seen += 1
+
+    def send(self, payload: bytes) -> bool:
+        if self._closed:
+            return False
         try:
-            while not self._closed:
-                for sock, _ in poller.poll(_POLL_MS):
-                    if sock is self._router:
-                        self._drain_goals()
-                    else:
-                        self._drain_replies()
-            self._drain_goals()  # the cancels a closing client sent last
-        except zmq.ZMQError as exc:
-            if not self._closed:
-                _log.error("tf2py client (zenoh): bridge stopped: %s", exc)
+            self._publisher.put(payload)
+        except Exception:
+            return False
+        return True
 
-    def _drain_goals(self) -> None:
-        for _ in range(256):
-            try:
-                identity, payload = self._router.recv_multipart(zmq.NOBLOCK)
-            except (zmq.Again, ValueError):
-                return
-            publisher = self._publishers.get(identity)
-            if publisher is None:
-                publisher = self._session.declare_publisher(
-                    f"{self._prefix}/goal/{self._link}/{identity.hex()}",
-                    congestion_control=self._zenoh.CongestionControl.BLOCK)
-                self._publishers[identity] = publisher
-            publisher.put(payload)
+    def receive(self, limit: int) -> list[bytes]:
+        return self._inbox.take(limit)
 
-    def _drain_replies(self) -> None:
-        for _ in range(256):
-            try:
-                identity, payload = self._pull.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                self._router.send_multipart([identity, payload], zmq.NOBLOCK)
-            except zmq.ZMQError:
-                pass  # that channel is gone
+    def wait(self, timeout: float | None) -> None:
+        self._inbox.wait(timeout)
 
-    def close(self) -> None:
+    def wake(self) -> None:
+        self._inbox.wake()
+
+    def reconnected(self) -> bool:
+        with self._lock:
+            back, self._server_back = self._server_back, False
+            return back
+
+    def close(self, linger: float = 0.0) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        for entity in list(self._publishers.values()) + self._entities:
+        for entity in reversed(self._entities):
             try:
                 entity.undeclare()
             except Exception:
                 pass
-        for sock in (self._router, self._pull, self._push):
-            sock.close(linger=0)
-        try:
-            self._session.close()
-        except Exception:
-            pass
+        self._entities.clear()
+        self._shared.release()
 
 
+def open_server_link(address: str, keys: Any, on_drop: Callable[[str, str], None]
+                     ) -> ZenohServerLink:
+    """A Zenoh ServerLink for a ``zenoh://`` address."""
+    return ZenohServerLink(address, keys, on_drop)
+
+
+def open_client_link(address: str, keys: Any) -> ZenohClientLink:
+    """A Zenoh ClientLink for a ``zenoh://`` address."""
+    return ZenohClientLink(address, keys)

@@ -2,7 +2,7 @@
 
 ``names`` (robots from key expressions and liveliness tokens, frame prefixes), ``world``
 (``--world`` files), ``robots`` (joins, leaves, stale robots), ``queues`` (per-robot bounds),
-``ingest`` (samples into the Buffer in batches), ``session`` (opening Zenoh), ``service``
+``ingest`` (samples into the Buffer in batches), ``service``
 (``Fleet``, which ties them together). Zenoh is imported only when a Fleet starts.
 """
 

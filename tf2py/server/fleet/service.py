@@ -22,12 +22,13 @@ import time
 from typing import Any, Callable
 
 from ...buffer.buffer import Buffer
+from ...transport.zenoh.address import parse_zenoh_address
+from ...transport.zenoh.session import SharedSession
 from ..server import BufferServer
 from .ingest import Ingest
 from .names import (LIVELINESS_PREFIX, RobotFilter, is_tf_publisher, robot_label,
                     robot_of_token)
 from .robots import JOINED, LEFT, RobotTracker
-from .session import open_session
 from .world import WorldStatic, world_columns
 
 __all__ = ["Fleet", "FLEET_CACHE_TIME"]
@@ -65,7 +66,9 @@ class Fleet:
         self.stale_dropped = 0
         self.buffer = buffer if buffer is not None else Buffer(cache_time=cache_time)
         self._insert_world()
-        self._session, parsed = open_session(core)
+        parsed = parse_zenoh_address(core)
+        self._shared = SharedSession.acquire(parsed)
+        self._session = self._shared.session
         self.domain = parsed.domain
         self.server: BufferServer | None = None
         self.ingest: Ingest | None = None
@@ -188,10 +191,7 @@ class Fleet:
         self._subscribers.clear()
         if self.ingest is not None:
             self.ingest.close()
-        try:
-            self._session.close()
-        except Exception:
-            pass
+        self._shared.release()
 
     def __enter__(self) -> Fleet:
         return self
