@@ -107,17 +107,16 @@ def last_stats(child: Child) -> dict:
     return {}
 
 
-def ask_lookups(core: str, n: int, stop: threading.Event, out: list[float]) -> None:
+def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float]) -> None:
     from tf2py import Time
-    from tf2py.server.client import BufferClient
 
     rng = random.Random(7)
-    with BufferClient(core) as client:
+    if True:
         while not stop.is_set():
             a, b = rng.randrange(n), rng.randrange(n)
             started = time.perf_counter()
             try:
-                client.lookup_transform(f"robot{a}/link_{rng.randrange(1, FRAMES - 1)}",
+                client.lookup_transform(f"robot{a}/link_{rng.randrange(1, FRAMES - 1)}",  # type: ignore[attr-defined]
                                         f"robot{b}/base_link", Time(), timeout=1.0)
             except Exception:
                 out.append(float("inf"))
@@ -141,6 +140,14 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict:
                                "--duration", str(duration + 4)]))
         for sim in sims:
             sim.wait_line("ready", 120)
+        from tf2py import Time
+        from tf2py.server.client import BufferClient
+
+        client = BufferClient(core)  # opened (and its first answer had) before the window
+        try:
+            client.lookup_transform("robot0/base_link", "robot0/map", Time(), timeout=60)
+        except Exception as exc:
+            print(f"warm-up lookup failed: {exc}", flush=True)
         time.sleep(2.0)  # warm-up: every robot's first messages and statics
         world = [f"robot{i}" for i in range(n)]
         with_frames = last_stats(fleet)
@@ -148,11 +155,12 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict:
         cpu0, t0, stats0 = cpu_seconds(pid), time.monotonic(), last_stats(fleet)
         latencies: list[float] = []
         stop = threading.Event()
-        asker = threading.Thread(target=ask_lookups, args=(core, n, stop, latencies))
+        asker = threading.Thread(target=ask_lookups, args=(client, n, stop, latencies))
         asker.start()
         time.sleep(duration)
         stop.set()
         asker.join(30)
+        client.close()
         cpu1, t1, stats1 = cpu_seconds(pid), time.monotonic(), last_stats(fleet)
         rss = rss_mb(pid)
         for sim in sims:

@@ -39,7 +39,7 @@ def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_
 
 @pytest.mark.parametrize("args, words", [
     (["--core", "tcp://127.0.0.1:7400"], "--core must be a zenoh:// address"),
-    (["--core", "zenoh://tcp/127.0.0.1:99999"], "port 99999"),
+    (["--core", "zenoh://tcp/127.0.0.1:99999"], "port '99999'"),
     (["--core", "zenoh://tcp/127.0.0.1:7447?colour=red"], "unknown parameter 'colour'"),
     (["--core", "zenoh://tcp/127.0.0.1:7447?config=/nonexistent.json5"], "config file"),
     (["--core", "zenoh://", "--stale-after", "-1"], "--stale-after must be a positive"),
