@@ -191,9 +191,61 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict:
     }
 
 
+def ingest_only(sizes: list[int], seconds: float) -> None:
+    """The fleet's own cost without Zenoh: N robots' samples (rmw_zenoh keys, CDR) handed to
+    the ingest as Zenoh's callback would, one 20 Hz cycle after another, as fast as it goes;
+    CPU of this process per transform (classify + queue + decode + prefix + batch insert)."""
+    from fleet_robots import Template, data_key, robot_frames
+
+    from tf2py import Buffer
+    from tf2py.server.fleet.ingest import Ingest
+
+    parents, children = robot_frames(FRAMES)
+    print(f"\ningest only (no Zenoh): {FRAMES} transforms per sample, one thread inserting")
+    base = None
+    for n in sizes:
+        buffer = Buffer(cache_time=10.0)
+        ingest = Ingest(buffer, lambda robot: True, lambda robot, frames: None)
+        keys = [data_key(0, f"robot{i}", "tf") for i in range(n)]
+        template = Template(parents, children, 1.0)
+        stamp = 1_700_000_000_000_000_000
+        for _ in range(2):  # warm-up: each robot's first sample is decoded the slow way
+            stamp += 50_000_000
+            payload = template.message(stamp)
+            for key in keys:
+                ingest.on_sample(key, payload)
+            while ingest.queues.pending() or ingest.transforms < len(keys) * FRAMES:
+                time.sleep(0.001)
+        first = ingest.transforms
+        cycles = 0
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        while time.monotonic() - wall0 < seconds:
+            stamp += 50_000_000
+            payload = template.message(stamp)
+            for key in keys:
+                ingest.on_sample(key, payload)
+            cycles += 1
+            while ingest.queues.pending():
+                time.sleep(0.0005)
+        while ingest.queues.pending():
+            time.sleep(0.0005)
+        time.sleep(0.01)
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        done = ingest.transforms - first
+        ingest.close()
+        per = cpu / done * 1e6
+        base = base or per
+        print(f"  N={n:>5}: {done / wall:>10.0f} transforms/s  {per:6.2f} us CPU per transform "
+              f"({per / base:4.2f}x N={sizes[0]}), {ingest.stats()['dropped']} dropped")
+
+
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--fleet-child":
         return fleet_child(sys.argv[2])
+    if len(sys.argv) >= 2 and sys.argv[1] == "--ingest-only":
+        sys.path.insert(0, HERE)
+        ingest_only([10, 100, 1000], float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--duration", type=float, default=10.0)
