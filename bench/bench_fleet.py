@@ -86,14 +86,19 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def fleet_child(core: str) -> int:
-    """The fleet process: Fleet (what ``tf2py fleet`` runs), counters on stdout every 0.5 s."""
+def fleet_child(core: str, n: int) -> int:
+    """The fleet process: Fleet (what ``tf2py fleet`` runs) with a world static per robot
+    (``world -> robotI/map``, so robots are related), counters on stdout every 0.5 s."""
     from tf2py.server.fleet.service import Fleet
+    from tf2py.server.fleet.world import WorldStatic
+
+    world = [WorldStatic("world", f"robot{i}/map", (float(i), 0, 0, 0, 0, 0, 1))
+             for i in range(n)]
 
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *a: stop.set())
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    with Fleet(core) as fleet:
+    with Fleet(core, world=world) as fleet:
         print(f"ready {fleet.address}", flush=True)
         while not stop.wait(0.5):
             print("stats " + json.dumps(fleet.stats()), flush=True)
@@ -126,7 +131,7 @@ def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float])
 
 
 def run_size(core: str, locator: str, n: int, duration: float) -> dict:
-    fleet = Child([sys.executable, __file__, "--fleet-child", core])
+    fleet = Child([sys.executable, __file__, "--fleet-child", core, str(n)])
     fleet.wait_line("ready")
     processes = 1 if n <= 10 else 2 if n <= 100 else 4
     per = n // processes
@@ -240,8 +245,8 @@ def ingest_only(sizes: list[int], seconds: float) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "--fleet-child":
-        return fleet_child(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--fleet-child":
+        return fleet_child(sys.argv[2], int(sys.argv[3]))
     if len(sys.argv) >= 2 and sys.argv[1] == "--ingest-only":
         sys.path.insert(0, HERE)
         ingest_only([10, 100, 1000], float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
