@@ -28,6 +28,7 @@ COMMANDS = [
     ("keygen", "keygen"),
     ("foxglove", "foxglove"),
     ("bridge", "bridge"),
+    ("router", "router"),
     ("fleet", "fleet"),
 ]
 
