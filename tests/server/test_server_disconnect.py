@@ -47,6 +47,9 @@ _BURST = textwrap.dedent("""
 """)
 
 
+_SOON = 3.0  # seconds
+
+
 @pytest.fixture
 def buffer():
     buffer = Buffer(cache_time=10.0)
@@ -83,10 +86,11 @@ def test_clients_killed_at_random_points_of_a_burst_leave_no_goal_waiting(buffer
                 wait_for(lambda: server.stats()["goals"] - before["goals"] >= seen,
                          timeout=60, message=f"the server read {seen} goals")
                 os.kill(proc.pid, signal.SIGKILL)
-                # within a second of the kill the server has read what was queued, seen the
-                # close after the connection's last goal, and dropped every goal of it
+                # soon after the kill (well under a second on a quiet machine: see
+                # bench_faults.py; 3 s allowed for a loaded one) the server has seen the
+                # close, skipped what was still queued from it and dropped its goals
                 wait_for(lambda: server.pending_count == 0 and server.stats()[
-                    "connections_closed"] > before["connections_closed"], timeout=1.0,
+                    "connections_closed"] > before["connections_closed"], timeout=_SOON,
                     message=f"round {round_}: {server.pending_count} goals still wait")
             finally:
                 _reap(proc)
@@ -114,7 +118,7 @@ def test_ten_clients_closed_with_ten_thousand_goals_pending_leave_the_limits_fre
             client.close()  # with its goals pending, some still on their way
         wait_for(lambda: server.stats()["connections_closed"] >= 10, timeout=60,
                  message="the server saw the ten connections close")
-        wait_for(lambda: server.pending_count == 0, timeout=1.0)
+        wait_for(lambda: server.pending_count == 0, timeout=_SOON)
         assert server.stats()["goals"] <= 10 * per_client
         # live clients afterwards: each its full share waiting, none refused
         assert MAX_WAITING_GOALS >= 2 * per_client
@@ -148,25 +152,3 @@ def test_a_full_server_frees_its_total_limit_when_the_clients_holding_it_are_kil
             for proc in procs:
                 _reap(proc)
         assert server.stats()["disconnected"] == 3_000
-
-
-def test_an_empty_message_drops_only_its_senders_goals(buffer):
-    # ROUTER_NOTIFY's disconnect notice is an empty message: a client sending one itself can
-    # drop nothing but its own goals.
-    import zmq
-    from tf2py.server import protocol
-
-    with BufferServer(buffer, "tcp://127.0.0.1:0") as server, \
-            BufferClient(server.address) as other:
-        kept = other.lookup_transform_async("map", "later", 0, timeout=60.0)
-        dealer = zmq.Context.instance().socket(zmq.DEALER)
-        try:
-            dealer.connect(server.address)
-            dealer.send(protocol.pack_goal(1, "map", "never", 0, 0, "", False, 60_000_000_000))
-            wait_for(lambda: server.pending_count == 2)
-            dealer.send(b"")
-            wait_for(lambda: server.pending_count == 1)
-        finally:
-            dealer.close(linger=0)
-        buffer.set_transform_static(make_transform("odom", "later", (1, 0, 0)), "t")
-        assert kept.result(timeout=10).child_frame_id == "later"

@@ -42,7 +42,7 @@ def answers_the_goal(transform: Any, target_frame: str, source_frame: str, sourc
     if transform.header.frame_id != target_frame or transform.child_frame_id != source_frame:
         return False
     if not advanced and source_time_ns != 0:
-        return transform.header.stamp.nanoseconds == source_time_ns
+        return bool(transform.header.stamp.nanoseconds == source_time_ns)
     return True
 
 

@@ -11,6 +11,7 @@ time it has left (the server dropped the goals of the old connection, or is a ne
 from __future__ import annotations
 
 import heapq
+from functools import partial
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
@@ -63,7 +64,7 @@ class FutureIO:
                 raise RuntimeError("BufferClient is closed")
             self._requests.put((_GOAL, goal_id))
         self.link.wake()
-        future.add_done_callback(lambda f, goal_id=goal_id: self._on_done(goal_id, f))
+        future.add_done_callback(partial(self._on_done, goal_id))
         return future
 
     def _on_done(self, goal_id: int, future: Future[Any]) -> None:

@@ -33,7 +33,7 @@ from .limits import (
     MAX_WAITING_GOALS_PER_CLIENT,
     with_wait,
 )
-from .protocol import CANCEL, GOAL, Goal, ProtocolError
+from .protocol import CANCEL, Goal, ProtocolError
 
 __all__ = ["Goals"]
 
@@ -133,7 +133,7 @@ class Goals:
                 self._once("invalid", f"tf2py server: answered a malformed goal: {exc}")
                 self._send(peer, protocol.pack_invalid_result(exc.goal_id, str(exc)))
             return
-        if kind == GOAL:
+        if goal is not None:  # a GOAL
             self._handle_goal(peer, goal)
         elif kind == CANCEL:
             self._handle_cancel(peer, goal_id)
@@ -336,8 +336,8 @@ class Goals:
             try:
                 transform = self._lookup(goal)
             except Exception as exc:
-                exc = with_wait(exc, now - pending.wait_started_ns, goal.timeout_ns)
-                self._answer_error(pending.peer, goal.goal_id, exc, "answered_at_timeout")
+                waited = with_wait(exc, now - pending.wait_started_ns, goal.timeout_ns)
+                self._answer_error(pending.peer, goal.goal_id, waited, "answered_at_timeout")
             else:
                 self._answer(pending.peer, goal.goal_id, transform, "answered_at_timeout")
         self._compact()

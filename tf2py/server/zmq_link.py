@@ -132,7 +132,8 @@ class ZmqServerLink:
                 raise ValueError(
                     f"invalid buffer server address {requested!r}: {exc.strerror} "
                     "(expected e.g. tcp://127.0.0.1:7402)") from None
-            self.address: str = router.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
+            endpoint = router.getsockopt(zmq.LAST_ENDPOINT)
+            self.address: str = endpoint.decode() if isinstance(endpoint, bytes) else str(endpoint)
             self._waker = _Waker(context, "server")
             self._poller = zmq.Poller()
             self._poller.register(router, zmq.POLLIN)
@@ -152,6 +153,9 @@ class ZmqServerLink:
             self._monitor_ready = False
             self._read_monitor()
         closing = bool(self._closed_fds)
+        # Messages still queued from a closed connection are not handed on at all (nobody
+        # is left to answer); a descriptor already reused by a new connection is ambiguous.
+        dead = set(self._closed_fds) - self._reused_fds if closing else ()
         router = self._router
         fd_of, gone = self._fd_of, self._gone
         out: list[tuple[Any, bytes | None]] = []
@@ -161,19 +165,21 @@ class ZmqServerLink:
                 frames = router.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
-            count += 1
             if len(frames) != 2:
+                count += 1
                 self._on_drop("framing", f"a message of {len(frames) - 1} frames (expected 1)")
                 continue
             peer = frames[0].bytes
             if gone and peer in gone:
-                self._on_drop("closed connection", "a message from a connection that closed")
-                continue
+                continue  # a late message of a connection that closed
             payload = frames[1]
             try:
-                fd_of[peer] = payload.get(zmq.SRCFD)
+                fd = fd_of[peer] = payload.get(zmq.SRCFD)
             except zmq.ZMQError:  # pragma: no cover - transports without a descriptor
-                pass
+                fd = -1
+            if dead and fd in dead:
+                continue
+            count += 1
             out.append((peer, payload.bytes))
         if closing:
             # Everything queued has been read: the closed connections' messages are all in
