@@ -47,13 +47,15 @@ class Fleet:
     core's address); ``world``: statics (``WorldStatic``) relating robots; ``robots``: an
     fnmatch pattern of the namespaces to keep; ``stale_after``: seconds after which a robot
     that left has its statics dropped; ``on_event(line)``: told one line per join, leave and
-    stale robot. ``.buffer``, ``.address``, ``stats()``, ``robots()``, ``close()``.
+    stale robot; ``keys``: a keys folder (else ``$TF2PY_KEYS``): mutual TLS on ``tls/``
+    locators. ``.buffer``, ``.address``, ``stats()``, ``robots()``, ``close()``.
     """
 
     def __init__(self, core: str, address: str | None = None,
                  world: list[WorldStatic] | None = None, robots: str | None = None,
                  stale_after: float = 5.0, on_event: Callable[[str], None] | None = None,
-                 cache_time: float = FLEET_CACHE_TIME, buffer: Buffer | None = None):
+                 cache_time: float = FLEET_CACHE_TIME, buffer: Buffer | None = None,
+                 keys: Any = None):
         self._filter = RobotFilter(robots)
         self._tracker = RobotTracker(stale_after)
         self._world = list(world or [])
@@ -67,7 +69,7 @@ class Fleet:
         self.buffer = buffer if buffer is not None else Buffer(cache_time=cache_time)
         self._insert_world()
         parsed = parse_zenoh_address(core)
-        self._shared = SharedSession.acquire(parsed)
+        self._shared = SharedSession.acquire(parsed, keys)
         self._session = self._shared.session
         self.domain = parsed.domain
         self.server: BufferServer | None = None
@@ -78,7 +80,7 @@ class Fleet:
             self._expiry = threading.Thread(target=self._expire_loop, daemon=True,
                                             name="tf2py-fleet-robots")
             self._expiry.start()
-            self.server = BufferServer(self.buffer, address=address or core)
+            self.server = BufferServer(self.buffer, address=address or core, keys=keys)
         except BaseException:
             self.close()
             raise
