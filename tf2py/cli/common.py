@@ -53,3 +53,56 @@ def number(text) -> float:
 # A word that is a negative number (so an option's value, not an option): -1, -.5, -1e-05,
 # -inf, -nan. argparse's own pattern knows only -1 and -.5.
 NEGATIVE_NUMBER = r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$"
+
+
+def no_data_hint(core: str | None) -> str:
+    """What to check when nothing was heard on the bus at ``core``: for a ROS 2 graph, ROS 2's
+    discovery; for a tf2py bus, the core and its keys."""
+    import os
+
+    from ..transport.interface import is_ros2
+
+    if is_ros2(core):
+        return ("is a ROS 2 node publishing /tf on that domain? Check ROS_DOMAIN_ID, "
+                "ROS_LOCALHOST_ONLY / ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_STATIC_PEERS on "
+                "both sides, and that multicast discovery reaches this host")
+    refusal = handshake_refusal(core)
+    if refusal:
+        return refusal
+    if os.environ.get("TF2PY_KEYS"):
+        return ("is `tf2py core` running there with the same --keys, and is anything "
+                "broadcasting?")
+    return ("is `tf2py core` running there, and is anything broadcasting? If the core runs "
+            "with --keys, pass --keys DIR too")
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """``text`` on one line and at most ``limit`` characters, for quoting a user's input (a
+    frame id, a file's line) in a one-line message."""
+    from ..doctor.findings import cut as cut_text
+
+    return cut_text(str(text), limit)
+
+
+def handshake_refusal(core: str | None) -> str | None:
+    """Why the tf2py core at ``core`` refuses this process's handshake (keys it lacks, or
+    keys it does not accept), or None if it does not (or nothing answers)."""
+    from ..transport.address import bus_endpoints
+    from ..transport.handshake import handshake_problem
+    from ..transport.keys import KeysError, load_keys
+
+    try:
+        _, subscribe_endpoint = bus_endpoints(core)
+        keys = load_keys()
+    except (ValueError, KeysError):
+        return None
+    problem = handshake_problem(subscribe_endpoint, keys, timeout=1.5)
+    if problem is None:
+        return None
+    return problem.replace(subscribe_endpoint, core_address_of(core))
+
+
+def core_address_of(core: str | None) -> str:
+    from ..transport.address import core_address
+
+    return str(core_address(core))

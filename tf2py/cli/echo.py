@@ -12,7 +12,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
 
 NAME = "echo"
@@ -118,7 +118,12 @@ class _LocalSource:
         from ..transport.address import core_address
         from ..transport.listener import TransformListener
 
-        self.where = f"the core at {core_address(core)}"
+        from ..transport.interface import is_ros2
+
+        self.where = (f"the ROS 2 graph at {core_address(core)}" if is_ros2(core) else
+                      f"the core at {core_address(core)}")
+        self.core = core
+        self._no_data_hint: str | None = None
         # With --use-sim-time: forget the data when the bus's /clock jumps back (a looping bag).
         self.buffer = Buffer(clock=clock) if clock is not None else Buffer()
         try:
@@ -168,17 +173,20 @@ class _LocalSource:
 
     def hint(self) -> str:
         if not self.buffer.get_frames():
-            return " (no transforms received at all: is `tf2py core` running there, and is " \
-                   "anything broadcasting?)"
+            return f" (no transforms received at all: {self.no_data_hint()})"
         return ""
+
+    def no_data_hint(self) -> str:
+        if self._no_data_hint is None:  # asked once: it may try a handshake with the core
+            self._no_data_hint = no_data_hint(self.core)
+        return self._no_data_hint
 
     def silence(self, seconds: float) -> str | None:
         """The one-time notice that nothing at all has arrived, or None."""
         if self.buffer.get_frames():
             return None
         return (f"tf2py echo: no transforms received at all from {self.where} in "
-                f"{seconds:.0f} s: is `tf2py core` running there, and is anything "
-                "broadcasting?")
+                f"{seconds:.0f} s: {self.no_data_hint()}")
 
     def close(self):
         self.listener.close()

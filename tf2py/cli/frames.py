@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
@@ -136,8 +136,7 @@ def run(args) -> int:
     require_time(clock, where, wait_time)
     if not info:
         raise CommandError(
-            f"no tf data received from the core at {where} in {wait_time:g} s (is `tf2py core` "
-            "running there, and is anything broadcasting?)"
+            f"no tf data received from {where} in {wait_time:g} s ({no_data_hint(args.core)})"
         )
     n = len(info)
     print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {wait_time:g} s:")

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from .common import cut
+
 __all__ = ["LaunchFileError", "ProcessSpec", "load", "parse_arguments"]
 
 ACTIONS = ("process", "static_transform", "arg")
@@ -78,8 +80,11 @@ class LaunchFileError(Exception):
     def __init__(self, path: str, line: int | None, problem: str):
         self.path = path
         self.line = line
+        # One line, with the file's own text (which may be anything: tf2py launch /etc/passwd)
+        # quoted at most a few lines long.
+        problem = cut(problem, 300)
         self.problem = problem
-        where = f"{path}:{line}" if line is not None else path
+        where = f"{cut(str(path), 200)}:{line}" if line is not None else cut(str(path), 200)
         super().__init__(f"{where}: {problem}")
 
 
@@ -429,7 +434,7 @@ def _describe(value) -> str:
         return f"{str(value).lower()} (a boolean)"
     if isinstance(value, (int, float)):
         return f"{value!r} (a number)"
-    return repr(value)
+    return cut(repr(value))
 
 
 def _node_kind(node) -> str:

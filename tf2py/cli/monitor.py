@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -266,7 +266,7 @@ def _monitor(args, period, pair, clock) -> int:
                 require_time(clock, where, period)
                 if not stats.frame_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
-                        f"no tf data received from the core at {where} in {_g(period)} s (is "
-                        "`tf2py core` running there, and is anything broadcasting?)"
+                        f"no tf data received from {where} in {_g(period)} s "
+                        f"({no_data_hint(args.core)})"
                     )
                 return 0

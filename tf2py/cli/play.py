@@ -20,7 +20,7 @@ import math
 import sys
 import time
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
 from .core_check import statics_echoed
 
@@ -196,7 +196,8 @@ def run(args) -> int:
             static_broadcaster.send_transform(statics)
         if not _wait_for_core(args.core, static_broadcaster, bool(statics)):
             print(f"tf2py play: no core answered at {_core_address(args.core)} "
-                  f"within {_CONNECT_TIMEOUT_S:g} s; publishing anyway", file=sys.stderr,
+                  f"within {_CONNECT_TIMEOUT_S:g} s ({no_data_hint(args.core)}); publishing "
+                  "anyway", file=sys.stderr,
                   flush=True)
         print(
             f"tf2py play: playing {data.name}: {len(data)} transforms "

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -173,7 +173,7 @@ def run(args) -> int:
         flush=True,
     )
     if writer.message_count == 0 and not recorder.failed:
-        print(f"tf2py record: nothing was received from the core at {core_address(args.core)} "
-              "(is `tf2py core` running there, and is anything broadcasting?)",
+        print(f"tf2py record: nothing was received from {core_address(args.core)} "
+              f"({no_data_hint(args.core)})",
               file=sys.stderr, flush=True)
     return 0

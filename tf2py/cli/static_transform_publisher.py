@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, cut, no_data_hint, number, parse_core_argument
 
 NAME = "static-transform-publisher"
 HELP = "publish a static transform (latched) until stopped, as ROS 2 static_transform_publisher"
@@ -87,6 +87,33 @@ def normalized_quaternion(q) -> tuple:
     return tuple(c / norm for c in scaled)
 
 
+#: The longest frame id the bus carries (tf2py.transport.wire.MAX_FRAME_ID_LENGTH).
+MAX_FRAME_ID_LENGTH = 4096
+
+
+def _is_number(text: str) -> bool:
+    try:
+        number(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _refuse_ros1_period(positional: list) -> None:
+    """ROS 1's static_transform_publisher took a last argument, the period in ms
+    (``x y z yaw pitch roll frame child period``, or with a quaternion): say so, rather than
+    "Extra unparsed arguments"."""
+    n = len(positional)
+    frames_at = {9: 6, 10: 7}.get(n)
+    if frames_at is None or not _is_number(positional[-1]):
+        return
+    if _is_number(positional[frames_at]) or _is_number(positional[frames_at + 1]):
+        return
+    raise CommandError(
+        f"the last argument '{cut(positional[-1])}' is ROS 1's publishing period (ms): ROS 2 "
+        "and tf2py publish a static transform once, latched on /tf_static; leave it out")
+
+
 def parse(args):
     """``(frame_id, child_frame_id, (x, y, z), (qx, qy, qz, qw))`` from the parsed arguments,
     or CommandError with tf2's message."""
@@ -106,6 +133,7 @@ def parse(args):
         raise CommandError("Cannot specify both new-style (flags) and old-style (arguments)")
 
     if positional:
+        _refuse_ros1_period(positional)
         if len(positional) not in (8, 9):
             raise CommandError("Extra unparsed arguments on command-line")
         print("Old-style arguments are deprecated; see --help for new-style arguments",
@@ -129,13 +157,18 @@ def parse(args):
         rotation = normalized_quaternion(
             tuple(numbers.get(n, 1.0 if n == "qw" else 0.0) for n in QUATERNION_FLAGS))
 
+    for name, frame in (("frame id", frame_id), ("child frame id", child_frame_id)):
+        if len(frame) > MAX_FRAME_ID_LENGTH:
+            raise CommandError(f"the {name} '{cut(frame)}' is too long for tf2py's bus (at "
+                               f"most {MAX_FRAME_ID_LENGTH} characters)")
     if not frame_id:
         raise CommandError("Frame id must not be empty")
     if not child_frame_id:
         raise CommandError("Child frame id must not be empty")
     if frame_id.lstrip("/") == child_frame_id.lstrip("/"):
         raise CommandError(
-            f"cannot publish static transform from '{frame_id}' to '{child_frame_id}', exiting"
+            f"cannot publish static transform from '{cut(frame_id)}' to "
+            f"'{cut(child_frame_id)}', exiting"
         )
     return frame_id, child_frame_id, translation, rotation
 
@@ -166,8 +199,8 @@ def run(args) -> int:
         )
         if not statics_echoed(args.core, broadcaster):
             print(f"tf2py static-transform-publisher: no core answered at "
-                  f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s (is `tf2py core` "
-                  "running there?); the transform stays latched for when one does",
+                  f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s "
+                  f"({no_data_hint(args.core)}); the transform stays latched for when one does",
                   file=sys.stderr, flush=True)
         stop = threading.Event()
         while not stop.wait(3600.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, no_data_hint, parse_core_argument
 from .frames import add_wait_time_argument, listen, wait_time_of
 
 NAME = "view-frames"
@@ -288,7 +288,7 @@ def run(args) -> int:
     if not data and args.from_bag is None and not _core_listening(args.core):
         # As `frames` and `monitor`: no core at all is an error, not an empty picture. (A core
         # with nothing on it gets tf2's "No tf data received" picture, as view_frames draws.)
-        raise CommandError(f"no core answered at {where} (is `tf2py core` running there?)")
+        raise CommandError(f"no core answered at {where} ({no_data_hint(args.core)})")
     recorded_time = now_ns // 1_000_000_000 + (now_ns % 1_000_000_000) / 1e9
     if args.classic:
         dot = generate_dot(data, recorded_time)

@@ -128,6 +128,7 @@ class Core:
         self._forward_thread = None
         self._latch_thread = None
         self._bound_ports: list[int] = []
+        self._refusals = None  # a keyed core logs whom it refuses (transport.handshake)
         try:
             self._start(host, port)
         except BaseException:
@@ -184,6 +185,10 @@ class Core:
     def _start(self, host: str, port: int) -> None:
         warn_if_exposed(host, self._keys, "tf2py core")
         frontend, backend, port = self._bind_pair(host, port)
+        if self._keys is not None:
+            from .handshake import RefusalLog
+
+            self._refusals = RefusalLog([frontend, backend], "tf2py core")
         self._bound_ports = [port, port + 1]
         self.port = port
         self.address = f"tcp://{host}:{port}"
@@ -533,6 +538,8 @@ class Core:
                 pass
         if self._forward_thread is not None:
             self._forward_thread.join(5)
+        if self._refusals is not None:
+            self._refusals.close()
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
