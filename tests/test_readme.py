@@ -213,3 +213,18 @@ def test_every_named_command_exists(command):
         f"`tf2py {command}` (named in {named_commands()[command]}) has no --help:\n"
         f"{done.stderr}")
     assert "usage: tf2py" in done.stdout
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    command = readme.split("**Run the tests:**", 1)[1].strip().splitlines()[0].strip()
+    ci_lines = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert command in ci_lines, f"{command!r} is not a line of .ci/run"
+
+
+def test_the_readme_install_shows_the_build_progress():
+    # The first two commands compile the kernel: not with pip's -q, which hides it for minutes.
+    readme = (REPO / "README.md").read_text()
+    first = [line.strip() for line in readme.splitlines() if line.startswith("    python3 -m venv")]
+    assert len(first) >= 2 and all(" -q " not in c.split("&&")[1] for c in first[:2])
+    assert all("pip install -v " in c for c in first[:2])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 NAME = "bridge"
 HELP = ("relay /tf and /tf_static from one bus to another, e.g. "
         "`tf2py bridge ros2:// tcp://127.0.0.1:7400` (statics stay latched)")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="FROM",
                         help="the bus to read: tcp://HOST:PORT (a tf2py core) or ros2://[DOMAIN]")
     parser.add_argument("target", metavar="TO", help="the bus to send to (same forms)")
@@ -23,7 +25,7 @@ def _same_bus(a: str, b: str) -> bool:
     return a.strip() == b.strip()
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import sys
     import threading
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import threading
+from types import FrameType
+from typing import NoReturn
 
 
 class CommandError(Exception):
@@ -14,7 +17,7 @@ class CommandError(Exception):
         self.exit_code = exit_code
 
 
-def _raise_interrupt(signum, frame):
+def _raise_interrupt(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
@@ -30,7 +33,7 @@ def install_signal_handlers() -> None:
         signal.signal(signal.SIGINT, _raise_interrupt)
 
 
-def parse_core_argument(parser) -> None:
+def parse_core_argument(parser: argparse.ArgumentParser | argparse._ActionsContainer) -> None:
     """Add ``--core ADDRESS`` (else TF2PY_CORE, else the loopback default)."""
     parser.add_argument(
         "--core",
@@ -41,7 +44,7 @@ def parse_core_argument(parser) -> None:
     )
 
 
-def number(text) -> float:
+def number(text: str | float) -> float:
     """``float(text)`` for a number typed on a command line, without Python's extensions:
     ``1_0`` is refused (ValueError), not read as 10. ``inf``, ``-inf`` and ``nan`` are numbers
     here; callers refuse what they cannot use, with their own message."""

@@ -91,7 +91,7 @@ def _read_bag(path: str) -> tuple[Any, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..doctor import diagnose
+    from ..doctor import diagnose, recording_time_base_s
     from ..transport.address import core_address
 
     duration = _duration_of(args)
@@ -110,7 +110,12 @@ def run(args: argparse.Namespace) -> int:
         if not observations.messages:
             raise CommandError(f"no tf data received from {_cut(where)} in {duration:g} s "
                                f"({no_data_hint(args.core)})")
-    findings = diagnose(observations, listened_s=listened)
+    recorded = args.from_bag is not None
+    if recorded and (base_s := recording_time_base_s(observations)):
+        notes.append(f"the bag's stamps are {base_s:+.0f} s from its log times (a robot on "
+                     "simulated time recorded on the wall clock): clock offsets are measured "
+                     "between its frames")
+    findings = diagnose(observations, listened_s=listened, recorded=recorded)
     if args.json:
         print(json.dumps({
             "source": where,

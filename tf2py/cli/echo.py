@@ -7,6 +7,7 @@ latest time at which the whole chain is known).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import sys
@@ -20,7 +21,7 @@ _LONGEST_SLEEP_S = 3600.0  # time.sleep refuses far longer waits (a rate of 1e-1
 HELP = "print a transform repeatedly, as ROS 2 tf2_echo does"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target_frame", metavar="TARGET",
                         help="the frame the transform maps into (tf2_echo's first argument)")
     parser.add_argument("source_frame", metavar="SOURCE",
@@ -295,7 +296,7 @@ def wait_until_available(source, target_frame, source_frame, deadline, timeout_t
             time.sleep(remaining)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.rate is not None and args.echo_rate is not None:
         raise CommandError("give the rate once: as the third argument or as --rate", 2)
     rate = parse_rate(args.rate or args.echo_rate or "1.0")

@@ -4,6 +4,7 @@ The work is ``tf2py.viz.FoxgloveServer``; this module parses and prints."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
 from urllib.parse import quote
@@ -14,7 +15,7 @@ NAME = "foxglove"
 HELP = "serve the frame tree live to Foxglove (WebSocket, channel /tf, foxglove.FrameTransforms)"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only; "
                         "the protocol has no authentication)")
@@ -23,7 +24,7 @@ def configure(parser) -> None:
     parse_core_argument(parser)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CommandError(f"--port must be 0..65535, got {args.port}", 2)
     from ..viz.errors import VizDependencyError

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 NAME = "keygen"
 HELP = "make the keys for an authenticated site"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Make a keys folder for one site: every core, server, broadcaster and listener given "
         "--keys DIR (or TF2PY_KEYS=DIR) encrypts and authenticates its traffic, and refuses "
@@ -19,7 +21,7 @@ def configure(parser) -> None:
         help="add an authorised identity NAME: writes DIR/NAME/ and DIR/authorized/NAME.key")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from tf2py.cli.common import CommandError
     from tf2py.transport.keys import KeysError, add_identity, create_site
 

@@ -15,6 +15,7 @@ dropped instead of failing, so the stop goes on.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -47,7 +48,7 @@ launch file (YAML, in the style of ROS 2 launch YAML):
 """
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     import argparse
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -383,7 +384,7 @@ class _Launch:
                 self.output.say(child.describe_exit(child.popen.returncode, asked_to_stop=True))
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from .launch_file import LaunchFileError, load, parse_arguments
 
     try:

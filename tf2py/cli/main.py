@@ -11,6 +11,8 @@ import difflib
 import importlib
 import re
 import sys
+from types import ModuleType
+from typing import Any, NoReturn
 
 from .common import NEGATIVE_NUMBER, CommandError, cut, install_signal_handlers
 
@@ -34,12 +36,12 @@ COMMANDS = [
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # -inf, -1e-05 are numbers (an option's value), not options
         self._negative_number_matcher = re.compile(NEGATIVE_NUMBER)
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         # One line on stderr and exit 2, as argparse does, but without the usage dump so the
         # error is the line a user sees; a mistyped command gets the close one.
         hint = ""
@@ -51,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {cut(message, 300)} ({hint}see --help)\n")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     parser = _Parser(
         prog="tf2py",
         description="tf2py: ROS tf2's transforms, broadcasts and tools without ROS.",
@@ -60,7 +62,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
     parser.add_argument("--version", action="version", version=f"tf2py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
-    modules = {}
+    modules: dict[str, ModuleType] = {}
     for module_name, name in COMMANDS:
         try:
             module = importlib.import_module(f"tf2py.cli.{module_name}")
@@ -104,13 +106,13 @@ def suggestion(parser: argparse.ArgumentParser, extra: list[str]) -> str:
     return ""
 
 
-def _env_keys():
+def _env_keys() -> str | None:
     import os
 
     return os.environ.get("TF2PY_KEYS")
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     # Handlers first: a stop request that arrives while the command modules are still being
     # imported is a clean stop too, not a death by SIGTERM.
     install_signal_handlers()

@@ -8,6 +8,7 @@ when stdout is not a terminal.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import threading
@@ -24,7 +25,7 @@ HISTORY = 1000  # samples kept per frame and per broadcaster, as tf2_monitor
 LOWPASS = 0.01  # tf2_monitor's net-delay low-pass factor
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("frames", nargs="*", metavar="FRAME",
                         help="TARGET SOURCE: also report the chain between them and its net "
                         "delay (tf2_monitor's framea frameb)")
@@ -209,7 +210,7 @@ def report(stats: Statistics, pair, buffer, net: NetDelay) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
     try:

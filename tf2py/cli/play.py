@@ -16,6 +16,7 @@ see it (so their buffers forget the previous pass) before the pass's transforms 
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -38,7 +39,7 @@ _JUMP_GRACE_S = 0.3
 _DEFAULT_CLOCK_HZ = "100"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bag", metavar="BAG",
                         help="an MCAP file, a ROS 2 bag folder or a ROS 1 .bag file")
     parser.add_argument("--rate", metavar="R", default="1.0",
@@ -145,7 +146,7 @@ def _clock_publisher(core, clock_hz):
     return ClockPublisher(core)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
     clock_hz = None if args.clock is None else _number(args.clock, "--clock", positive=True)

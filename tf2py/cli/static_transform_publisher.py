@@ -3,6 +3,7 @@ with ROS 2's flags and the old positional forms, and tf2's error messages."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
@@ -31,13 +32,13 @@ NUMBER_FLAGS = TRANSLATION_FLAGS + QUATERNION_FLAGS + EULER_FLAGS
 FRAME_FLAGS = ("frame-id", "child-frame-id")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     import argparse
 
     class Formatter(argparse.RawDescriptionHelpFormatter):
         # The flags take nargs="?" only so that a missing value gets tf2's message; show them
         # as taking one value.
-        def _format_args(self, action, default_metavar):
+        def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
             if action.const is _MISSING:
                 return "%s" % self._metavar_formatter(action, default_metavar)(1)
             return super()._format_args(action, default_metavar)
@@ -71,7 +72,7 @@ def _float(text: str, flag: str) -> float:
     return value
 
 
-def normalized_quaternion(q) -> tuple:
+def normalized_quaternion(q: tuple[float, ...]) -> tuple[float, ...]:
     """``q`` scaled to unit length (tf2 normalizes on insert), computed without overflow or
     underflow: divided by its largest component before squaring, so (1e308, 0, 0, 1) gives
     (1, 0, 0, 1e-308). CommandError for a zero quaternion or one with an infinite or NaN
@@ -99,7 +100,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _refuse_ros1_period(positional: list) -> None:
+def _refuse_ros1_period(positional: list[str]) -> None:
     """ROS 1's static_transform_publisher took a last argument, the period in ms
     (``x y z yaw pitch roll frame child period``, or with a quaternion): say so, rather than
     "Extra unparsed arguments"."""
@@ -114,7 +115,7 @@ def _refuse_ros1_period(positional: list) -> None:
         "and tf2py publish a static transform once, latched on /tf_static; leave it out")
 
 
-def parse(args):
+def parse(args: argparse.Namespace) -> tuple[str, str, tuple[float, ...], tuple[float, ...]]:
     """``(frame_id, child_frame_id, (x, y, z), (qx, qy, qz, qw))`` from the parsed arguments,
     or CommandError with tf2's message."""
     from ..buffer.messages import quaternion_from_rpy
@@ -173,7 +174,7 @@ def parse(args):
     return frame_id, child_frame_id, translation, rotation
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import threading
 
     from ..buffer.messages import make_transform

@@ -11,6 +11,7 @@ information for programs that parse it: each edge's ``tooltip`` holds tf2's labe
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,7 @@ INSTALL_GRAPHVIZ = (
 )
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="NAME", default=None,
                         help="file name without extension (default: frames_<date>_<time>, "
                         "as tf2's view_frames)")
@@ -261,7 +262,7 @@ def _core_listening(core) -> bool:
         return False
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..buffer.time import Time
     from ..transport.address import core_address
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import Thresholds, diagnose
+from .checks import Thresholds, diagnose, recording_time_base_s
 from .findings import Finding, cut
 from .observations import TF, TF_STATIC, Observations
 
-__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut", "TF",
+__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut", "recording_time_base_s", "TF",
            "TF_STATIC"]
 
 

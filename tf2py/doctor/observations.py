@@ -44,10 +44,10 @@ class ChildRecord:
 
 @dataclass
 class AuthorityRecord:
-    """One publisher: the offsets of its dynamic stamps from the receiver's clock."""
+    """One publisher: per child frame it sends on /tf, the offsets of the stamps from the
+    receiver's clock (stamp minus receive time, ns; the latest, bounded)."""
 
-    offsets_ns: list[int] = field(default_factory=list)  # stamp - receive time (bounded)
-    frames: dict[str, int] = field(default_factory=dict)  # child -> transforms on /tf
+    offsets_ns: dict[str, list[int]] = field(default_factory=dict)
     transforms: int = 0
 
 
@@ -146,10 +146,12 @@ class Observations:
         if publisher is None:
             publisher = self.authorities[authority] = AuthorityRecord()
         publisher.transforms += 1
-        publisher.frames[child] = publisher.frames.get(child, 0) + 1
-        publisher.offsets_ns.append(stamp_ns - received_ns)
-        if len(publisher.offsets_ns) > 2 * MAX_OFFSETS:
-            del publisher.offsets_ns[:MAX_OFFSETS]
+        offsets = publisher.offsets_ns.get(child)
+        if offsets is None:
+            offsets = publisher.offsets_ns[child] = []
+        offsets.append(stamp_ns - received_ns)
+        if len(offsets) > 2 * MAX_OFFSETS:
+            del offsets[:MAX_OFFSETS]
 
     def _drop(self, check: str, child: str, authority: str, example: str) -> None:
         key = (check, child, authority)
