@@ -31,12 +31,14 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timeout(900)
+
 from helpers import REPO, Proc
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARKER = re.compile(r"^\s*<!--\s*readme-test:(.*?)-->\s*$")
 COMMAND = re.compile(r"`([^`]+)`")
-BLOCK_DEADLINE_S = 60.0
+BLOCK_DEADLINE_S = 180.0  # per block; generous, for a loaded machine
 
 
 @dataclass
@@ -180,7 +182,7 @@ def run_document(path: Path, bus: dict[str, str], folder: Path) -> None:
             proc.stop()
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", [p for p in DOCUMENTS if python_blocks(p)],
                          ids=lambda p: p.name)
 def test_python_blocks_run_as_written(path, bus, tmp_path):
@@ -208,7 +210,7 @@ def test_documents_name_commands():
 @pytest.mark.parametrize("command", sorted(named_commands()))
 def test_every_named_command_exists(command):
     done = subprocess.run(tf2py_argv(f"tf2py {command} --help"), capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=180)
     assert done.returncode == 0, (
         f"`tf2py {command}` (named in {named_commands()[command]}) has no --help:\n"
         f"{done.stderr}")

@@ -9,6 +9,8 @@ import random
 
 import pytest
 
+pytestmark = pytest.mark.timeout(900)
+
 from cli_support import core, tf2py  # noqa: F401 (fixtures)
 
 

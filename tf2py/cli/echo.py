@@ -12,6 +12,7 @@ import contextlib
 import math
 import sys
 import time
+from typing import Any
 
 from .common import CommandError, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
@@ -71,7 +72,7 @@ def _cell(value: float) -> str:
     return f"{value:.3f}"
 
 
-def euler_ypr(matrix) -> tuple[float, float, float]:
+def euler_ypr(matrix: Any) -> tuple[float, float, float]:
     """(roll, pitch, yaw) in radians of a 3x3 rotation matrix, as tf2's Matrix3x3::getEulerYPR
     (first solution), so that the RPY lines match tf2_echo digit for digit."""
     m20 = float(matrix[2][0])
@@ -86,7 +87,7 @@ def euler_ypr(matrix) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
-def format_block(transform) -> str:
+def format_block(transform: Any) -> str:
     """tf2_echo's block for a TransformStamped: At time, Translation, Quaternion, RPY in
     radians and degrees, and the 4x4 matrix (3 decimals; matrix cells 6 wide).
 
@@ -114,7 +115,7 @@ def format_block(transform) -> str:
 class _LocalSource:
     """Lookups on a Buffer filled by a TransformListener on the bus."""
 
-    def __init__(self, core, clock=None):
+    def __init__(self, core: str | None, clock: Any = None) -> None:
         from ..buffer.buffer import Buffer
         from ..transport.address import core_address
         from ..transport.listener import TransformListener
@@ -132,7 +133,7 @@ class _LocalSource:
         except ValueError as exc:  # a malformed address
             raise CommandError(str(exc), 2) from None
 
-    def wait(self, target_frame, source_frame, timeout):
+    def wait(self, target_frame: str, source_frame: str, timeout: float) -> str | None:
         """None once the transform is available, else tf2's reason why not (after waiting up
         to ``timeout`` seconds for it)."""
         if self.buffer.can_transform(target_frame, source_frame, 0, timeout=timeout):
@@ -151,7 +152,7 @@ class _LocalSource:
             return str(exc)
         return None
 
-    def _suggest(self, reason: str, target_frame, source_frame) -> str:
+    def _suggest(self, reason: str, target_frame: str, source_frame: str) -> str:
         """tf2's canTransform reason, with "Did you mean ...?" appended for a frame that does
         not exist but is close to one that does (a typo)."""
         if not reason.endswith("frame does not exist"):
@@ -166,7 +167,7 @@ class _LocalSource:
                     return f"{reason}. {sentence}"
         return reason
 
-    def lookup(self, target_frame, source_frame):
+    def lookup(self, target_frame: str, source_frame: str) -> Any:
         return self.buffer.lookup_transform(target_frame, source_frame, 0)
 
     def failure_details(self) -> str:
@@ -189,14 +190,14 @@ class _LocalSource:
         return (f"tf2py echo: no transforms received at all from {self.where} in "
                 f"{seconds:.0f} s: {self.no_data_hint()}")
 
-    def close(self):
+    def close(self) -> None:
         self.listener.close()
 
 
 class _ServerSource:
     """Lookups through a BufferClient on a buffer server."""
 
-    def __init__(self, address):
+    def __init__(self, address: str | None) -> None:
         import zmq
 
         from ..server.client import BufferClient
@@ -206,11 +207,11 @@ class _ServerSource:
         self.where = f"the buffer server at {self.address}"
         self.answered = False
         try:
-            self.client = BufferClient(self.address, timeout_padding=1.0)
+            self.client: Any = BufferClient(self.address, timeout_padding=1.0)
         except (ValueError, zmq.ZMQError) as exc:  # a malformed address (ZeroMQ refuses it)
             raise CommandError(f"invalid address {self.address!r}: {exc}", 2) from None
 
-    def wait(self, target_frame, source_frame, timeout):
+    def wait(self, target_frame: str, source_frame: str, timeout: float) -> str | None:
         from ..buffer.exceptions import TimeoutException, TransformException
 
         try:
@@ -225,7 +226,7 @@ class _ServerSource:
             self.answered = True
             return str(exc)
 
-    def lookup(self, target_frame, source_frame):
+    def lookup(self, target_frame: str, source_frame: str) -> Any:
         return self.client.lookup_transform(target_frame, source_frame, 0, timeout=0.0)
 
     def failure_details(self) -> str:
@@ -242,7 +243,7 @@ class _ServerSource:
         return (f"tf2py echo: no answer at all from {self.where} in {seconds:.0f} s: is "
                 "`tf2py server` running there?")
 
-    def close(self):
+    def close(self) -> None:
         self.client.close()
 
 
@@ -262,8 +263,9 @@ def check_frame_id(frame: str, which: str) -> None:
 SILENCE_NOTICE_S = 3.0
 
 
-def wait_until_available(source, target_frame, source_frame, deadline, timeout_text,
-                         period=1.0) -> None:
+def wait_until_available(source: Any, target_frame: str, source_frame: str,
+                         deadline: float | None,
+                         timeout_text: str, period: float = 1.0) -> None:
     """Return once ``source`` can look the transform up; meanwhile print tf2_echo's waiting
     line with tf2's reason, at most once per ``period`` seconds even when the source answers
     at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s).

@@ -20,6 +20,7 @@ import argparse
 import math
 import sys
 import time
+from typing import Any
 
 from .common import CommandError, no_data_hint, number, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
@@ -104,22 +105,22 @@ class _Progress:
             self._drawn = False
 
 
-def _latest_statics(data) -> list:
+def _latest_statics(data: Any) -> list[Any]:
     """The bag's static transforms, the latest per child frame (as a latched topic holds)."""
-    latest = {}
+    latest: dict[str, int] = {}
     for row in range(len(data)):
         if data.is_static[row]:
             latest[data.children[row]] = row
     return [data.transform(row) for row in sorted(latest.values())]
 
 
-def _core_address(core) -> str:
+def _core_address(core: str | None) -> str:
     from ..transport.address import core_address
 
     return core_address(core)
 
 
-def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
+def _wait_for_core(core: str | None, static_broadcaster: Any, has_statics: bool) -> bool:
     """Wait until the core is up and our connections to it are, since /tf is not latched and
     what a publisher sends before the core's subscription reaches it is lost.
 
@@ -135,7 +136,7 @@ def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
     return answered
 
 
-def _clock_publisher(core, clock_hz):
+def _clock_publisher(core: str | None, clock_hz: float | None) -> Any:
     """A ClockPublisher on the bus when --clock was given, else a stand-in None."""
     import contextlib
 
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
             + (f", /clock at {clock_hz:g} Hz" if clock is not None else ""),
             flush=True,
         )
-        period_s = None if clock is None else 1.0 / clock_hz
+        period_s = 0.0 if clock is None or not clock_hz else 1.0 / clock_hz
         first_pass = True
         try:
             while True:

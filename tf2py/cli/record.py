@@ -109,14 +109,15 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.output) and not args.force:
         raise CommandError(f"{args.output} exists; use --force to overwrite it")
 
-    foxglove_builder = None
+    foxglove_builder: Any = None
     if args.foxglove:
         from ..viz.errors import VizDependencyError
 
         try:
-            from ..viz.frame_transforms import FrameTransformsBuilder
+            from ..viz import frame_transforms
 
-            foxglove_builder = FrameTransformsBuilder()
+            builder_module: Any = frame_transforms  # (untyped)
+            foxglove_builder = builder_module.FrameTransformsBuilder()
         except VizDependencyError as exc:
             raise CommandError(str(exc)) from None
 

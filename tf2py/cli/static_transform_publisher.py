@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import Any
 
 from .common import CommandError, cut, no_data_hint, number, parse_core_argument
 
@@ -153,7 +154,8 @@ def parse(args: argparse.Namespace) -> tuple[str, str, tuple[float, ...], tuple[
 
     translation = tuple(numbers.get(n, 0.0) for n in TRANSLATION_FLAGS)
     if any(n in numbers for n in EULER_FLAGS):
-        rotation = quaternion_from_rpy(*(numbers.get(n, 0.0) for n in EULER_FLAGS))
+        rotation: tuple[float, ...] = quaternion_from_rpy(
+            *(numbers.get(n, 0.0) for n in EULER_FLAGS))
     else:
         rotation = normalized_quaternion(
             tuple(numbers.get(n, 1.0 if n == "qw" else 0.0) for n in QUATERNION_FLAGS))
@@ -189,13 +191,14 @@ def run(args: argparse.Namespace) -> int:
         broadcaster = StaticTransformBroadcaster(core=args.core)
     except ValueError as exc:  # a malformed address
         raise CommandError(str(exc), 2) from None
+    printed: tuple[Any, ...] = (*translation, *rotation, frame_id, child_frame_id)
     with broadcaster:
         broadcaster.send_transform(transform)
         print(
             "Spinning until stopped - publishing transform\n"
             "translation: ('%f', '%f', '%f')\n"
             "rotation: ('%f', '%f', '%f', '%f')\n"
-            "from '%s' to '%s'" % (*translation, *rotation, frame_id, child_frame_id),
+            "from '%s' to '%s'" % printed,
             flush=True,
         )
         if not statics_echoed(args.core, broadcaster):
