@@ -95,11 +95,13 @@ def bus(tmp_path_factory):
     try:
         core = Proc([*tf2py_argv("tf2py core --address tcp://127.0.0.1:0")])
         procs.append(core)
-        core_address = core.wait_for_line("ready at ").split("ready at ", 1)[1].strip()
+        line = core.wait_for_line("ready at ", timeout=120)
+        core_address = line.split("ready at ", 1)[1].strip()
         server = Proc(tf2py_argv("tf2py server --address tcp://127.0.0.1:0"),
                       env={"TF2PY_CORE": core_address})
         procs.append(server)
-        server_address = server.wait_for_line("ready at ").split("ready at ", 1)[1].strip()
+        line = server.wait_for_line("ready at ", timeout=120)
+        server_address = line.split("ready at ", 1)[1].strip()
         yield {"TF2PY_CORE": core_address, "TF2PY_SERVER": server_address}
     finally:
         for proc in reversed(procs):

@@ -92,7 +92,7 @@ def keyed_core(spawn, tf2py_command, tmp_path):
 
     create_site(site)
     proc = spawn([*tf2py_command, "core", "--address", "tcp://127.0.0.1:0", "--keys", str(site)])
-    line = proc.wait_for_line("ready at ")
+    line = proc.wait_for_line("ready at ", timeout=120)
     return proc, line.split("ready at ", 1)[1].strip()
 
 
@@ -105,7 +105,7 @@ def test_a_keyless_client_on_a_keyed_core_is_told_the_core_needs_keys(tf2py, key
     line = one_line(result)
     assert f"the core at {address} needs keys: pass --keys DIR" in line
     # ... and the core said whom it refused, and why, once.
-    proc.wait_for_line("refused a peer")
+    proc.wait_for_line("refused a peer", timeout=60)
     refused = [x for x in proc.lines if "refused a peer" in x]
     assert len(refused) == 1 and "it has no keys" in refused[0]
 
@@ -123,7 +123,7 @@ def test_foxglove_serves_clients_offering_either_protocol_name(spawn, tf2py_comm
     from websockets.sync.client import connect
 
     proc = spawn([*tf2py_command, "foxglove", "--core", core, "--port", "0"])
-    url = proc.wait_for_line("serving the frame tree").rsplit(" on ", 1)[1]
+    url = proc.wait_for_line("serving the frame tree", timeout=120).rsplit(" on ", 1)[1]
     with connect(url, subprotocols=[name], open_timeout=10) as ws:
         assert ws.subprotocol == name
         first = json.loads(ws.recv(timeout=10))
@@ -135,6 +135,6 @@ def test_foxglove_refuses_a_client_offering_neither_name(spawn, tf2py_command, c
     from websockets.sync.client import connect
 
     proc = spawn([*tf2py_command, "foxglove", "--core", core, "--port", "0"])
-    url = proc.wait_for_line("serving the frame tree").rsplit(" on ", 1)[1]
+    url = proc.wait_for_line("serving the frame tree", timeout=120).rsplit(" on ", 1)[1]
     with pytest.raises(InvalidStatus, match="400"):
         connect(url, subprotocols=["something.else"], open_timeout=10)

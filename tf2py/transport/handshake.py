@@ -42,12 +42,12 @@ class RefusalLog:
     """Logs, once per kind, the peers refused by ``sockets`` (bound, keyed) of ``what``
     ("tf2py core"): a named daemon thread reads their monitors until ``close()``."""
 
-    def __init__(self, sockets: list[zmq.Socket], what: str):
+    def __init__(self, sockets: list[zmq.Socket[bytes]], what: str):
         self.what = what
         self.refused = 0
         self._said: set[str] = set()
         self._stop = threading.Event()
-        self._monitors: list[tuple[zmq.Socket, zmq.Socket]] = []
+        self._monitors: list[tuple[zmq.Socket[bytes], zmq.Socket[bytes]]] = []
         for sock in sockets:
             self._monitors.append((sock, sock.get_monitor_socket(_FAILED)))
         self._thread = threading.Thread(target=self._run, name="tf2py-refusal-log", daemon=True)
