@@ -48,6 +48,11 @@ class Block:
     code: str
     directives: list[str] = field(default_factory=list)
 
+    def says(self, directive: str) -> bool:
+        """Whether the block's comment gives ``directive`` (words in brackets after it are a
+        note for the reader)."""
+        return any(d == directive or d.startswith(directive + " ") for d in self.directives)
+
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(REPO)}:{self.line}"
@@ -125,7 +130,7 @@ def _sessions(blocks: list[Block]) -> list[list[Block]]:
     """Blocks grouped into the processes that run them ("continues" joins the one before)."""
     sessions: list[list[Block]] = []
     for block in blocks:
-        if "continues" in block.directives and sessions:
+        if block.says("continues") and sessions:
             sessions[-1].append(block)
         else:
             sessions.append([block])
@@ -148,7 +153,7 @@ def run_document(path: Path, bus: dict[str, str], folder: Path) -> None:
         for session in _sessions(python_blocks(path)):
             first = session[0]
             session_env = dict(env)
-            if any("own core" in b.directives for b in session):
+            if any(b.says("own core") for b in session):
                 session_env["TF2PY_CORE"] = free_bus()
             for command in _commands(session, "before"):
                 done = subprocess.run(tf2py_argv(command), cwd=folder, env=session_env,
@@ -157,10 +162,12 @@ def run_document(path: Path, bus: dict[str, str], folder: Path) -> None:
                     f"{first.where}: `{command}` failed:\n{done.stdout}{done.stderr}")
             helpers = [Proc(tf2py_argv(c), env=session_env, cwd=folder)
                        for c in _commands(session, "with")]
+            for helper in helpers:  # running (its first line out) before the block starts
+                helper.wait_for_line(lambda line: True, timeout=120)
             code = "".join(block.code for block in session)
             script = folder / f"block_{first.line}.py"
             script.write_text(code)
-            if "background" in first.directives:
+            if first.says("background"):
                 background.append(Proc([sys.executable, str(script)], env=session_env,
                                        cwd=folder))
                 continue
