@@ -199,15 +199,19 @@ def test_python_blocks_run_as_written(path, bus, tmp_path):
 
 
 def named_commands() -> dict[str, str]:
-    """Every `tf2py X` in the documents' code (inline spans and code blocks): X -> where."""
+    """Every `tf2py X` command line of the documents (an inline code span or a code-block
+    line that starts with it, or runs it after `&&` or from .venv/bin): X -> where."""
     found: dict[str, str] = {}
+    command = re.compile(r"(?:^|&& |bin/)tf2py ([a-z][a-z0-9-]*)")
     for path in DOCUMENTS:
         text = path.read_text()
-        code = "\n".join([*re.findall(r"`([^`\n]+)`", text),
-                          *re.findall(r"^(?: {4}|\t)(.+)$", text, re.M),
-                          *re.findall(r"```[a-z]*\n(.*?)```", text, re.S)])
-        for match in re.finditer(r"(?<![\w./-])tf2py ([a-z][a-z0-9-]*)", code):
-            found.setdefault(match.group(1), path.name)
+        code = [*re.findall(r"`([^`\n]+)`", text),
+                *(line.strip() for line in re.findall(r"^(?: {4}|\t)(.+)$", text, re.M)),
+                *(line.strip() for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+                  for line in block.splitlines())]
+        for line in code:
+            for match in command.finditer(line.strip()):
+                found.setdefault(match.group(1), path.name)
     return found
 
 
