@@ -124,8 +124,8 @@ def test_core_and_from_bag_exclude_each_other(tf2py):
 class Sender:
     """Sends ``transforms_at(i)`` on /tf every 50 ms from a named thread until closed."""
 
-    def __init__(self, core: str, transforms_at):
-        self.broadcaster = TransformBroadcaster(core=core)
+    def __init__(self, core: str, transforms_at, authority: str | None = None):
+        self.broadcaster = TransformBroadcaster(core=core, authority=authority)
         self.transforms_at = transforms_at
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="test-sender")
@@ -149,8 +149,8 @@ def live():
     core = Core("tcp://127.0.0.1:0")
     senders: list = []
 
-    def start(transforms_at):
-        senders.append(Sender(core.address, transforms_at))
+    def start(transforms_at, authority=None):
+        senders.append(Sender(core.address, transforms_at, authority))
 
     statics = StaticTransformBroadcaster(core=core.address)
     statics.send_transform(make_transform("base_link", "laser", (0.2, 0, 0.1)))
@@ -175,12 +175,13 @@ def test_a_clean_live_bus_has_no_findings(tf2py, live):
 
 def test_two_live_publishers_of_one_frame_are_both_named(tf2py, live):
     address, start = live
-    start(robot_at)
-    start(robot_at)
+    start(robot_at, "localiser_a")  # (one process: two authorities named as two nodes)
+    start(robot_at, "localiser_b")
     result, report = doctor_json(tf2py, "--core", address, "--duration", "3")
     assert result.returncode == 1
     (finding,) = [f for f in report["findings"] if f["check"] == "two_authorities"]
-    assert len(finding["authorities"]) == 2 and finding["frames"] == ["base_link"]
+    assert finding["authorities"] == ["localiser_a", "localiser_b"]
+    assert finding["frames"] == ["base_link"]
 
 
 def test_a_live_publisher_with_a_clock_ahead_is_named_with_its_offset(tf2py, live):
