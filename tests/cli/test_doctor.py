@@ -201,5 +201,5 @@ def test_a_silent_bus_is_a_one_line_error_naming_the_core(tf2py):
         result = tf2py("doctor", "--core", core.address, "--duration", "0.5",
                        timeout=DEADLINE_S)
     assert result.returncode == 1 and result.stderr.count("\n") == 1
-    assert f"no tf data received from {core.address}" in result.stderr
+    assert f"no tf data received from the core at {core.address}" in result.stderr
     assert "`tf2py core`" in result.stderr

@@ -58,9 +58,10 @@ def number(text: str | float) -> float:
 NEGATIVE_NUMBER = r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$"
 
 
-def no_data_hint(core: str | None) -> str:
+def no_data_hint(core: str | None, broadcasting: bool = True) -> str:
     """What to check when nothing was heard on the bus at ``core``: for a ROS 2 graph, ROS 2's
-    discovery; for a tf2py bus, the core and its keys."""
+    discovery; for a tf2py bus, the core (and, when its handshake refuses us, its keys).
+    ``broadcasting``: also ask whether anything broadcasts."""
     import os
 
     from ..transport.interface import is_ros2
@@ -72,19 +73,19 @@ def no_data_hint(core: str | None) -> str:
     refusal = handshake_refusal(core)
     if refusal:
         return refusal
-    if os.environ.get("TF2PY_KEYS"):
-        return ("is `tf2py core` running there with the same --keys, and is anything "
-                "broadcasting?")
-    return ("is `tf2py core` running there, and is anything broadcasting? If the core runs "
-            "with --keys, pass --keys DIR too")
+    keys = " with the same --keys" if os.environ.get("TF2PY_KEYS") else ""
+    if not broadcasting:
+        return f"is `tf2py core` running there{keys}?"
+    return f"is `tf2py core` running there{keys}, and is anything broadcasting?"
 
 
-def cut(text: str, limit: int = 80) -> str:
-    """``text`` on one line and at most ``limit`` characters, for quoting a user's input (a
-    frame id, a file's line) in a one-line message."""
-    from ..doctor.findings import cut as cut_text
+def bus_name(core: str | None) -> str:
+    """"the core at ADDRESS", or "the ROS 2 graph at ros2://..." for messages."""
+    from ..transport.address import core_address
+    from ..transport.interface import is_ros2
 
-    return cut_text(str(text), limit)
+    kind = "the ROS 2 graph" if is_ros2(core) else "the core"
+    return f"{kind} at {core_address(core)}"
 
 
 def handshake_refusal(core: str | None) -> str | None:
@@ -109,3 +110,11 @@ def core_address_of(core: str | None) -> str:
     from ..transport.address import core_address
 
     return str(core_address(core))
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """``text`` on one line and at most ``limit`` characters, for quoting a user's input (a
+    frame id, a file's line) in a one-line message."""
+    from ..doctor.findings import cut as cut_text
+
+    return cut_text(str(text), limit)

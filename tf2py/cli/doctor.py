@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         observations, listened = _listen(args.core, duration)
         notes = []
         if not observations.messages:
-            raise CommandError(f"no tf data received from {_cut(where)} in {duration:g} s "
+            raise CommandError(f"no tf data received from {bus_name(args.core)} in {duration:g} s "
                                f"({no_data_hint(args.core)})")
     recorded = args.from_bag is not None
     if recorded and (base_s := recording_time_base_s(observations)):

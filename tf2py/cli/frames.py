@@ -9,7 +9,7 @@ import math
 import time
 from typing import Any
 
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
@@ -138,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     require_time(clock, where, wait_time)
     if not info:
         raise CommandError(
-            f"no tf data received from {where} in {wait_time:g} s ({no_data_hint(args.core)})"
+            f"no tf data received from {bus_name(args.core)} in {wait_time:g} s "
+            f"({no_data_hint(args.core)})"
         )
     n = len(info)
     print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {wait_time:g} s:")

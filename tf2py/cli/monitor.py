@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -271,7 +271,7 @@ def _monitor(args: argparse.Namespace, period: float, pair: Sequence[str] | None
                 require_time(clock, where, period)
                 if not stats.frame_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
-                        f"no tf data received from {where} in {_g(period)} s "
+                        f"no tf data received from {bus_name(args.core)} in {_g(period)} s "
                         f"({no_data_hint(args.core)})"
                     )
                 return 0

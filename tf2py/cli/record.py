@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     if writer.message_count == 0 and not recorder.failed:
-        print(f"tf2py record: nothing was received from {core_address(args.core)} "
+        print(f"tf2py record: nothing was received from {bus_name(args.core)} "
               f"({no_data_hint(args.core)})",
               file=sys.stderr, flush=True)
     return 0

@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
         if not statics_echoed(args.core, broadcaster):
             print(f"tf2py static-transform-publisher: no core answered at "
                   f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s "
-                  f"({no_data_hint(args.core)}); the transform stays latched for when one does",
+                  f"({no_data_hint(args.core, broadcasting=False)}); the transform stays latched "
+                  "for when one does",
                   file=sys.stderr, flush=True)
         stop = threading.Event()
         while not stop.wait(3600.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)

@@ -292,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
     if not data and args.from_bag is None and not _core_listening(args.core):
         # As `frames` and `monitor`: no core at all is an error, not an empty picture. (A core
         # with nothing on it gets tf2's "No tf data received" picture, as view_frames draws.)
-        raise CommandError(f"no core answered at {where} ({no_data_hint(args.core)})")
+        raise CommandError(f"no core answered at {where} "
+                           f"({no_data_hint(args.core, broadcasting=False)})")
     recorded_time = now_ns // 1_000_000_000 + (now_ns % 1_000_000_000) / 1e9
     if args.classic:
         dot = generate_dot(data, recorded_time)
