@@ -26,7 +26,7 @@ __all__ = ["RefusalLog", "handshake_problem"]
 _FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
            | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 #: libzmq's ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH: one side has keys, the other not.
-_MECHANISM_MISMATCH = 0x11000001
+_MECHANISM_MISMATCH = int(getattr(zmq, "PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH", 0x11000002))
 
 
 def _refusal(event: int, value: int) -> str:
