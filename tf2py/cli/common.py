@@ -92,7 +92,7 @@ def handshake_refusal(core: str | None) -> str | None:
     """Why the tf2py core at ``core`` refuses this process's handshake (keys it lacks, or
     keys it does not accept), or None if it does not (or nothing answers)."""
     from ..transport.address import bus_endpoints
-    from ..transport.handshake import handshake_problem
+    from ..transport.zmq.handshake import handshake_problem
     from ..transport.keys import KeysError, load_keys
 
     try:

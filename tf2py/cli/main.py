@@ -31,6 +31,8 @@ COMMANDS = [
     ("keygen", "keygen"),
     ("foxglove", "foxglove"),
     ("bridge", "bridge"),
+    ("router", "router"),
+    ("fleet", "fleet"),
     ("doctor", "doctor"),
 ]
 

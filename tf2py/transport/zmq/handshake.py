@@ -19,7 +19,7 @@ import time
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ._sockets import logger, make_socket
+from .sockets import logger, make_socket
 
 __all__ = ["RefusalLog", "handshake_problem"]
 
