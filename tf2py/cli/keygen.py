@@ -4,6 +4,8 @@ certificates for zenoh:// when the zenoh extra is installed)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 NAME = "keygen"
 HELP = "make the keys for an authenticated site"
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _zenoh_tls(make) -> str:
+def _zenoh_tls(make: Callable[[Any], object]) -> str:
     """Make the TLS part (keys on zenoh://) with ``make(tls module)``; the words to add to the
     report, or a note when the zenoh extra (its ``cryptography``) is missing."""
     from tf2py.transport.zenoh import tls
