@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernel.hpp"
+#include "velocity.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -58,6 +59,7 @@ class PyKernel {
     }
 
     PyKernel(const PyKernel&) = delete;
+    friend struct VelocityBinding;
     PyKernel& operator=(const PyKernel&) = delete;
 
     int64_t cache_time() const { return k_.cache_time(); }
@@ -540,6 +542,7 @@ class PyKernel {
 };
 
 #include "py_extras.hpp"
+#include "py_velocity.hpp"
 
 }  // namespace
 
@@ -644,6 +647,8 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_samples", &PyKernel::samples, "frame"_a)
         .def("_k_memory_bytes", &PyKernel::memory_bytes)
         .def("_k_clear", &PyKernel::clear);
+
+    VelocityBinding::bind(m);
 
     nb::class_<RLock>(m, "RLock", "A re-entrant lock (threading.RLock's behaviour) the kernel takes itself.")
         .def(nb::init<>())
