@@ -130,11 +130,13 @@ def test_the_reference_frame_only_turns_the_vectors():
 
 
 def test_seen_the_other_way_round_the_angular_velocity_reverses():
-    # w(tracking rel. observation) = -w(observation rel. tracking), in the same axes.
+    # w(tracking rel. observation) = -w(observation rel. tracking), in the same axes (up to
+    # the estimate's second-order terms: the axis is turned at `time` one way, at the
+    # window's start the other way).
     core, _ = random_tree(6)
-    forward = core.lookup_velocity("tracking", "world", 51.0, 0.2)
-    backward = core.lookup_velocity("world", "tracking", 51.0, 0.2, reference_frame="world")
-    assert np.allclose(ang(backward), -ang(forward), atol=1e-9)
+    forward = core.lookup_velocity("tracking", "world", 51.0, 0.02)
+    backward = core.lookup_velocity("world", "tracking", 51.0, 0.02, reference_frame="world")
+    assert np.linalg.norm(ang(backward) + ang(forward)) < 0.02 * np.linalg.norm(ang(forward))
 
 
 def test_a_point_at_the_observers_origin_moves_with_the_observed_frame():

@@ -196,6 +196,15 @@ inline void rotate(const double* q, const double* v, double* out) {
     out[2] = turned.t[2];
 }
 
+// The rotation from a to b in a's axes, conj(a) b, written so that a == b gives exactly the
+// identity (the products cancel pairwise: no rounding residue to divide by a short interval).
+inline void relative_rotation(const double* a, const double* b, double* out) {
+    out[0] = (a[3] * b[0] - b[3] * a[0]) - (a[1] * b[2] - a[2] * b[1]);
+    out[1] = (a[3] * b[1] - b[3] * a[1]) - (a[2] * b[0] - a[0] * b[2]);
+    out[2] = (a[3] * b[2] - b[3] * a[2]) - (a[0] * b[1] - a[1] * b[0]);
+    out[3] = a[3] * b[3] + a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
 // The rotation vector (axis times angle, radians, the angle in [0, pi]) of a unit quaternion.
 inline void rotation_vector(const double* q, double* out) {
     const double sign = q[3] < 0.0 ? -1.0 : 1.0;  // q and -q: one rotation; the short way

@@ -143,8 +143,9 @@ class VelocityLookup {
         Error err = lookup(kObservation, kTracking, start, s, failed, path, hints.start);
         if (err.code == ErrorCode::None) err = lookup(kObservation, kTracking, end, e, failed, path, hints.end);
         if (err.code != ErrorCode::None) return err;
-        double turn[3], w[3], v[3];
-        rotation_vector(compose(inverse(s), e).q, turn);
+        double relative[4], turn[3], w[3], v[3];
+        relative_rotation(s.q, e.q, relative);
+        rotation_vector(relative, turn);
         rotate(s.q, turn, w);
         for (int i = 0; i < 3; ++i) {
             w[i] /= dt;
