@@ -99,16 +99,21 @@ def main() -> None:
             ("lookup_velocity, tf2_compatible", lambda c=core: c.lookup_velocity(
                 "f3", "f0", at, 0.1, tf2_compatible=True)),
         ]
-        transform = (lambda c=core: c.lookup_transform("f0", "f3", at))
+        def transform(c: BufferCore = core) -> object:
+            return c.lookup_transform("f0", "f3", at)
+
         for label, call in cases:
             ours, peer, ratio = compare(call, transform, number, repeat)
             rows.append((f"{name}.{label}", ours, "lookup_transform", peer, ratio,
                          "<= 2.0" if label == "lookup_velocity" else ""))
         stamps = T0 + 1.0 + np.sort(np.random.default_rng(2).uniform(0.0, 8.0, batch))
-        ours, peer, ratio = compare(
-            lambda c=core: c.lookup_velocities("f3", "f0", stamps, 0.1),
-            lambda c=core: c.lookup_transforms("f0", "f3", stamps),
-            max(1, number // 1000), repeat)
+        def velocities(c: BufferCore = core) -> object:
+            return c.lookup_velocities("f3", "f0", stamps, 0.1)
+
+        def transforms(c: BufferCore = core) -> object:
+            return c.lookup_transforms("f0", "f3", stamps)
+
+        ours, peer, ratio = compare(velocities, transforms, max(1, number // 1000), repeat)
         rows.append((f"{name}.lookup_velocities ({batch} times), per row", ours / batch,
                      "lookup_transforms, per row", peer / batch, ratio, ""))
 

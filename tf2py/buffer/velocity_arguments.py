@@ -10,17 +10,23 @@ batch form (``lookup_velocities``) converts its times here before one kernel cal
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import _kernel_ext
-from .errors import STAMP_MAX, STAMP_MIN, frame_error, query_error
+from . import errors, time as times
+from .errors import STAMP_MAX, STAMP_MIN
 from .exceptions import InvalidArgumentException
 from .messages import Twist, VelocityStamped
-from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
+from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
 __all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocities"]
+
+# (errors.py and time.py are not annotated: typed names for what is used here)
+frame_error: Callable[..., Exception] = errors.frame_error
+query_error: Callable[..., Exception] = errors.query_error
+times_to_nanoseconds: Callable[[Any], tuple[np.ndarray, dict[int, int]]] = times.times_to_nanoseconds
 
 # The kernel builds VelocityStamped messages straight into these classes' slots.
 _kernel_ext.set_velocity_types(VelocityStamped, Twist, Duration)
@@ -126,7 +132,7 @@ def velocity_arguments(
         reference_point_frame, tf2_compatible,
     )
     try:
-        t = time._ns if time.__class__ is Time else to_nanoseconds(time, "time")
+        t = to_nanoseconds(time, "time")
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentException(str(exc)) from None
     t = STAMP_MAX if t > STAMP_MAX else STAMP_MIN if t < STAMP_MIN else t
