@@ -85,7 +85,7 @@ class Pair:
         self.commands.append(f"vel {tracking} {observation} {reference} {point_frame} "
                              f"{hexes(point)} {time_ns} {interval_ns}")
 
-    def compare(self, driver: Path) -> int:
+    def compare(self, driver: Path, rtol: float = 1e-12) -> int:
         run = subprocess.run([str(driver)], input="\n".join(self.commands) + "\nquit\n",
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
@@ -109,7 +109,7 @@ class Pair:
             ours = [v.velocity.linear.x, v.velocity.linear.y, v.velocity.linear.z,
                     v.velocity.angular.x, v.velocity.angular.y, v.velocity.angular.z]
             scale = 1.0 + max(abs(x) for x in theirs if not math.isnan(x)) if theirs else 1.0
-            assert np.allclose(ours, theirs, rtol=1e-12, atol=1e-12 * scale, equal_nan=True), (
+            assert np.allclose(ours, theirs, rtol=rtol, atol=rtol * scale, equal_nan=True), (
                 query, ours, theirs)
             exact += ours == theirs
         return exact
@@ -153,4 +153,6 @@ def test_edges_time_zero_cut_windows_and_stamps_near_zero(tf2_driver):
     pair.ask("nowhere", "odom", NS, NS)
     pair.ask("base", "nowhere", NS, NS)
     pair.ask("base", "thing", NS, NS)
-    pair.compare(tf2_driver)
+    # Windows of 10 µs divide the lookups' last-bit differences (the kernel's interpolation
+    # ratio is rounded as num * (1 / span), tf2's as num / span) by 1e-5 s.
+    pair.compare(tf2_driver, rtol=1e-9)
