@@ -57,7 +57,6 @@ from .exceptions import (
     TransformException,
 )
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
-from .velocity import lookup_velocity as _lookup_velocity
 from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
@@ -500,18 +499,6 @@ class Buffer(WaitingRequests, BufferCore):
         """How many futures from ``wait_for_transform*_async`` are still waiting."""
         with self._lock:
             return sum(len(request.futures) for request in self._requests.values())
-
-    # -- velocity --------------------------------------------------------------------------
-
-    def lookup_velocity(self, *args, **kwargs):
-        """``BufferCore.lookup_velocity`` under the lock (all its lookups see one state)."""
-        with self._lock:
-            return _lookup_velocity(self, *args, **kwargs)
-
-    def lookup_velocities(self, *args, **kwargs):
-        """``BufferCore.lookup_velocities`` under the lock."""
-        with self._lock:
-            return BufferCore.lookup_velocities(self, *args, **kwargs)
 
     # -- clearing --------------------------------------------------------------------------
 

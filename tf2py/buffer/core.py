@@ -37,7 +37,7 @@ from .exceptions import InvalidArgumentException, TransformException
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
-from .velocity import lookup_velocity as _lookup_velocity
+from .velocity_arguments import lookup_velocities as _lookup_velocities, velocity_arguments
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -538,24 +538,25 @@ class BufferCore(_kernel_ext.Kernel):
             return "[]"
         return frames_as_yaml(self.frames_info())
 
-    def lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
-                        reference_frame=None, reference_point=(0.0, 0.0, 0.0),
-                        reference_point_frame=None):
-        """tf2's lookupVelocity: the twist of ``tracking_frame`` seen from
-        ``observation_frame`` (a ``VelocityStamped``); see ``tf2py.buffer.velocity``."""
-        return _lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
-                               reference_frame, reference_point, reference_point_frame)
+    # lookup_velocity(tracking_frame, observation_frame, time, averaging_interval,
+    # reference_frame=None, reference_point=(0, 0, 0), reference_point_frame=None,
+    # tf2_compatible=False) is the kernel's own method (inherited; _kernel/velocity.hpp):
+    # the VelocityStamped of tracking_frame seen from observation_frame (API.md "Velocity").
 
-    def lookup_velocities(self, tracking_frame, observation_frame, times, averaging_interval,
-                          reference_frame=None, reference_point=(0.0, 0.0, 0.0),
-                          reference_point_frame=None):
-        """Batch ``lookup_velocity`` over N times: ``(stamps_ns (N,), twists (N, 6))``; see
-        ``tf2py.buffer.velocity.lookup_velocities``."""
-        from .velocity import lookup_velocities
+    def _lookup_velocity_slow(self, *arguments: Any) -> Any:
+        """``lookup_velocity`` for arguments the kernel does not take as they are."""
+        return self._k_lookup_velocity(*velocity_arguments(*arguments))
 
-        return lookup_velocities(self, tracking_frame, observation_frame, times,
-                                 averaging_interval, reference_frame, reference_point,
-                                 reference_point_frame)
+    def lookup_velocities(
+        self, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,
+        reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
+        reference_point_frame: str | None = None, tf2_compatible: bool = False,
+    ) -> np.ndarray:
+        """Batch ``lookup_velocity`` over N times (seconds or Times): ``(N, 6)`` rows
+        (linear x, y, z in units/s, angular x, y, z in rad/s), in one kernel call."""
+        return _lookup_velocities(self, tracking_frame, observation_frame, times, averaging_interval,
+                                  reference_frame, reference_point, reference_point_frame,
+                                  tf2_compatible)
 
 
 # The kernel's set_transform calls a subclass's _notify_new_data, never this empty one.

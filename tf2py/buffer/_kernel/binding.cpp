@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernel.hpp"
+#include "velocity.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -58,6 +59,7 @@ class PyKernel {
     }
 
     PyKernel(const PyKernel&) = delete;
+    friend struct VelocityBinding;
     PyKernel& operator=(const PyKernel&) = delete;
 
     int64_t cache_time() const { return k_.cache_time(); }
@@ -552,6 +554,7 @@ class PyKernel {
 };
 
 #include "py_extras.hpp"
+#include "py_velocity.hpp"
 
 }  // namespace
 
@@ -657,6 +660,8 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_memory_bytes", &PyKernel::memory_bytes)
         .def("_k_clear", &PyKernel::clear)
         .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
+
+    VelocityBinding::bind(m);
 
     nb::class_<RLock>(m, "RLock", "A re-entrant lock (threading.RLock's behaviour) the kernel takes itself.")
         .def(nb::init<>())

@@ -151,9 +151,10 @@ inline void canonical_sign(double* q) {
     }
 }
 
-// Row-major 4x4 homogeneous matrix (scale 2/|q|², as tf2's setRotation).
-inline void to_matrix(const Pose& p, double* m) {
-    const double x = p.q[0], y = p.q[1], z = p.q[2], w = p.q[3];
+// The rotation matrix of a quaternion, row-major 3x3: tf2's Matrix3x3::setRotation,
+// operation for operation (scale 2/|q|²).
+inline void basis_of(const double* q, double* m) {
+    const double x = q[0], y = q[1], z = q[2], w = q[3];
     const double n = x * x + y * y + z * z + w * w;
     const double s = n > 0.0 ? 2.0 / n : 0.0;
     const double xs = x * s, ys = y * s, zs = z * s;
@@ -163,19 +164,132 @@ inline void to_matrix(const Pose& p, double* m) {
     m[0] = 1.0 - (yy + zz);
     m[1] = xy - wz;
     m[2] = xz + wy;
-    m[3] = p.t[0];
-    m[4] = xy + wz;
-    m[5] = 1.0 - (xx + zz);
-    m[6] = yz - wx;
-    m[7] = p.t[1];
-    m[8] = xz - wy;
-    m[9] = yz + wx;
-    m[10] = 1.0 - (xx + yy);
-    m[11] = p.t[2];
+    m[3] = xy + wz;
+    m[4] = 1.0 - (xx + zz);
+    m[5] = yz - wx;
+    m[6] = xz - wy;
+    m[7] = yz + wx;
+    m[8] = 1.0 - (xx + yy);
+}
+
+// Row-major 4x4 homogeneous matrix.
+inline void to_matrix(const Pose& p, double* m) {
+    double b[9];
+    basis_of(p.q, b);
+    for (int r = 0; r < 3; ++r) {
+        m[4 * r] = b[3 * r];
+        m[4 * r + 1] = b[3 * r + 1];
+        m[4 * r + 2] = b[3 * r + 2];
+        m[4 * r + 3] = p.t[r];
+    }
     m[12] = 0.0;
     m[13] = 0.0;
     m[14] = 0.0;
     m[15] = 1.0;
+}
+
+// v rotated by the unit quaternion q.
+inline void rotate(const double* q, const double* v, double* out) {
+    const Pose turned = compose(Pose{{0.0, 0.0, 0.0}, {q[0], q[1], q[2], q[3]}}, Pose{{v[0], v[1], v[2]}, {0.0, 0.0, 0.0, 1.0}});
+    out[0] = turned.t[0];
+    out[1] = turned.t[1];
+    out[2] = turned.t[2];
+}
+
+// The rotation from a to b in a's axes, conj(a) b, written so that a == b gives exactly the
+// identity (the products cancel pairwise: no rounding residue to divide by a short interval).
+inline void relative_rotation(const double* a, const double* b, double* out) {
+    out[0] = (a[3] * b[0] - b[3] * a[0]) - (a[1] * b[2] - a[2] * b[1]);
+    out[1] = (a[3] * b[1] - b[3] * a[1]) - (a[2] * b[0] - a[0] * b[2]);
+    out[2] = (a[3] * b[2] - b[3] * a[2]) - (a[0] * b[1] - a[1] * b[0]);
+    out[3] = a[3] * b[3] + a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+// The rotation vector (axis times angle, radians, the angle in [0, pi]) of a unit quaternion.
+inline void rotation_vector(const double* q, double* out) {
+    const double sign = q[3] < 0.0 ? -1.0 : 1.0;  // q and -q: one rotation; the short way
+    const double x = sign * q[0], y = sign * q[1], z = sign * q[2], w = sign * q[3];
+    const double n = std::sqrt(x * x + y * y + z * z);
+    // angle = 2 atan2(n, w); axis = (x, y, z) / n; near n = 0 the ratio tends to 2 / w.
+    const double scale = n > 0.0 ? 2.0 * std::atan2(n, w) / n : (w > 0.0 ? 2.0 / w : 0.0);
+    out[0] = x * scale;
+    out[1] = y * scale;
+    out[2] = z * scale;
+}
+
+// ---- tf2's LinearMath on 3x3 matrices (row-major) and vectors, operation for operation
+// (tf2/LinearMath/Matrix3x3.h, Quaternion.h, Vector3.h): what lookup_velocity's
+// tf2_compatible answer is computed with, so that it rounds as tf2 does.
+
+// Matrix3x3 * Vector3: each row dotted with v.
+inline void basis_apply(const double* m, const double* v, double* out) {
+    out[0] = m[0] * v[0] + m[1] * v[1] + m[2] * v[2];
+    out[1] = m[3] * v[0] + m[4] * v[1] + m[5] * v[2];
+    out[2] = m[6] * v[0] + m[7] * v[1] + m[8] * v[2];
+}
+
+// Matrix3x3 * Matrix3x3.
+inline void basis_product(const double* a, const double* b, double* out) {
+    for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) out[3 * r + c] = a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c];
+    }
+}
+
+// Matrix3x3::inverse: cofactors over the determinant (not the transpose).
+inline void basis_inverse(const double* m, double* out) {
+    auto cofac = [m](int r1, int c1, int r2, int c2) { return m[3 * r1 + c1] * m[3 * r2 + c2] - m[3 * r1 + c2] * m[3 * r2 + c1]; };
+    const double co0 = cofac(1, 1, 2, 2), co1 = cofac(1, 2, 2, 0), co2 = cofac(1, 0, 2, 1);
+    const double s = 1.0 / (m[0] * co0 + m[1] * co1 + m[2] * co2);
+    out[0] = co0 * s;
+    out[1] = cofac(0, 2, 2, 1) * s;
+    out[2] = cofac(0, 1, 1, 2) * s;
+    out[3] = co1 * s;
+    out[4] = cofac(0, 0, 2, 2) * s;
+    out[5] = cofac(0, 2, 1, 0) * s;
+    out[6] = co2 * s;
+    out[7] = cofac(0, 1, 2, 0) * s;
+    out[8] = cofac(0, 0, 1, 1) * s;
+}
+
+// Matrix3x3::getRotation (Shepperd's method): the quaternion (x, y, z, w) of a matrix.
+inline void basis_rotation(const double* m, double* q) {
+    const double trace = m[0] + m[4] + m[8];
+    if (trace > 0.0) {
+        double s = std::sqrt(trace + 1.0);
+        q[3] = s * 0.5;
+        s = 0.5 / s;
+        q[0] = (m[7] - m[5]) * s;
+        q[1] = (m[2] - m[6]) * s;
+        q[2] = (m[3] - m[1]) * s;
+        return;
+    }
+    const int i = m[0] < m[4] ? (m[4] < m[8] ? 2 : 1) : (m[0] < m[8] ? 2 : 0);
+    const int j = (i + 1) % 3;
+    const int k = (i + 2) % 3;
+    double s = std::sqrt(m[4 * i] - m[4 * j] - m[4 * k] + 1.0);
+    q[i] = s * 0.5;
+    s = 0.5 / s;
+    q[3] = (m[3 * k + j] - m[3 * j + k]) * s;
+    q[j] = (m[3 * j + i] + m[3 * i + j]) * s;
+    q[k] = (m[3 * k + i] + m[3 * i + k]) * s;
+}
+
+// Quaternion::getAxis and getAngle: angle = 2 acos(w) (w clamped to [-1, 1]: in [0, 2 pi]);
+// the axis (1, 0, 0) when 1 - w² < 10 DBL_EPSILON (tf2's guard against dividing by zero).
+inline void axis_angle(const double* q, double* axis, double& angle) {
+    const double w = q[3];
+    angle = 2.0 * std::acos(w < -1.0 ? -1.0 : (w > 1.0 ? 1.0 : w));
+    const double s_squared = 1.0 - w * w;  // tf2Pow(w, 2.0): exact, as w * w
+    if (s_squared < 10.0 * 2.220446049250313e-16) {
+        axis[0] = 1.0;
+        axis[1] = 0.0;
+        axis[2] = 0.0;
+        return;
+    }
+    const double s = std::sqrt(s_squared);
+    axis[0] = q[0] / s;
+    axis[1] = q[1] / s;
+    axis[2] = q[2] / s;
 }
 
 }  // namespace tf2k

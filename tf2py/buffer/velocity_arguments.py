@@ -1,0 +1,165 @@
+"""The arguments of ``lookup_velocity`` and ``lookup_velocities``: checked, converted, and
+their errors worded.
+
+The velocity itself is computed in the kernel (``_kernel/velocity.hpp``, both the physical
+answer and ``tf2_compatible``). ``BufferCore.lookup_velocity`` is the kernel's own method: it
+comes here (``velocity_arguments``) only for arguments it does not take as they are, and the
+batch form (``lookup_velocities``) converts its times here before one kernel call.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _kernel_ext
+from . import errors, time as times
+from .errors import STAMP_MAX, STAMP_MIN
+from .exceptions import InvalidArgumentException
+from .messages import Twist, VelocityStamped
+from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+
+__all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocities"]
+
+# (errors.py and time.py are not annotated: typed names for what is used here)
+frame_error: Callable[..., Exception] = errors.frame_error
+query_error: Callable[..., Exception] = errors.query_error
+times_to_nanoseconds: Callable[[Any], tuple[np.ndarray, dict[int, int]]] = times.times_to_nanoseconds
+
+# The kernel builds VelocityStamped messages straight into these classes' slots.
+_kernel_ext.set_velocity_types(VelocityStamped, Twist, Duration)
+
+
+class ReferencePointError(InvalidArgumentException, ValueError):
+    """``reference_point`` is not 3 finite numbers (an invalid argument, and a ValueError)."""
+
+
+def _frame(name: Any, argument: str) -> str:
+    if not isinstance(name, str):
+        raise frame_error(name, argument, "lookupVelocity")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentException(
+            "Invalid argument %r passed to lookupVelocity argument %s - frame ids must be valid "
+            "text (this one holds a lone surrogate)" % (name, argument)
+        ) from None
+    return name
+
+
+def _interval_ns(averaging_interval: Any) -> int:
+    if isinstance(averaging_interval, Time):
+        raise InvalidArgumentException(
+            "averaging_interval must be a Duration or a number of seconds, got the Time %r"
+            % (averaging_interval,)
+        )
+    try:
+        ns = duration_to_nanoseconds(averaging_interval, "averaging_interval")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException("averaging_interval: %s" % exc) from None
+    if ns <= 0:
+        raise InvalidArgumentException(
+            "averaging_interval must be a positive duration, got %r (%d ns)" % (averaging_interval, ns)
+        )
+    if ns > STAMP_MAX:
+        raise InvalidArgumentException(
+            "averaging_interval must fit in 64-bit nanoseconds, got %r" % (averaging_interval,)
+        )
+    return ns
+
+
+def _point(reference_point: Any) -> tuple[float, float, float]:
+    if isinstance(reference_point, (str, bytes)):
+        raise ReferencePointError("reference_point must be 3 numbers (x, y, z), got %r" % (reference_point,))
+    try:
+        values = list(reference_point)
+    except TypeError:
+        raise ReferencePointError(
+            "reference_point must be 3 numbers (x, y, z), got %r" % (reference_point,)
+        ) from None
+    if len(values) != 3:
+        raise ReferencePointError(
+            "reference_point must be 3 numbers (x, y, z), got %d: %r" % (len(values), reference_point)
+        )
+    out = []
+    for v in values:
+        if isinstance(v, (bool, np.bool_, str, bytes)):
+            raise ReferencePointError("reference_point holds %r, not a number" % (v,))
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ReferencePointError("reference_point holds %r, not a number" % (v,)) from None
+        if not math.isfinite(f):
+            raise ReferencePointError("reference_point must be finite, got %r" % (reference_point,))
+        out.append(f)
+    return out[0], out[1], out[2]
+
+
+def _flag(tf2_compatible: Any) -> bool:
+    if not isinstance(tf2_compatible, (bool, np.bool_)):
+        raise InvalidArgumentException("tf2_compatible must be a bool, got %r" % (tf2_compatible,))
+    return bool(tf2_compatible)
+
+
+def _common(
+    tracking_frame: Any, observation_frame: Any, averaging_interval: Any, reference_frame: Any,
+    reference_point: Any, reference_point_frame: Any, tf2_compatible: Any,
+) -> tuple[str, str, str, str, int, tuple[float, float, float], bool]:
+    tracking = _frame(tracking_frame, "tracking_frame")
+    observation = _frame(observation_frame, "observation_frame")
+    reference = observation if reference_frame is None else _frame(reference_frame, "reference_frame")
+    point_frame = (
+        tracking if reference_point_frame is None
+        else _frame(reference_point_frame, "reference_point_frame")
+    )
+    interval = _interval_ns(averaging_interval)
+    return (tracking, observation, reference, point_frame, interval, _point(reference_point),
+            _flag(tf2_compatible))
+
+
+def velocity_arguments(
+    tracking_frame: Any, observation_frame: Any, time: Any, averaging_interval: Any,
+    reference_frame: Any, reference_point: Any, reference_point_frame: Any, tf2_compatible: Any,
+) -> tuple[str, str, str, str, int, int, float, float, float, bool]:
+    """``lookup_velocity``'s arguments as the kernel's checked call takes them: ``(tracking,
+    observation, reference, point_frame, time_ns, interval_ns, px, py, pz, tf2_compatible)``.
+    ``InvalidArgumentException`` (tf2's type for what can never be valid) names a bad one;
+    a time beyond 64-bit nanoseconds is taken as the nearest end."""
+    tracking, observation, reference, point_frame, interval, point, flag = _common(
+        tracking_frame, observation_frame, averaging_interval, reference_frame, reference_point,
+        reference_point_frame, tf2_compatible,
+    )
+    try:
+        t = to_nanoseconds(time, "time")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException(str(exc)) from None
+    t = STAMP_MAX if t > STAMP_MAX else STAMP_MIN if t < STAMP_MIN else t
+    return (tracking, observation, reference, point_frame, t, interval, *point, flag)
+
+
+def lookup_velocities(
+    core: Any, tracking_frame: Any, observation_frame: Any, times: Any, averaging_interval: Any,
+    reference_frame: Any = None, reference_point: Any = (0.0, 0.0, 0.0),
+    reference_point_frame: Any = None, tf2_compatible: Any = False,
+) -> np.ndarray:
+    """``lookup_velocity`` at N times in one kernel call: ``(N, 6)`` rows (linear x, y, z,
+    angular x, y, z), the values ``lookup_velocity`` gives at each time. Raises what
+    ``lookup_velocity`` raises, for the first time (in the order given) that fails."""
+    tracking, observation, reference, point_frame, interval, point, flag = _common(
+        tracking_frame, observation_frame, averaging_interval, reference_frame, reference_point,
+        reference_point_frame, tf2_compatible,
+    )
+    try:
+        ns = np.ascontiguousarray(times_to_nanoseconds(times)[0], dtype=np.int64)  # beyond int64: nearest end
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException("lookup_velocities: %s" % exc) from None
+    try:
+        rows: np.ndarray = core._k_lookup_velocities(
+            tracking, observation, reference, point_frame, ns, interval, *point, flag
+        )
+    except _kernel_ext.KernelError as exc:
+        error = exc.args
+        raise query_error(core, error, (error[6], error[5])) from None
+    return rows
