@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,7 +64,7 @@ def child_receive(address: str, count: int) -> None:
     buffer = Buffer()
     latencies: list[int] = []
 
-    def on_batch(batch) -> None:
+    def on_batch(batch: Any) -> None:
         now = time.time_ns()
         arrays = batch.arrays
         buffer.set_transforms(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values,
