@@ -29,6 +29,7 @@ COMMANDS = [
     ("foxglove", "foxglove"),
     ("bridge", "bridge"),
     ("router", "router"),
+    ("fleet", "fleet"),
 ]
 
 
