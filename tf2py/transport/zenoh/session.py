@@ -86,7 +86,7 @@ def _endpoints(value: Any, mode: str) -> list[str]:
 def _loopback_listen(locator: str) -> str | None:
     host = locator.split("/", 1)[1].rsplit(":", 1)[0]
     if host in _LOOPBACK_HOSTS:
-        return f"{locator.split('/', 1)[0]}/{host}:0"
+        return f"tcp/{host}:0"  # an unkeyed peer: plain loopback (TLS would need keys)
     return None
 
 
