@@ -53,7 +53,6 @@ from fault_support import (  # noqa: E402  (bench/ is the script's folder)
     row,
     rss_mb,
     stalled_sub,
-    status_kb,
     subscribe_endpoint,
     wait,
     watch_peak,

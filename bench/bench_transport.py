@@ -18,7 +18,6 @@ Sections:
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time

@@ -11,7 +11,11 @@ import time
 
 import zmq
 
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
 from tf2py.transport.zmq import core as core_module
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PY = sys.executable
 MB = 1024 * 1024

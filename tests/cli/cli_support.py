@@ -36,7 +36,7 @@ def free_bus_address() -> str:
 def start_core(spawn, tf2py_command) -> str:
     """Start `tf2py core` on free ports; its address once it says it is ready."""
     proc = spawn([*tf2py_command, "core", "--address", "tcp://127.0.0.1:0"])
-    line = proc.wait_for_line("ready at ")
+    line = proc.wait_for_line("ready at ", timeout=120)
     return line.split("ready at ", 1)[1].strip()
 
 

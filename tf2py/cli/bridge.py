@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+
 NAME = "bridge"
 HELP = ("relay /tf and /tf_static from one bus to another, any schemes, e.g. "
         "`tf2py bridge ros2:// tcp://127.0.0.1:7400` or `ros2:// zenoh://` "
         "(statics stay latched)")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="FROM",
                         help="the bus to read: tcp://HOST:PORT (a tf2py core), ros2://[DOMAIN] or "
                              "zenoh://[LOCATOR][?namespace=...]")
@@ -25,7 +27,7 @@ def _same_bus(a: str, b: str) -> bool:
     return a.strip() == b.strip()
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import sys
     import threading
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 NAME = "core"
 HELP = "run the bus (broadcasters and listeners meet here)"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address",
         metavar="ADDRESS",
@@ -17,7 +19,7 @@ def configure(parser) -> None:
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 

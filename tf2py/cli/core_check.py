@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 CONNECT_TIMEOUT_S = 3.0
 
 
-def statics_echoed(core, static_broadcaster, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+def statics_echoed(core: str | None, static_broadcaster: Any,
+                   timeout: float = CONNECT_TIMEOUT_S) -> bool:
     """True once the statics already sent by ``static_broadcaster`` come back from the core
     at ``core``; False if they do not within ``timeout`` seconds."""
     from ..transport.listener import TransformSubscriber
@@ -31,7 +33,7 @@ def statics_echoed(core, static_broadcaster, timeout: float = CONNECT_TIMEOUT_S)
     echoed = threading.Event()
     authority = static_broadcaster.authority
 
-    def on_batch(batch):
+    def on_batch(batch: Any) -> None:
         if batch.is_static and batch.authority == authority:
             echoed.set()
 

@@ -7,12 +7,14 @@ latest time at which the whole chain is known).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import sys
 import time
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
 
 NAME = "echo"
@@ -20,7 +22,7 @@ _LONGEST_SLEEP_S = 3600.0  # time.sleep refuses far longer waits (a rate of 1e-1
 HELP = "print a transform repeatedly, as ROS 2 tf2_echo does"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target_frame", metavar="TARGET",
                         help="the frame the transform maps into (tf2_echo's first argument)")
     parser.add_argument("source_frame", metavar="SOURCE",
@@ -70,7 +72,7 @@ def _cell(value: float) -> str:
     return f"{value:.3f}"
 
 
-def euler_ypr(matrix) -> tuple[float, float, float]:
+def euler_ypr(matrix: Any) -> tuple[float, float, float]:
     """(roll, pitch, yaw) in radians of a 3x3 rotation matrix, as tf2's Matrix3x3::getEulerYPR
     (first solution), so that the RPY lines match tf2_echo digit for digit."""
     m20 = float(matrix[2][0])
@@ -85,7 +87,7 @@ def euler_ypr(matrix) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
-def format_block(transform) -> str:
+def format_block(transform: Any) -> str:
     """tf2_echo's block for a TransformStamped: At time, Translation, Quaternion, RPY in
     radians and degrees, and the 4x4 matrix (3 decimals; matrix cells 6 wide).
 
@@ -113,12 +115,17 @@ def format_block(transform) -> str:
 class _LocalSource:
     """Lookups on a Buffer filled by a TransformListener on the bus."""
 
-    def __init__(self, core, clock=None):
+    def __init__(self, core: str | None, clock: Any = None) -> None:
         from ..buffer.buffer import Buffer
         from ..transport.address import core_address
         from ..transport.listener import TransformListener
 
-        self.where = f"the core at {core_address(core)}"
+        from ..transport.interface import is_ros2
+
+        self.where = (f"the ROS 2 graph at {core_address(core)}" if is_ros2(core) else
+                      f"the core at {core_address(core)}")
+        self.core = core
+        self._no_data_hint: str | None = None
         # With --use-sim-time: forget the data when the bus's /clock jumps back (a looping bag).
         self.buffer = Buffer(clock=clock) if clock is not None else Buffer()
         try:
@@ -126,7 +133,7 @@ class _LocalSource:
         except ValueError as exc:  # a malformed address
             raise CommandError(str(exc), 2) from None
 
-    def wait(self, target_frame, source_frame, timeout):
+    def wait(self, target_frame: str, source_frame: str, timeout: float) -> str | None:
         """None once the transform is available, else tf2's reason why not (after waiting up
         to ``timeout`` seconds for it)."""
         if self.buffer.can_transform(target_frame, source_frame, 0, timeout=timeout):
@@ -145,7 +152,7 @@ class _LocalSource:
             return str(exc)
         return None
 
-    def _suggest(self, reason: str, target_frame, source_frame) -> str:
+    def _suggest(self, reason: str, target_frame: str, source_frame: str) -> str:
         """tf2's canTransform reason, with "Did you mean ...?" appended for a frame that does
         not exist but is close to one that does (a typo)."""
         if not reason.endswith("frame does not exist"):
@@ -160,7 +167,7 @@ class _LocalSource:
                     return f"{reason}. {sentence}"
         return reason
 
-    def lookup(self, target_frame, source_frame):
+    def lookup(self, target_frame: str, source_frame: str) -> Any:
         return self.buffer.lookup_transform(target_frame, source_frame, 0)
 
     def failure_details(self) -> str:
@@ -168,26 +175,29 @@ class _LocalSource:
 
     def hint(self) -> str:
         if not self.buffer.get_frames():
-            return " (no transforms received at all: is `tf2py core` running there, and is " \
-                   "anything broadcasting?)"
+            return f" (no transforms received at all: {self.no_data_hint()})"
         return ""
+
+    def no_data_hint(self) -> str:
+        if self._no_data_hint is None:  # asked once: it may try a handshake with the core
+            self._no_data_hint = no_data_hint(self.core)
+        return self._no_data_hint
 
     def silence(self, seconds: float) -> str | None:
         """The one-time notice that nothing at all has arrived, or None."""
         if self.buffer.get_frames():
             return None
         return (f"tf2py echo: no transforms received at all from {self.where} in "
-                f"{seconds:.0f} s: is `tf2py core` running there, and is anything "
-                "broadcasting?")
+                f"{seconds:.0f} s: {self.no_data_hint()}")
 
-    def close(self):
+    def close(self) -> None:
         self.listener.close()
 
 
 class _ServerSource:
     """Lookups through a BufferClient on a buffer server."""
 
-    def __init__(self, address):
+    def __init__(self, address: str | None) -> None:
         import zmq
 
         from ..server.client import BufferClient
@@ -197,11 +207,11 @@ class _ServerSource:
         self.where = f"the buffer server at {self.address}"
         self.answered = False
         try:
-            self.client = BufferClient(self.address, timeout_padding=1.0)
+            self.client: Any = BufferClient(self.address, timeout_padding=1.0)
         except (ValueError, zmq.ZMQError) as exc:  # a malformed address (ZeroMQ refuses it)
             raise CommandError(f"invalid address {self.address!r}: {exc}", 2) from None
 
-    def wait(self, target_frame, source_frame, timeout):
+    def wait(self, target_frame: str, source_frame: str, timeout: float) -> str | None:
         from ..buffer.exceptions import TimeoutException, TransformException
 
         try:
@@ -216,7 +226,7 @@ class _ServerSource:
             self.answered = True
             return str(exc)
 
-    def lookup(self, target_frame, source_frame):
+    def lookup(self, target_frame: str, source_frame: str) -> Any:
         return self.client.lookup_transform(target_frame, source_frame, 0, timeout=0.0)
 
     def failure_details(self) -> str:
@@ -233,7 +243,7 @@ class _ServerSource:
         return (f"tf2py echo: no answer at all from {self.where} in {seconds:.0f} s: is "
                 "`tf2py server` running there?")
 
-    def close(self):
+    def close(self) -> None:
         self.client.close()
 
 
@@ -253,8 +263,9 @@ def check_frame_id(frame: str, which: str) -> None:
 SILENCE_NOTICE_S = 3.0
 
 
-def wait_until_available(source, target_frame, source_frame, deadline, timeout_text,
-                         period=1.0) -> None:
+def wait_until_available(source: Any, target_frame: str, source_frame: str,
+                         deadline: float | None,
+                         timeout_text: str, period: float = 1.0) -> None:
     """Return once ``source`` can look the transform up; meanwhile print tf2_echo's waiting
     line with tf2's reason, at most once per ``period`` seconds even when the source answers
     at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s).
@@ -287,7 +298,7 @@ def wait_until_available(source, target_frame, source_frame, deadline, timeout_t
             time.sleep(remaining)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.rate is not None and args.echo_rate is not None:
         raise CommandError("give the rate once: as the third argument or as --rate", 2)
     rate = parse_rate(args.rate or args.echo_rate or "1.0")

@@ -4,28 +4,30 @@ several unconnected trees (lookups between them fail with ConnectivityException)
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
 HELP = "list the frames on the bus as a tree, with parents, broadcasters, rates and ages"
 
 
-def add_wait_time_argument(parser, default: float) -> None:
+def add_wait_time_argument(parser: argparse.ArgumentParser, default: float) -> None:
     parser.add_argument("-t", "--wait-time", metavar="S", default=str(default),
                         help=f"seconds to listen before reporting (default {default})")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     add_wait_time_argument(parser, 2.0)
     parse_core_argument(parser)
     add_use_sim_time_argument(parser)
 
 
-def wait_time_of(args) -> float:
+def wait_time_of(args: argparse.Namespace) -> float:
     try:
         value = number(args.wait_time)
     except ValueError:
@@ -36,7 +38,7 @@ def wait_time_of(args) -> float:
     return value
 
 
-def listen(core, wait_time: float, clock=None):
+def listen(core: str | None, wait_time: float, clock: Any = None) -> Any:
     """A Buffer filled by listening to the bus at ``core`` for ``wait_time`` seconds (that
     forgets what it heard before a backward jump of ``clock``, if given)."""
     from ..buffer.buffer import Buffer
@@ -54,7 +56,7 @@ def listen(core, wait_time: float, clock=None):
     return buffer
 
 
-def frame_trees(info: dict) -> tuple[list[str], dict[str, list[str]], list[str]]:
+def frame_trees(info: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """``(roots, children, looped)`` of the frame graph in ``frames_info()`` form: roots are
     parents that are not children themselves (sorted), children maps a frame to its sorted
     child frames, looped lists frames that never reach a root (a loop in the tree)."""
@@ -76,7 +78,7 @@ def frame_trees(info: dict) -> tuple[list[str], dict[str, list[str]], list[str]]
     return roots, children, looped
 
 
-def _edge_text(entry: dict, now_ns: int) -> str:
+def _edge_text(entry: dict[str, Any], now_ns: int) -> str:
     parts = [f"parent {entry['parent']}", f"broadcaster {entry['broadcaster']}"]
     if entry.get("is_static"):
         parts.append("static")
@@ -87,12 +89,12 @@ def _edge_text(entry: dict, now_ns: int) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def format_tree(info: dict, now_ns: int) -> str:
+def format_tree(info: dict[str, Any], now_ns: int) -> str:
     """The indented tree of ``frames_info()``, roots at the left margin, and the alerts."""
     roots, children, looped = frame_trees(info)
     lines: list[str] = []
 
-    def walk(frame: str, prefix: str, last: bool, depth: int):
+    def walk(frame: str, prefix: str, last: bool, depth: int) -> None:
         if depth == 0:
             lines.append(frame)
             child_prefix = ""
@@ -120,7 +122,7 @@ def format_tree(info: dict, now_ns: int) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..transport.address import core_address
 
     wait_time = wait_time_of(args)
@@ -136,8 +138,8 @@ def run(args) -> int:
     require_time(clock, where, wait_time)
     if not info:
         raise CommandError(
-            f"no tf data received from the core at {where} in {wait_time:g} s (is `tf2py core` "
-            "running there, and is anything broadcasting?)"
+            f"no tf data received from {bus_name(args.core)} in {wait_time:g} s "
+            f"({no_data_hint(args.core)})"
         )
     n = len(info)
     print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {wait_time:g} s:")

@@ -3,11 +3,15 @@ certificates for zenoh:// when the zenoh extra is installed)."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+from typing import Any
+
 NAME = "keygen"
 HELP = "make the keys for an authenticated site"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Make a keys folder for one site: every core, server, broadcaster and listener given "
         "--keys DIR (or TF2PY_KEYS=DIR) encrypts and authenticates its traffic, and refuses "
@@ -20,7 +24,7 @@ def configure(parser) -> None:
         help="add an authorised identity NAME: writes DIR/NAME/ and DIR/authorized/NAME.key")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from tf2py.cli.common import CommandError
     from tf2py.transport.keys import KeysError, add_identity, create_site
 
@@ -41,7 +45,7 @@ def run(args) -> int:
     return 0
 
 
-def _zenoh_tls(make) -> str:
+def _zenoh_tls(make: Callable[[Any], object]) -> str:
     """Make the TLS part (keys on zenoh://) with ``make(tls module)``; the words to add to the
     report, or a note when the zenoh extra (its ``cryptography``) is missing."""
     from tf2py.transport.zenoh import tls

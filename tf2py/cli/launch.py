@@ -15,12 +15,14 @@ dropped instead of failing, so the stop goes on.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from .common import CommandError, number
 
@@ -47,7 +49,7 @@ launch file (YAML, in the style of ROS 2 launch YAML):
 """
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     import argparse
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -63,7 +65,7 @@ def configure(parser) -> None:
                         help="check the file and print what would run, without starting anything")
 
 
-def take_extra_arguments(args, extra: list) -> list:
+def take_extra_arguments(args: argparse.Namespace, extra: list[str]) -> list[str]:
     """``NAME:=VALUE`` words argparse left over (given after an option, e.g. ``launch FILE
     --check rate:=5``) join ``args.arguments``; the rest is returned (unrecognised)."""
     rest = []
@@ -82,7 +84,7 @@ class _Output:
     stdout that has gone (closed terminal: EIO; closed pipe) drops the lines: launch must go
     on stopping its children, not fail on a message."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.stream = sys.stdout.buffer
         self.gone = False
@@ -104,11 +106,11 @@ class _Output:
 class _Child:
     """One process of the launch file, across its respawns."""
 
-    def __init__(self, spec, output: _Output, watchdog=None):
+    def __init__(self, spec: Any, output: _Output, watchdog: Any = None) -> None:
         self.spec = spec
         self.output = output
         self.watchdog = watchdog
-        self.popen: subprocess.Popen | None = None
+        self.popen: Any = None  # subprocess.Popen once started
         self.reader: threading.Thread | None = None
         self.respawn_at: float | None = None
         self.killed = False
@@ -144,7 +146,7 @@ class _Child:
                                        name=f"launch-output-{self.spec.name}")
         self.reader.start()
 
-    def _read(self, popen) -> None:
+    def _read(self, popen: Any) -> None:
         for line in iter(popen.stdout.readline, b""):
             self.output.line(self.spec.name, line)
         popen.stdout.close()
@@ -153,12 +155,12 @@ class _Child:
         """The exit code once the process has ended (its output drained), else None."""
         if self.popen is None:
             return None
-        rc = self.popen.poll()
+        rc: int | None = self.popen.poll()
         if rc is not None and self.reader is not None:
             self.reader.join(timeout=1.0)
         return rc
 
-    def signal(self, sig) -> None:
+    def signal(self, sig: int) -> None:
         """Signal the child's process group (it leads its own), never anything else."""
         if self.popen is None:
             return
@@ -198,7 +200,7 @@ for line in sys.stdin.buffer:  # until launch's end of the pipe closes, however 
     else:
         groups.discard(pgid)
 
-def alive(pgid):
+def alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -227,7 +229,7 @@ class _Watchdog:
     it (SIGKILL): see the module doc."""
 
     def __init__(self, grace: float):
-        self.popen = subprocess.Popen(
+        self.popen: Any = subprocess.Popen(
             [sys.executable, "-c", _WATCHDOG, repr(min(grace, 5.0))],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
@@ -258,9 +260,9 @@ class _Watchdog:
 
 
 class _Launch:
-    def __init__(self, specs, grace: float):
+    def __init__(self, specs: list[Any], grace: float) -> None:
         self.output = _Output()
-        self.watchdog = None
+        self.watchdog: _Watchdog | None = None
         self.children = [_Child(spec, self.output) for spec in specs]
         self.grace = grace
         self.failed = False
@@ -268,7 +270,7 @@ class _Launch:
         self.stop_requests = 0
         self.stop_reason = ""
 
-    def _on_signal(self, signum, frame):
+    def _on_signal(self, signum: int, frame: Any) -> None:
         self.stop_requests += 1
         if not self.stop_reason:
             self.stop_reason = f"{signal.Signals(signum).name} received"
@@ -383,7 +385,7 @@ class _Launch:
                 self.output.say(child.describe_exit(child.popen.returncode, asked_to_stop=True))
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from .launch_file import LaunchFileError, load, parse_arguments
 
     try:

@@ -45,9 +45,13 @@ import shlex
 import shutil
 import stat
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
+
+from .common import cut
 
 __all__ = ["LaunchFileError", "ProcessSpec", "load", "parse_arguments"]
 
@@ -66,7 +70,7 @@ _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 MAX_LAUNCH_FILE_BYTES = 1024 * 1024
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -78,8 +82,11 @@ class LaunchFileError(Exception):
     def __init__(self, path: str, line: int | None, problem: str):
         self.path = path
         self.line = line
+        # One line, with the file's own text (which may be anything: tf2py launch /etc/passwd)
+        # quoted at most a few lines long.
+        problem = cut(problem, 300)
         self.problem = problem
-        where = f"{path}:{line}" if line is not None else path
+        where = f"{cut(str(path), 200)}:{line}" if line is not None else cut(str(path), 200)
         super().__init__(f"{where}: {problem}")
 
 
@@ -97,7 +104,7 @@ class ProcessSpec:
     line: int = 0
 
 
-def parse_arguments(items) -> dict[str, str]:
+def parse_arguments(items: Iterable[str]) -> dict[str, str]:
     """``NAME:=VALUE`` command-line overrides of launch arguments, as ``ros2 launch`` takes."""
     values = {}
     for item in items:
@@ -115,13 +122,13 @@ class _Parser:
         self.variables: dict[str, str] = {}
         self.dirname = os.path.dirname(os.path.abspath(path))
 
-    def error(self, node, problem: str) -> LaunchFileError:
+    def error(self, node: Any, problem: str) -> LaunchFileError:
         line = node.start_mark.line + 1 if node is not None else None
         return LaunchFileError(self.path, line, problem)
 
     # -- scalars -------------------------------------------------------------------------
-    def substitute(self, node, text: str) -> str:
-        def replace(match):
+    def substitute(self, node: Any, text: str) -> str:
+        def replace(match: re.Match[str]) -> str:
             words = match.group(1).split()
             if not words:
                 raise self.error(node, f"empty substitution {match.group(0)!r}")
@@ -154,7 +161,7 @@ class _Parser:
 
         return _SUBSTITUTION.sub(replace, text)
 
-    def scalar(self, node, what: str, substitute: bool = True):
+    def scalar(self, node: Any, what: str, substitute: bool = True) -> Any:
         if not isinstance(node, yaml.ScalarNode):
             raise self.error(node, f"{what} must be a single value, not a "
                              f"{'list' if isinstance(node, yaml.SequenceNode) else 'map'}")
@@ -169,12 +176,12 @@ class _Parser:
             value = self.substitute(node, value)
         return value
 
-    def split_command(self, node, text: str) -> list[str]:
+    def split_command(self, node: Any, text: str) -> list[str]:
         """A cmd string split like a shell would, substitutions made per word afterwards: a
         ``$(var NAME)`` whose value has spaces stays one argument."""
         found = []
 
-        def hide(match):
+        def hide(match: re.Match[str]) -> str:
             found.append(match.group(0))
             return f"\x00{len(found) - 1}\x00"
 
@@ -185,7 +192,7 @@ class _Parser:
         return [self.substitute(node, _PLACEHOLDER.sub(lambda m: found[int(m.group(1))], w))
                 for w in words]
 
-    def string(self, node, what: str, allow_empty: bool = False,
+    def string(self, node: Any, what: str, allow_empty: bool = False,
                substitute: bool = True) -> str:
         value = self.scalar(node, what, substitute)
         if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
@@ -195,7 +202,7 @@ class _Parser:
             raise self.error(node, f"{what} must not be empty")
         return value
 
-    def boolean(self, node, what: str) -> bool:
+    def boolean(self, node: Any, what: str) -> bool:
         value = self.scalar(node, what)
         if isinstance(value, str) and value.lower() in ("true", "false"):
             value = value.lower() == "true"
@@ -203,7 +210,7 @@ class _Parser:
             raise self.error(node, f"{what} must be true or false, got {_describe(value)}")
         return value
 
-    def number(self, node, what: str) -> float:
+    def number(self, node: Any, what: str) -> float:
         value = self.scalar(node, what)
         if isinstance(value, str):
             try:
@@ -217,7 +224,7 @@ class _Parser:
             raise self.error(node, f"{what} must be a finite number, got {value}")
         return value
 
-    def mapping(self, node, what: str) -> dict:
+    def mapping(self, node: Any, what: str) -> dict[str, Any]:
         """``{key: (key_node, value_node)}`` of a YAML map, refusing duplicate keys."""
         if not isinstance(node, yaml.MappingNode):
             raise self.error(node, f"{what} must be a map of keys to values, got "
@@ -293,7 +300,7 @@ class _Parser:
                              "static_transform")
         return specs
 
-    def keys(self, body, kind: str, allowed) -> dict:
+    def keys(self, body: Any, kind: str, allowed: Iterable[str]) -> dict[str, Any]:
         fields = self.mapping(body, kind)
         for key, (key_node, _) in fields.items():
             if key not in allowed:
@@ -301,7 +308,7 @@ class _Parser:
                                  f"{', '.join(allowed)}")
         return fields
 
-    def arg(self, body) -> None:
+    def arg(self, body: Any) -> None:
         fields = self.keys(body, "arg", ("name", "default", "description"))
         if "name" not in fields:
             raise self.error(body, "arg needs a 'name'")
@@ -315,7 +322,7 @@ class _Parser:
             raise self.error(body, f"arg {name!r} has no default; give one or pass "
                              f"{name}:=VALUE on the command line")
 
-    def process(self, kind: str, at, body) -> ProcessSpec:
+    def process(self, kind: str, at: Any, body: Any) -> ProcessSpec:
         """``at`` is the action's key node: whole-action problems are reported on its line."""
         fields = self.keys(body, kind, PROCESS_KEYS)
         if "cmd" not in fields:
@@ -352,7 +359,7 @@ class _Parser:
         return ProcessSpec(name=name, cmd=argv, env=env, cwd=cwd, respawn=respawn,
                            respawn_delay=delay, required=required, line=at.start_mark.line + 1)
 
-    def environment(self, node) -> dict[str, str]:
+    def environment(self, node: Any) -> dict[str, str]:
         env = {}
         if isinstance(node, yaml.SequenceNode):  # ROS style: [{name: A, value: b}]
             for item in node.value:
@@ -366,7 +373,7 @@ class _Parser:
             env[key] = self.string(value_node, f"env {key}", allow_empty=True)
         return env
 
-    def resolve_program(self, cmd: list[str], node, cwd: str | None) -> list[str]:
+    def resolve_program(self, cmd: list[str], node: Any, cwd: str | None) -> list[str]:
         program = cmd[0]
         if program == "tf2py":
             return [sys.executable, "-m", "tf2py.cli.main", *cmd[1:]]
@@ -381,7 +388,7 @@ class _Parser:
             raise self.error(node, f"program {program!r} not found on PATH")
         return list(cmd)
 
-    def static_transform(self, at, body) -> ProcessSpec:
+    def static_transform(self, at: Any, body: Any) -> ProcessSpec:
         fields = self.mapping(body, "static_transform")
         normalized = {}
         for key, (key_node, value_node) in fields.items():
@@ -422,17 +429,17 @@ class _Parser:
         return ProcessSpec(name=name, cmd=argv, line=at.start_mark.line + 1)
 
 
-def _describe(value) -> str:
+def _describe(value: Any) -> str:
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
         return f"{str(value).lower()} (a boolean)"
     if isinstance(value, (int, float)):
         return f"{value!r} (a number)"
-    return repr(value)
+    return cut(repr(value))
 
 
-def _node_kind(node) -> str:
+def _node_kind(node: Any) -> str:
     if isinstance(node, yaml.SequenceNode):
         return "a list"
     if isinstance(node, yaml.MappingNode):

@@ -7,11 +7,14 @@ Each subcommand module defines ``NAME``, ``HELP``, ``configure(parser)`` and
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import re
 import sys
+from types import ModuleType
+from typing import Any, NoReturn
 
-from .common import NEGATIVE_NUMBER, CommandError, install_signal_handlers
+from .common import NEGATIVE_NUMBER, CommandError, cut, install_signal_handlers
 
 # (module under tf2py.cli, subcommand name); the order is the order of ``tf2py --help``.
 COMMANDS = [
@@ -30,22 +33,29 @@ COMMANDS = [
     ("bridge", "bridge"),
     ("router", "router"),
     ("fleet", "fleet"),
+    ("doctor", "doctor"),
 ]
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # -inf, -1e-05 are numbers (an option's value), not options
         self._negative_number_matcher = re.compile(NEGATIVE_NUMBER)
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         # One line on stderr and exit 2, as argparse does, but without the usage dump so the
-        # error is the line a user sees.
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        # error is the line a user sees; a mistyped command gets the close one.
+        hint = ""
+        choice = re.match(r"argument <command>: invalid choice: '(.*?)'", message)
+        if choice:
+            close = difflib.get_close_matches(choice.group(1), [n for _, n in COMMANDS], n=1)
+            hint = f"did you mean `{self.prog} {close[0]}`? " if close else ""
+            message = f"argument <command>: invalid choice: '{cut(choice.group(1))}'"
+        self.exit(2, f"{self.prog}: error: {cut(message, 300)} ({hint}see --help)\n")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     parser = _Parser(
         prog="tf2py",
         description="tf2py: ROS tf2's transforms, broadcasts and tools without ROS.",
@@ -54,7 +64,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
     parser.add_argument("--version", action="version", version=f"tf2py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
-    modules = {}
+    modules: dict[str, ModuleType] = {}
     for module_name, name in COMMANDS:
         try:
             module = importlib.import_module(f"tf2py.cli.{module_name}")
@@ -73,18 +83,44 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, modules
 
 
-def _env_keys():
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser, by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def suggestion(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """"did you mean --frame-id" for the first unknown flag in ``extra`` that is close to one
+    of ``parser``'s: ROS 1's underscores (``--frame_id``), a single dash, or a typo."""
+    flags = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+    for word in extra:
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        name = word.split("=", 1)[0]
+        dashed = "--" + name.lstrip("-").replace("_", "-")
+        if dashed in flags:
+            return f"did you mean {dashed}?"
+        close = difflib.get_close_matches(dashed, flags, n=1, cutoff=0.75)
+        if close:
+            return f"did you mean {close[0]}?"
+    return ""
+
+
+def _env_keys() -> str | None:
     import os
 
     return os.environ.get("TF2PY_KEYS")
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     # Handlers first: a stop request that arrives while the command modules are still being
     # imported is a clean stop too, not a death by SIGTERM.
     install_signal_handlers()
     try:
         parser, modules = build_parser()
+        parsers = subparsers(parser)
         args, extra = parser.parse_known_args(argv)
     except KeyboardInterrupt:
         return 0
@@ -95,10 +131,12 @@ def main(argv=None) -> int:
     if extra and take_extra is not None:
         extra = take_extra(args, extra)
     if extra:
-        # Name the subcommand, whose --help lists what it takes.
+        # Name the subcommand, whose --help lists what it takes, and the flag meant.
+        words = cut(" ".join(extra))
+        hint = suggestion(parsers[args.command], extra)
         print(
-            f"tf2py {args.command}: error: unrecognized arguments: {' '.join(extra)} "
-            f"(see tf2py {args.command} --help)",
+            f"tf2py {args.command}: error: unrecognized arguments: {words} "
+            f"({hint + '; ' if hint else ''}see tf2py {args.command} --help)",
             file=sys.stderr,
         )
         return 2
@@ -127,7 +165,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 0
     except CommandError as exc:
-        print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
+        # Messages quote their inputs cut already; this bounds any that does not.
+        print(f"tf2py {args.command}: error: {cut(str(exc), 1000)}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0

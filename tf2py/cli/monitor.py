@@ -8,13 +8,16 @@ when stdout is not a terminal.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Collection, Sequence
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -24,7 +27,7 @@ HISTORY = 1000  # samples kept per frame and per broadcaster, as tf2_monitor
 LOWPASS = 0.01  # tf2_monitor's net-delay low-pass factor
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("frames", nargs="*", metavar="FRAME",
                         help="TARGET SOURCE: also report the chain between them and its net "
                         "delay (tf2_monitor's framea frameb)")
@@ -45,16 +48,16 @@ class Statistics:
     """Delays and receive times per child frame and per broadcaster (authority), fed by
     batches from a TransformSubscriber; thread-safe."""
 
-    def __init__(self, buffer=None, clock=None):
+    def __init__(self, buffer: Any = None, clock: Any = None) -> None:
         self.buffer = buffer
         self.clock = clock  # with --use-sim-time: receive times are the bus's /clock
         self.lock = threading.Lock()
         self.frame_authority: dict[str, str] = {}
-        self.frame_delays: dict[str, deque] = {}
-        self.frame_received: dict[str, deque] = {}
+        self.frame_delays: dict[str, deque[Any]] = {}
+        self.frame_received: dict[str, deque[Any]] = {}
         self.frame_static: dict[str, bool] = {}
-        self.authority_delays: dict[str, deque] = {}
-        self.authority_received: dict[str, deque] = {}
+        self.authority_delays: dict[str, deque[Any]] = {}
+        self.authority_received: dict[str, deque[Any]] = {}
         self.authority_static: set[str] = set()  # broadcasters that sent statics
         self.invalid = 0
         self.latest_received_ns = 0
@@ -70,7 +73,7 @@ class Statistics:
             self.authority_delays.clear()
             self.authority_received.clear()
 
-    def on_batch(self, batch) -> None:
+    def on_batch(self, batch: Any) -> None:
         received_ns = batch.received_ns
         if self.clock is not None:
             received_ns = self.clock.now().nanoseconds
@@ -107,13 +110,13 @@ class Statistics:
                 received_ns)
 
     @staticmethod
-    def rate(received) -> float:
+    def rate(received: deque[int]) -> float:
         """Messages per second over the kept receive times (tf2_monitor's formula)."""
         if not received:
             return 0.0
-        return len(received) / max(0.00001, (received[-1] - received[0]) / 1e9)
+        return float(len(received) / max(0.00001, (received[-1] - received[0]) / 1e9))
 
-    def frame_lines(self, only=None) -> list[str]:
+    def frame_lines(self, only: Collection[str] | None = None) -> list[str]:
         lines = []
         with self.lock:
             for frame in sorted(self.frame_delays):
@@ -157,12 +160,13 @@ class NetDelay:
     """tf2_monitor's net delay of a chain: now minus the stamp of the time-0 lookup, low-pass
     averaged, and its maximum."""
 
-    def __init__(self):
-        self.average = None
+    def __init__(self) -> None:
+        self.average: float | None = None
         self.maximum = -math.inf
-        self.error = None
+        self.error: str | None = None
 
-    def sample(self, buffer, target_frame, source_frame, clock=None) -> None:
+    def sample(self, buffer: Any, target_frame: str, source_frame: str,
+               clock: Any = None) -> None:
         from ..buffer.exceptions import TransformException
 
         try:
@@ -179,7 +183,7 @@ class NetDelay:
         self.maximum = max(self.maximum, diff)
 
 
-def report(stats: Statistics, pair, buffer, net: NetDelay) -> str:
+def report(stats: Statistics, pair: Sequence[str] | None, buffer: Any, net: NetDelay) -> str:
     lines = []
     only = None
     if pair:
@@ -209,7 +213,7 @@ def report(stats: Statistics, pair, buffer, net: NetDelay) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
     try:
@@ -228,7 +232,8 @@ def run(args) -> int:
             clock.close()
 
 
-def _monitor(args, period, pair, clock) -> int:
+def _monitor(args: argparse.Namespace, period: float, pair: Sequence[str] | None,
+             clock: Any) -> int:
     from ..buffer.buffer import Buffer
     from ..transport.address import core_address
     from ..transport.listener import TransformSubscriber
@@ -266,7 +271,7 @@ def _monitor(args, period, pair, clock) -> int:
                 require_time(clock, where, period)
                 if not stats.frame_delays:  # as `tf2py frames`: nothing heard is an error
                     raise CommandError(
-                        f"no tf data received from the core at {where} in {_g(period)} s (is "
-                        "`tf2py core` running there, and is anything broadcasting?)"
+                        f"no tf data received from {bus_name(args.core)} in {_g(period)} s "
+                        f"({no_data_hint(args.core)})"
                     )
                 return 0

@@ -16,11 +16,13 @@ see it (so their buffers forget the previous pass) before the pass's transforms 
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, no_data_hint, number, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
 from .core_check import statics_echoed
 
@@ -38,7 +40,7 @@ _JUMP_GRACE_S = 0.3
 _DEFAULT_CLOCK_HZ = "100"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bag", metavar="BAG",
                         help="an MCAP file, a ROS 2 bag folder or a ROS 1 .bag file")
     parser.add_argument("--rate", metavar="R", default="1.0",
@@ -103,22 +105,22 @@ class _Progress:
             self._drawn = False
 
 
-def _latest_statics(data) -> list:
+def _latest_statics(data: Any) -> list[Any]:
     """The bag's static transforms, the latest per child frame (as a latched topic holds)."""
-    latest = {}
+    latest: dict[str, int] = {}
     for row in range(len(data)):
         if data.is_static[row]:
             latest[data.children[row]] = row
     return [data.transform(row) for row in sorted(latest.values())]
 
 
-def _core_address(core) -> str:
+def _core_address(core: str | None) -> str:
     from ..transport.address import core_address
 
     return core_address(core)
 
 
-def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
+def _wait_for_core(core: str | None, static_broadcaster: Any, has_statics: bool) -> bool:
     """Wait until the core is up and our connections to it are, since /tf is not latched and
     what a publisher sends before the core's subscription reaches it is lost.
 
@@ -134,7 +136,7 @@ def _wait_for_core(core, static_broadcaster, has_statics: bool) -> bool:
     return answered
 
 
-def _clock_publisher(core, clock_hz):
+def _clock_publisher(core: str | None, clock_hz: float | None) -> Any:
     """A ClockPublisher on the bus when --clock was given, else a stand-in None."""
     import contextlib
 
@@ -145,7 +147,7 @@ def _clock_publisher(core, clock_hz):
     return ClockPublisher(core)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
     clock_hz = None if args.clock is None else _number(args.clock, "--clock", positive=True)
@@ -196,7 +198,8 @@ def run(args) -> int:
             static_broadcaster.send_transform(statics)
         if not _wait_for_core(args.core, static_broadcaster, bool(statics)):
             print(f"tf2py play: no core answered at {_core_address(args.core)} "
-                  f"within {_CONNECT_TIMEOUT_S:g} s; publishing anyway", file=sys.stderr,
+                  f"within {_CONNECT_TIMEOUT_S:g} s ({no_data_hint(args.core)}); publishing "
+                  "anyway", file=sys.stderr,
                   flush=True)
         print(
             f"tf2py play: playing {data.name}: {len(data)} transforms "
@@ -204,7 +207,7 @@ def run(args) -> int:
             + (f", /clock at {clock_hz:g} Hz" if clock is not None else ""),
             flush=True,
         )
-        period_s = None if clock is None else 1.0 / clock_hz
+        period_s = 0.0 if clock is None or not clock_hz else 1.0 / clock_hz
         first_pass = True
         try:
             while True:

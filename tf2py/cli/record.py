@@ -13,14 +13,16 @@ without ROS message definitions; the ROS topics are unchanged.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import signal
 import sys
 import threading
 import time
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -29,7 +31,7 @@ HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
 FOXGLOVE_TOPICS = {False: "/tf_foxglove", True: "/tf_static_foxglove"}
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output", metavar="OUT.mcap", help="the MCAP file to write")
     parser.add_argument("--duration", metavar="S", default=None,
                         help="stop after S seconds (default: until Ctrl-C or SIGTERM)")
@@ -45,7 +47,7 @@ def configure(parser) -> None:
 class _Recorder:
     """Writes each received batch into the bag; a failing batch is counted, never fatal."""
 
-    def __init__(self, writer, foxglove=None):
+    def __init__(self, writer: Any, foxglove: Any = None) -> None:
         self.writer = writer
         self.failed = 0
         self.foxglove_left_out = 0
@@ -54,7 +56,7 @@ class _Recorder:
         # (FrameTransformsBuilder, {is_static: channel id}) with --foxglove
         self._foxglove = foxglove
 
-    def on_batch(self, batch) -> None:
+    def on_batch(self, batch: Any) -> None:
         try:
             arrays = getattr(batch, "arrays", None)
             if arrays is not None:
@@ -68,7 +70,7 @@ class _Recorder:
         except Exception as exc:  # a closed writer or an unencodable stamp
             self._failure(type(exc).__name__, f"dropped a message: {exc}")
 
-    def _write_foxglove(self, batch) -> None:
+    def _write_foxglove(self, batch: Any) -> None:
         builder, channels = self._foxglove
         arrays = batch.arrays
         data, left_out = builder.encode(arrays.parents, arrays.children, arrays.stamps_ns,
@@ -92,7 +94,7 @@ class _Recorder:
         print(f"tf2py record: {message}", file=sys.stderr, flush=True)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     duration = None
     if args.duration is not None:
         try:
@@ -107,14 +109,15 @@ def run(args) -> int:
     if os.path.exists(args.output) and not args.force:
         raise CommandError(f"{args.output} exists; use --force to overwrite it")
 
-    foxglove_builder = None
+    foxglove_builder: Any = None
     if args.foxglove:
         from ..viz.errors import VizDependencyError
 
         try:
-            from ..viz.frame_transforms import FrameTransformsBuilder
+            from ..viz import frame_transforms
 
-            foxglove_builder = FrameTransformsBuilder()
+            builder_module: Any = frame_transforms  # (untyped)
+            foxglove_builder = builder_module.FrameTransformsBuilder()
         except VizDependencyError as exc:
             raise CommandError(str(exc)) from None
 
@@ -173,7 +176,7 @@ def run(args) -> int:
         flush=True,
     )
     if writer.message_count == 0 and not recorder.failed:
-        print(f"tf2py record: nothing was received from the core at {core_address(args.core)} "
-              "(is `tf2py core` running there, and is anything broadcasting?)",
+        print(f"tf2py record: nothing was received from {bus_name(args.core)} "
+              f"({no_data_hint(args.core)})",
               file=sys.stderr, flush=True)
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from .common import CommandError, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, sim_clock
 
@@ -12,7 +14,7 @@ NAME = "server"
 HELP = "run the buffer server: a full listener on the bus answering remote lookup_transform goals"
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parse_core_argument(parser)
     parser.add_argument(
         "--address",
@@ -31,7 +33,7 @@ def configure(parser) -> None:
     add_use_sim_time_argument(parser)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import signal
 
     import zmq

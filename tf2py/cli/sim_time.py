@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
+import argparse
 import time
+from typing import Any
 
 from .common import CommandError
 
 
-def add_use_sim_time_argument(parser) -> None:
+def add_use_sim_time_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--use-sim-time", action="store_true",
                         help="take the time from the bus's /clock (e.g. `tf2py play --clock`) "
                         "instead of the wall clock, as ROS's use_sim_time")
 
 
-def sim_clock(args):
+def sim_clock(args: argparse.Namespace) -> Any:
     """A SimClock on the command's bus when --use-sim-time was given, else None."""
     if not getattr(args, "use_sim_time", False):
         return None
@@ -26,13 +28,13 @@ def sim_clock(args):
         raise CommandError(str(exc), 2) from None
 
 
-def now_ns(clock) -> int:
+def now_ns(clock: Any) -> int:
     """The command's "now" in nanoseconds: the bus's /clock with --use-sim-time, else the
     wall clock."""
     return time.time_ns() if clock is None else clock.now().nanoseconds
 
 
-def require_time(clock, where: str, waited_s: float) -> None:
+def require_time(clock: Any, where: str, waited_s: float) -> None:
     """A CommandError if --use-sim-time was given and no /clock tick arrived."""
     if clock is not None and clock.now().nanoseconds == 0:
         raise CommandError(

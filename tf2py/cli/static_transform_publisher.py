@@ -3,10 +3,12 @@ with ROS 2's flags and the old positional forms, and tf2's error messages."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+from typing import Any
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, cut, no_data_hint, number, parse_core_argument
 
 NAME = "static-transform-publisher"
 HELP = "publish a static transform (latched) until stopped, as ROS 2 static_transform_publisher"
@@ -31,13 +33,13 @@ NUMBER_FLAGS = TRANSLATION_FLAGS + QUATERNION_FLAGS + EULER_FLAGS
 FRAME_FLAGS = ("frame-id", "child-frame-id")
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     import argparse
 
     class Formatter(argparse.RawDescriptionHelpFormatter):
         # The flags take nargs="?" only so that a missing value gets tf2's message; show them
         # as taking one value.
-        def _format_args(self, action, default_metavar):
+        def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
             if action.const is _MISSING:
                 return "%s" % self._metavar_formatter(action, default_metavar)(1)
             return super()._format_args(action, default_metavar)
@@ -71,7 +73,7 @@ def _float(text: str, flag: str) -> float:
     return value
 
 
-def normalized_quaternion(q) -> tuple:
+def normalized_quaternion(q: tuple[float, ...]) -> tuple[float, ...]:
     """``q`` scaled to unit length (tf2 normalizes on insert), computed without overflow or
     underflow: divided by its largest component before squaring, so (1e308, 0, 0, 1) gives
     (1, 0, 0, 1e-308). CommandError for a zero quaternion or one with an infinite or NaN
@@ -87,7 +89,34 @@ def normalized_quaternion(q) -> tuple:
     return tuple(c / norm for c in scaled)
 
 
-def parse(args):
+#: The longest frame id the bus carries (tf2py.transport.wire.MAX_FRAME_ID_LENGTH).
+MAX_FRAME_ID_LENGTH = 4096
+
+
+def _is_number(text: str) -> bool:
+    try:
+        number(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _refuse_ros1_period(positional: list[str]) -> None:
+    """ROS 1's static_transform_publisher took a last argument, the period in ms
+    (``x y z yaw pitch roll frame child period``, or with a quaternion): say so, rather than
+    "Extra unparsed arguments"."""
+    n = len(positional)
+    frames_at = {9: 6, 10: 7}.get(n)
+    if frames_at is None or not _is_number(positional[-1]):
+        return
+    if _is_number(positional[frames_at]) or _is_number(positional[frames_at + 1]):
+        return
+    raise CommandError(
+        f"the last argument '{cut(positional[-1])}' is ROS 1's publishing period (ms): ROS 2 "
+        "and tf2py publish a static transform once, latched on /tf_static; leave it out")
+
+
+def parse(args: argparse.Namespace) -> tuple[str, str, tuple[float, ...], tuple[float, ...]]:
     """``(frame_id, child_frame_id, (x, y, z), (qx, qy, qz, qw))`` from the parsed arguments,
     or CommandError with tf2's message."""
     from ..buffer.messages import quaternion_from_rpy
@@ -106,6 +135,7 @@ def parse(args):
         raise CommandError("Cannot specify both new-style (flags) and old-style (arguments)")
 
     if positional:
+        _refuse_ros1_period(positional)
         if len(positional) not in (8, 9):
             raise CommandError("Extra unparsed arguments on command-line")
         print("Old-style arguments are deprecated; see --help for new-style arguments",
@@ -124,23 +154,29 @@ def parse(args):
 
     translation = tuple(numbers.get(n, 0.0) for n in TRANSLATION_FLAGS)
     if any(n in numbers for n in EULER_FLAGS):
-        rotation = quaternion_from_rpy(*(numbers.get(n, 0.0) for n in EULER_FLAGS))
+        rotation: tuple[float, ...] = quaternion_from_rpy(
+            *(numbers.get(n, 0.0) for n in EULER_FLAGS))
     else:
         rotation = normalized_quaternion(
             tuple(numbers.get(n, 1.0 if n == "qw" else 0.0) for n in QUATERNION_FLAGS))
 
+    for name, frame in (("frame id", frame_id), ("child frame id", child_frame_id)):
+        if len(frame) > MAX_FRAME_ID_LENGTH:
+            raise CommandError(f"the {name} '{cut(frame)}' is too long for tf2py's bus (at "
+                               f"most {MAX_FRAME_ID_LENGTH} characters)")
     if not frame_id:
         raise CommandError("Frame id must not be empty")
     if not child_frame_id:
         raise CommandError("Child frame id must not be empty")
     if frame_id.lstrip("/") == child_frame_id.lstrip("/"):
         raise CommandError(
-            f"cannot publish static transform from '{frame_id}' to '{child_frame_id}', exiting"
+            f"cannot publish static transform from '{cut(frame_id)}' to "
+            f"'{cut(child_frame_id)}', exiting"
         )
     return frame_id, child_frame_id, translation, rotation
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import threading
 
     from ..buffer.messages import make_transform
@@ -155,19 +191,21 @@ def run(args) -> int:
         broadcaster = StaticTransformBroadcaster(core=args.core)
     except ValueError as exc:  # a malformed address
         raise CommandError(str(exc), 2) from None
+    printed: tuple[Any, ...] = (*translation, *rotation, frame_id, child_frame_id)
     with broadcaster:
         broadcaster.send_transform(transform)
         print(
             "Spinning until stopped - publishing transform\n"
             "translation: ('%f', '%f', '%f')\n"
             "rotation: ('%f', '%f', '%f', '%f')\n"
-            "from '%s' to '%s'" % (*translation, *rotation, frame_id, child_frame_id),
+            "from '%s' to '%s'" % printed,
             flush=True,
         )
         if not statics_echoed(args.core, broadcaster):
             print(f"tf2py static-transform-publisher: no core answered at "
-                  f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s (is `tf2py core` "
-                  "running there?); the transform stays latched for when one does",
+                  f"{core_address(args.core)} within {CONNECT_TIMEOUT_S:g} s "
+                  f"({no_data_hint(args.core, broadcasting=False)}); the transform stays latched "
+                  "for when one does",
                   file=sys.stderr, flush=True)
         stop = threading.Event()
         while not stop.wait(3600.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)

@@ -11,12 +11,14 @@ information for programs that parse it: each edge's ``tooltip`` holds tf2's labe
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
 import time
+from typing import Any
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, no_data_hint, parse_core_argument
 from .frames import add_wait_time_argument, listen, wait_time_of
 
 NAME = "view-frames"
@@ -30,7 +32,7 @@ INSTALL_GRAPHVIZ = (
 )
 
 
-def configure(parser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="NAME", default=None,
                         help="file name without extension (default: frames_<date>_<time>, "
                         "as tf2's view_frames)")
@@ -45,13 +47,13 @@ def configure(parser) -> None:
     parse_core_argument(parser)
 
 
-def _quoted(text) -> str:
+def _quoted(text: str) -> str:
     """Text for inside a dot string: tf2 writes names as they are, which breaks the file for
     a frame or broadcaster name holding a quote or a backslash; those are escaped."""
     return str(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
-def generate_dot(data: dict, recorded_time: float) -> str:
+def generate_dot(data: dict[str, Any], recorded_time: float) -> str:
     """The Graphviz text of tf2's view_frames for the parsed ``all_frames_as_yaml()``."""
     if not data:
         return 'digraph G { "No tf data received" }'
@@ -84,7 +86,7 @@ _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#
             "#17becf", "#bcbd22", "#7f7f7f"]
 
 
-def _html(text) -> str:
+def _html(text: str) -> str:
     return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
 
@@ -101,7 +103,7 @@ def _drawn_name(name: str) -> str:
     return _quoted(name[: cut + 1]) + "\\n" + _quoted(name[cut + 1:])
 
 
-def tf2_edge_text(entry: dict) -> str:
+def tf2_edge_text(entry: dict[str, Any]) -> str:
     """tf2 view_frames' edge label text (dot-escaped) for one ``view_frames_data`` entry."""
     return (f"Broadcaster: {_quoted(entry['broadcaster'])}\\n"
             f"Average rate: {entry['rate']}\\n"
@@ -110,7 +112,7 @@ def tf2_edge_text(entry: dict) -> str:
             f"Oldest transform: {entry['oldest_transform']}\\n")
 
 
-def _values_text(values) -> str:
+def _values_text(values: Any) -> str:
     if values is None:
         return ""
     tx, ty, tz, qx, qy, qz, qw = values
@@ -118,8 +120,8 @@ def _values_text(values) -> str:
             f"rotation (x, y, z, w): ({qx:.6g}, {qy:.6g}, {qz:.6g}, {qw:.6g})\\n")
 
 
-def generate_readable_dot(data: dict, info: dict, recorded_time: float, now_ns: int,
-                          values: dict | None = None) -> str:
+def generate_readable_dot(data: dict[str, Any], info: dict[str, Any], recorded_time: float,
+                          now_ns: int, values: dict[str, Any] | None = None) -> str:
     """The Graphviz text of the readable picture: left to right, one box per frame; static
     edges dashed and unlabelled, dynamic edges solid with their average rate and the time
     since their latest transform (at ``now_ns``); edges coloured by broadcaster when there
@@ -172,7 +174,7 @@ def generate_readable_dot(data: dict, info: dict, recorded_time: float, now_ns: 
     return "\n".join(lines) + "\n"
 
 
-def view_frames_data(buffer) -> dict:
+def view_frames_data(buffer: Any) -> dict[str, Any]:
     """The data tf2's view_frames reads back from the buffer's YAML report, per child frame:
     parent, broadcaster, and the report's numbers re-printed as Python floats (``Average
     rate: 10000.0``). Built from ``frames_info()`` with the report's rounding rather than by
@@ -196,7 +198,9 @@ def view_frames_data(buffer) -> dict:
 def render(gv_path: str, name: str) -> list[str]:
     """Render the .gv with dot to NAME.pdf and NAME.svg; the files written."""
     dot = shutil.which("dot")
-    written = []
+    written: list[str] = []
+    if dot is None:
+        return written
     for fmt in ("pdf", "svg"):
         out = f"{name}.{fmt}"
         try:
@@ -213,7 +217,7 @@ def render(gv_path: str, name: str) -> list[str]:
     return written
 
 
-def latest_values(buffer, data: dict) -> dict:
+def latest_values(buffer: Any, data: dict[str, Any]) -> dict[str, Any]:
     """child -> (tx, ty, tz, qx, qy, qz, qw) of its latest transform from its parent."""
     out = {}
     for child, entry in data.items():
@@ -226,7 +230,7 @@ def latest_values(buffer, data: dict) -> dict:
     return out
 
 
-def _load_bag(path: str):
+def _load_bag(path: str) -> Any:
     import warnings
 
     from ..bag import BagError, load
@@ -242,7 +246,7 @@ def _load_bag(path: str):
     return buffer
 
 
-def _core_listening(core) -> bool:
+def _core_listening(core: str | None) -> bool:
     """Whether something accepts connections at the core's address (tcp:// only; other
     schemes are given the benefit of the doubt)."""
     import socket
@@ -261,7 +265,7 @@ def _core_listening(core) -> bool:
         return False
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..buffer.time import Time
     from ..transport.address import core_address
 
@@ -288,7 +292,8 @@ def run(args) -> int:
     if not data and args.from_bag is None and not _core_listening(args.core):
         # As `frames` and `monitor`: no core at all is an error, not an empty picture. (A core
         # with nothing on it gets tf2's "No tf data received" picture, as view_frames draws.)
-        raise CommandError(f"no core answered at {where} (is `tf2py core` running there?)")
+        raise CommandError(f"no core answered at {where} "
+                           f"({no_data_hint(args.core, broadcasting=False)})")
     recorded_time = now_ns // 1_000_000_000 + (now_ns % 1_000_000_000) / 1e9
     if args.classic:
         dot = generate_dot(data, recorded_time)

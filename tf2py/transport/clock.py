@@ -27,7 +27,8 @@ class TimeJump(NamedTuple):
 
     @property
     def delta(self) -> Duration:
-        return self.current - self.previous
+        delta: Duration = self.current - self.previous
+        return delta
 
 
 class ClockPublisher(metaclass=ABCMeta):

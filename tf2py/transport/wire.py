@@ -36,6 +36,7 @@ __all__ = [
     "NEWEST_VERSION",
     "decode_sequenced",
     "sequenced",
+    "pack_uint64",
     "WireError",
     "UnknownVersionError",
     "MAX_MESSAGE_BYTES",
@@ -369,12 +370,20 @@ def decode_sequenced(data) -> tuple[tuple[str, list, list, bytes, bytes], int | 
     return columns, None, 0
 
 
+_UINT64 = struct.Struct(">BQ").pack
+
+
+def pack_uint64(value: int) -> bytes:
+    """msgpack's uint 64 encoding of ``value`` (always 9 bytes)."""
+    return _UINT64(0xCF, value)
+
+
 def sequenced(body: bytes, stream_packed: bytes, sequence: int) -> bytes:
     """The version-1 ``body`` (as ``encode_transforms``/``encode_arrays``/``split_body`` make
     it) as a version-2 body numbered ``sequence`` in the stream ``stream_packed`` (a
-    msgpack-packed unsigned integer, ``pack(stream_id)``): the array grows from 6 to 8 fields
-    and the version byte becomes 2; the rest is copied as is."""
-    return b"\x98\x02" + body[2:] + stream_packed + _packb(sequence)
+    msgpack-packed unsigned integer, e.g. ``pack_uint64(stream_id)``): the array grows from 6
+    to 8 fields and the version byte becomes 2; the rest is copied as is."""
+    return b"\x98\x02" + body[2:] + stream_packed + _UINT64(0xCF, sequence)
 
 
 def _unpack_body(data) -> object:

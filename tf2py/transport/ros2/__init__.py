@@ -22,6 +22,7 @@ from .discovery import is_ros2_address, parse_ros2_address
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
+    from .participant import Participant
 
 __all__ = [
     "is_ros2_address",
@@ -37,10 +38,10 @@ class ClockSubscription:
     """Follows ROS 2's ``/clock`` (rosgraph_msgs/Clock) at ``address``: ``callback(stamp_ns)``
     on the receive thread for every tick. ``close()``; context manager."""
 
-    def __init__(self, address: str, callback):
+    def __init__(self, address: str, callback: Callable[[int], None]):
         from .participant import Participant
 
-        self._participant = Participant.acquire(address)
+        self._participant: Participant | None = Participant.acquire(address)
         try:
             self._subscription = self._participant.subscribe_clock(callback)
         except BaseException:
@@ -53,14 +54,14 @@ class ClockSubscription:
             self._participant.release()
             self._participant = None
 
-    def __enter__(self):
+    def __enter__(self) -> ClockSubscription:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def clock_subscription(address: str, callback) -> ClockSubscription:
+def clock_subscription(address: str, callback: Callable[[int], None]) -> ClockSubscription:
     """Call ``callback(stamp_ns: int)`` for every ``/clock`` tick on the ROS 2 graph at
     ``address`` (``ros2://`` or ``ros2://DOMAIN_ID``); returns the subscription (``close()``)."""
     return ClockSubscription(address, callback)

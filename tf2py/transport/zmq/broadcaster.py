@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import zmq
@@ -38,6 +38,7 @@ HEARTBEAT_SECONDS = 1.0
 __all__ = ["ZmqTransformBroadcaster", "ZmqStaticTransformBroadcaster", "HEARTBEAT_SECONDS"]
 
 _SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
+_pack_uint64 = struct.Struct(">BQ").pack
 _NOBLOCK = zmq.NOBLOCK
 
 
@@ -81,7 +82,7 @@ class ZmqTransformBroadcaster:
         self.sent_messages = 0
         self.sent_transforms = 0
         self.stream_id = int.from_bytes(os.urandom(8), "little") >> 1
-        self._stream = wire.pack(self.stream_id)
+        self._stream = wire.pack_uint64(self.stream_id)
         self._sequence = 0
         loaded = load_keys(keys)
         self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
@@ -122,7 +123,8 @@ class ZmqTransformBroadcaster:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
             sequence = self._sequence
             self._sequence = sequence + 1
-            body = wire.sequenced(body, self._stream, sequence)
+            # wire.sequenced, inlined (the hot path): version 2, stream and number appended
+            body = b"\x98\x02" + body[2:] + self._stream + _pack_uint64(0xCF, sequence)
             try:
                 # Two sends (not send_multipart): the cheapest way to put [topic, body].
                 # PUB never blocks: at the HWM it drops the message for that peer (the
@@ -224,7 +226,7 @@ class _StaticLatch:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             total = self._set_bytes
-            sizes = {}
+            sizes: dict[str, int] = {}
             for row in rows:
                 size = _row_bytes(row)
                 total += size - sizes.get(row[1], self._row_sizes.get(row[1], 0))

@@ -134,7 +134,8 @@ class ZmqSimClock:
             jump = self._read_locked(0)
         if jump is not None:
             self._report(jump)
-        return Time.from_nanoseconds(self._now_ns)
+        now: Time = Time.from_nanoseconds(self._now_ns)
+        return now
 
     def wait_for_time(self, timeout: float | None = None) -> bool:
         """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""
@@ -190,7 +191,7 @@ class ZmqSimClock:
             if wait_ms:
                 if not sub.poll(wait_ms):
                     return None
-            elif not sub.get(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a recv that fails
+            elif not int(sub.get(zmq.EVENTS)) & zmq.POLLIN:  # cheaper than a failed recv
                 return None
             frame = sub.recv(zmq.NOBLOCK)
         except zmq.Again:

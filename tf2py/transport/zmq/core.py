@@ -81,7 +81,7 @@ class Core:
     processes holding that site's keys can use it.
     """
 
-    def __init__(self, address: str | None = None, keys=None):
+    def __init__(self, address: str | None = None, keys: Any = None):
         self._requested = core_address(address)
         host, port = split_tcp_address(self._requested)
         self._host = host
@@ -106,17 +106,18 @@ class Core:
 
     # -- set-up -----------------------------------------------------------------------------
 
-    def _socket(self, kind, **options) -> zmq.Socket:
+    def _socket(self, kind: int, **options: int) -> zmq.Socket[bytes]:
         sock = make_socket(kind, linger_ms=0, **options)
         self._sockets.append(sock)
         return sock
 
-    def _secure(self, sock) -> None:
+    def _secure(self, sock: zmq.Socket[bytes]) -> None:
         if self._keys is not None:
             self._keys.apply_server(sock, "tf2py core")
             self._keys_held += 1
 
-    def _bind_pair(self, host: str, port: int):
+    def _bind_pair(self, host: str,
+                   port: int) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes], int]:
         frontend = self._socket(zmq.XSUB, RCVHWM=PUBLISHER_HWM, MAXMSGSIZE=PIECE_BYTES)
         backend = self._socket(
             zmq.XPUB, SNDHWM=SUBSCRIBER_HWM, XPUB_VERBOSE=1, RCVHWM=INPUT_HWM,
@@ -207,7 +208,7 @@ class Core:
         )
         self._latch_thread = threading.Thread(
             target=self._run_latch,
-            args=(tap, injector, steer, stop),
+            args=(tap, injector, steer, stop, self._watch),
             name=f"tf2py-core-latch:{port}",
             daemon=True,
         )
@@ -225,14 +226,15 @@ class Core:
 
     # -- forwarder --------------------------------------------------------------------------
 
-    def _run_proxy(self, frontend, backend, capture, control) -> None:
+    def _run_proxy(self, frontend: zmq.Socket[bytes], backend: zmq.Socket[bytes],
+                   capture: zmq.Socket[bytes], control: zmq.Socket[bytes]) -> None:
         try:
             zmq.proxy_steerable(frontend, backend, capture, control)
         except zmq.ZMQError as exc:
             if exc.errno not in (zmq.ETERM, errno.ENOTSOCK):
                 logger.error("tf2py core: forwarder stopped: %s", exc)
 
-    def _read_statistics(self, steer) -> None:
+    def _read_statistics(self, steer: zmq.Socket[bytes]) -> None:
         """The proxy's counters (messages and bytes out to subscribers, each message once)."""
         steer.send(b"STATISTICS")
         if not steer.poll(1000):
@@ -244,12 +246,14 @@ class Core:
 
     # -- latch thread -----------------------------------------------------------------------
 
-    def _run_latch(self, tap, injector, steer, stop) -> None:
+    def _run_latch(self, tap: zmq.Socket[bytes], injector: zmq.Socket[bytes],
+                   steer: zmq.Socket[bytes], stop: zmq.Socket[bytes],
+                   watch: ConnectionWatch) -> None:
         poller = zmq.Poller()
         poller.register(tap, zmq.POLLIN)
         poller.register(injector, zmq.POLLIN)
         poller.register(stop, zmq.POLLIN)
-        for monitor in self._watch.monitors():
+        for monitor in watch.monitors():
             poller.register(monitor, zmq.POLLIN)
         replay_due = False
         next_replay = 0.0
@@ -264,9 +268,9 @@ class Core:
                 if stop in events:
                     steer.send(b"TERMINATE")
                     return
-                for monitor in self._watch.monitors():
+                for monitor in watch.monitors():
                     if monitor in events:
-                        self._watch.handle(monitor)
+                        watch.handle(monitor)
                 if injector in events:
                     while injector.poll(0):
                         injector.recv()  # subscriptions forwarded by the XSUB; nothing to do
@@ -377,7 +381,8 @@ class Core:
         if self._watch is not None:
             self._watch.close()
         for _ in range(self._keys_held):
-            self._keys.release_server()
+            if self._keys is not None:
+                self._keys.release_server()
         self._keys_held = 0
         # The shared context closes listening sockets in its I/O thread: wait until the
         # ports can be bound again, so a core restarted at once finds them free.
@@ -386,7 +391,7 @@ class Core:
     def __enter__(self) -> "Core":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

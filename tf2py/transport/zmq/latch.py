@@ -46,7 +46,7 @@ class _Publisher:
         self.authority = authority
         self.rows: dict[str, tuple[str, int, np.ndarray]] = {}
         self.bytes = 0
-        self.version = None
+        self.version: int | None = None
         self.pieces: set[int] = set()
         self.expected = 1
         self.seen = time.monotonic()
@@ -70,9 +70,9 @@ class LatchStore:
         self.replays = 0
 
     def publish(self, injector: zmq.Socket[bytes], body: bytes) -> int:
-        """Publish ``body`` on /tf_static in pieces of at most PIECE_BYTES; the bytes sent."""
+        """Publish ``body`` on /tf_static in pieces of at most 16 KiB; the bytes sent."""
         sent = 0
-        for piece in wire.split_body(body, PIECE_BYTES):
+        for piece in wire.split_body(body, wire.MAX_PIECE_BYTES):
             try:
                 injector.send_multipart([wire.TOPIC_TF_STATIC, piece], zmq.NOBLOCK)
                 sent += len(piece)
@@ -123,7 +123,8 @@ class LatchStore:
             if exc.columns is None:
                 return
             columns = exc.columns
-            body = wire.encode_arrays(*_column_arrays(columns), columns[0])
+            parents, children, stamps, values = _column_arrays(columns)
+            body = wire.encode_arrays(parents, children, stamps, values, columns[0])
         except wire.WireError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return
@@ -251,7 +252,7 @@ class LatchStore:
 def _publisher_id(tail: bytes) -> tuple[str, int | None, int, int]:
     """``(id, version, piece, pieces)`` of ``<id>/<version>[/<piece>/<pieces>]``."""
     parts = tail.split(b"/")
-    numbers = []
+    numbers: list[int | None] = []
     for part in parts[1:4]:
         try:
             numbers.append(int(part))
@@ -260,7 +261,7 @@ def _publisher_id(tail: bytes) -> tuple[str, int | None, int, int]:
     version = numbers[0] if numbers else None
     piece, pieces = (numbers[1], numbers[2]) if len(numbers) == 3 else (0, 1)
     if piece is None or pieces is None or not 0 <= piece < pieces <= 100_000:
-        piece, pieces = 0, 1
+        return parts[0].decode("ascii", "replace"), version, 0, 1
     return parts[0].decode("ascii", "replace"), version, piece, pieces
 
 
@@ -268,23 +269,27 @@ def _strip(frame_id: str) -> str:
     return frame_id[1:] if frame_id.startswith("/") else frame_id
 
 
-def _column_arrays(columns):
+Columns = tuple[str, list[str], list[str], bytes, bytes]
+
+
+def _column_arrays(columns: Columns) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     authority, parents, children, stamps_bin, values_bin = columns
     return (parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
             np.frombuffer(values_bin, dtype="<f8").reshape(-1, 7))
 
 
-def _valid_rows(columns) -> list[int]:
+def _valid_rows(columns: Columns) -> list[int]:
     """Indices of the rows the buffer itself accepts (its own validation: a scratch
     BufferCore), so the core latches exactly what listeners would store."""
-    from ..buffer.core import BufferCore
+    from ...buffer.core import BufferCore
 
     authority, parents, children, stamps_bin, values_bin = columns
     n = len(parents)
     if n == 0:
         return []
     scratch = BufferCore()
-    result = scratch.set_transforms(*_column_arrays(columns), authority, True)
+    parents, children, stamps, values = _column_arrays(columns)
+    result = scratch.set_transforms(parents, children, stamps, values, authority, True)
     bad = {index for index, _ in result.invalid}
     return [i for i in range(n) if i not in bad]
 

@@ -27,9 +27,10 @@ LINGER_MS = 500
 _counter = itertools.count()
 
 
-def context() -> zmq.Context:
+def context() -> zmq.Context[zmq.Socket[bytes]]:
     """The process-wide ZeroMQ context (``zmq.Context.instance()``)."""
-    return zmq.Context.instance()
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+    return ctx
 
 
 def inproc_name(kind: str) -> str:
@@ -37,11 +38,10 @@ def inproc_name(kind: str) -> str:
     return f"inproc://tf2py-{kind}-{id(threading.current_thread()):x}-{next(_counter)}"
 
 
-def make_socket(kind: int, linger_ms: int = LINGER_MS, ctx: zmq.Context | None = None,
-                **options) -> zmq.Socket:
-    """A socket of ``ctx`` (default: the shared context) with ``linger`` set and ``options``
+def make_socket(kind: int, linger_ms: int = LINGER_MS, **options: int) -> zmq.Socket[bytes]:
+    """A socket of the shared context with ``linger`` set and ``options``
     applied (``zmq.SNDHWM=...`` style, given as option-name keywords)."""
-    sock = (ctx or context()).socket(kind)
+    sock: zmq.Socket[bytes] = context().socket(kind)
     try:
         sock.setsockopt(zmq.LINGER, linger_ms)
         for name, value in options.items():
@@ -52,6 +52,6 @@ def make_socket(kind: int, linger_ms: int = LINGER_MS, ctx: zmq.Context | None =
     return sock
 
 
-def client_options() -> dict:
+def client_options() -> dict[str, int]:
     """Options of every socket that connects to a core."""
     return dict(RECONNECT_IVL=RECONNECT_IVL_MS, RECONNECT_IVL_MAX=RECONNECT_IVL_MAX_MS)

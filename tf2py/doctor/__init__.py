@@ -1,0 +1,33 @@
+"""``tf2py doctor``'s analysis: what breaks transform trees, found in a stream of messages.
+
+Pure: it is fed ``(receive time, topic, authority, transforms)`` one message at a time
+(``Observations.add``), from a live bus or a bag, and ``diagnose`` turns what it saw into
+``Finding``s, one per problem, each with its fix. No sockets, no threads, no clock of its
+own; the command line (``tf2py.cli.doctor``) listens and prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .checks import Thresholds, diagnose, recording_time_base_s
+from .findings import Finding, cut
+from .observations import TF, TF_STATIC, Observations
+
+__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut", "recording_time_base_s", "TF",
+           "TF_STATIC"]
+
+
+def observe_bag(bag: Any, observations: Observations, authority: str) -> None:
+    """Feed ``observations`` with every message of ``bag`` (a ``tf2py.bag.BagTransforms``),
+    received at its log time, all from ``authority`` (bags do not say which node sent what)."""
+    offsets = bag.message_offsets.tolist()
+    log_ns = bag.message_log_ns.tolist()
+    static = bag.message_static.tolist()
+    stamps = bag.stamps_ns.tolist()
+    values = bag.values.tolist()
+    for index, received_ns in enumerate(log_ns):
+        start, stop = offsets[index], offsets[index + 1]
+        observations.add(received_ns, TF_STATIC if static[index] else TF, authority,
+                         bag.parents[start:stop], bag.children[start:stop],
+                         stamps[start:stop], values[start:stop])
