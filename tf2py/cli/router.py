@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 NAME = "router"
 HELP = "run a Zenoh router"
 
 
-def configure(parser) -> None:
+def configure(parser: Any) -> None:
     parser.description = (
         "Run a Zenoh router (as rmw_zenohd does for ROS 2) for hosts that have none: "
         "zenoh:// peers and clients, tf2py's and ROS 2's rmw_zenoh nodes alike, find each "
@@ -24,7 +26,7 @@ def configure(parser) -> None:
         help="a Zenoh configuration file, applied first")
 
 
-def run(args) -> int:
+def run(args: Any) -> int:
     import signal
     import threading
 

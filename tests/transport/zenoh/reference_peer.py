@@ -113,6 +113,7 @@ def main() -> None:
         keep += [pub, s.liveliness().declare_token(tok)]
         my_gid = gid(tok)
         if command == "garbage":
+            time.sleep(1.0)  # let the subscriber's interest reach this new publisher
             pub.put(b"\x00\x01\x00\x00garbage", attachment=attachment(1, my_gid))
             pub.put(tf_message("a", "b", 1.0, 1))  # no attachment
             pub.put(b"\x00\x01\x00\x00" + b"\x05\x00\x00\x00" * 3, attachment=b"short")

@@ -39,7 +39,7 @@ def test_config_file_is_resolved(tmp_path):
     ("zenoh://tcp/127.0.0.1", "PROTOCOL/HOST:PORT"),
     ("zenoh://?colour=red", "unknown parameter 'colour'"),
     ("zenoh://?domain=233", "domain 233 is out of range"),
-    ("zenoh://?domain=-1", "domain '-1'"),
+    ("zenoh://?domain=-1", "domain -1 is out of range"),
     ("zenoh://?mode=router", "mode 'router'"),
     ("zenoh://?namespace=/7up", "namespace '/7up'"),
     ("zenoh://?config=/no/such/file.json5", "'/no/such/file.json5' does not exist"),

@@ -72,7 +72,7 @@ class ZenohAddress:
         """The locator's link protocol (``"tcp"``, ``"tls"``, ...), None without a locator."""
         return None if self.locator is None else self.locator.split("/", 1)[0]
 
-    def session_key(self) -> tuple[str | None, str, str | None]:
+    def session_key(self) -> tuple[str | None, str | None, str | None]:
         """What decides the Zenoh session (not namespace and domain: one session serves
         every namespace and domain, as one rmw_zenoh context serves every node)."""
         return (self.locator, self.mode, self.config)

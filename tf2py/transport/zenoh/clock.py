@@ -122,7 +122,8 @@ class ZenohSimClock:
 
     def now(self) -> Time:
         """The latest simulated time received (``Time()`` before the first tick)."""
-        return Time.from_nanoseconds(self._now_ns)
+        now: Time = Time.from_nanoseconds(self._now_ns)
+        return now
 
     def wait_for_time(self, timeout: float | None = None) -> bool:
         """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""

@@ -58,7 +58,7 @@ def keys_folder(keys: Any = None) -> str | None:
     if folder:
         return str(folder)
     if keys:
-        return os.fspath(keys)
+        return str(os.fspath(keys))
     return os.environ.get("TF2PY_KEYS") or None
 
 
@@ -86,7 +86,7 @@ def _endpoints(value: Any, mode: str) -> list[str]:
 def _loopback_listen(locator: str) -> str | None:
     host = locator.split("/", 1)[1].rsplit(":", 1)[0]
     if host in _LOOPBACK_HOSTS:
-        return f"{locator.split('/', 1)[0]}/{host}:0"
+        return f"tcp/{host}:0"  # an unkeyed peer: plain loopback (TLS would need keys)
     return None
 
 
@@ -132,7 +132,7 @@ def session_config(address: ZenohAddress, keys: Any = None) -> zenoh.Config:
         for key, value in tls_settings(folder).items():
             _insert(config, key, value)
         _check_tls_links(config, mode, address)
-    return config
+    return config  # type: ignore[no-any-return]
 
 
 def _check_tls_links(config: zenoh.Config, mode: str, address: ZenohAddress) -> None:
@@ -154,7 +154,7 @@ def open_session(address: ZenohAddress, keys: Any = None) -> zenoh.Session:
     zenoh = import_zenoh()
     config = session_config(address, keys)
     try:
-        return zenoh.open(config)
+        return zenoh.open(config)  # type: ignore[no-any-return]
     except Exception as exc:
         reason = _first_line(exc).split("  at ")[0]
         if address.mode == "client" or "Unable to connect" in reason:
@@ -202,7 +202,7 @@ class SharedSession:
                 return
             SharedSession._open.pop(self._key, None)
         try:
-            self.session.close()
+            self.session.close()  # type: ignore[no-untyped-call]
         except Exception:  # closing a session whose runtime is already gone
             pass
 
