@@ -523,6 +523,11 @@ class Buffer(WaitingRequests, BufferCore):
         if ready:
             _resolve(ready)
 
+    def drop_static(self, frames) -> int:
+        """``BufferCore.drop_static`` under the lock (nothing waiting can become answerable)."""
+        with self._lock:
+            return BufferCore.drop_static(self, frames)
+
     def _clear_locked(self):
         BufferCore.clear(self)
         if self._waiting:
