@@ -26,7 +26,7 @@ from tf2py import (
 )
 from tf2py.buffer.exceptions import INVALID_ARGUMENT_ERROR
 from tf2py.server import protocol
-from tf2py.server import server as server_module
+from tf2py.server import goals as goals_module
 from tf2py.server.client import BufferClient
 from tf2py.server.server import MAX_WAITING_GOALS_PER_CLIENT, BufferServer
 from tf2py.transport.wire import pack, transform_to_wire, unpack
@@ -94,7 +94,7 @@ def test_one_client_over_its_waiting_goal_limit_is_refused_naming_the_limit(serv
 
 
 def test_all_clients_together_over_the_total_limit_are_refused(server, monkeypatch):
-    monkeypatch.setattr(server_module, "MAX_WAITING_GOALS", 20)
+    monkeypatch.setattr(goals_module, "MAX_WAITING_GOALS", 20)
     with _Dealer(server.address) as first, _Dealer(server.address) as second:
         for goal_id in range(15):
             first.send(_goal(goal_id, source=f"a_{goal_id}"))
@@ -111,7 +111,7 @@ def test_all_clients_together_over_the_total_limit_are_refused(server, monkeypat
 
 
 def test_refused_goal_reaches_a_blocking_client_as_invalid_argument(server, monkeypatch):
-    monkeypatch.setattr(server_module, "MAX_WAITING_GOALS", 0)
+    monkeypatch.setattr(goals_module, "MAX_WAITING_GOALS", 0)
     with BufferClient(server.address) as client:
         with pytest.raises(InvalidArgumentException, match="limit of waiting goals"):
             client.lookup_transform("map", "never", 0, timeout=5.0)

@@ -37,7 +37,7 @@ class _Request:
 
     __slots__ = (
         "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
-        "earliest_ns", "serial", "failure", "watch_parent",
+        "earliest_ns", "serial", "watch_parent",
     )
 
     def __init__(self, key, full, frames, times, pairs, args):
@@ -60,7 +60,6 @@ class _Request:
         # Frames whose new data can change the answer only by giving them another parent:
         # frame -> its parent when indexed (see WaitingRequests._watched_frames).
         self.watch_parent: dict[str, str | None] = {}
-        self.failure: type | None = None  # the exception class of the last failed lookup
 
 
 _serials = itertools.count()
@@ -211,7 +210,6 @@ class WaitingRequests:
         except BackwardExtrapolationException as exc:
             too_old = self._too_old(request)
             if too_old is None:
-                request.failure = BackwardExtrapolationException
                 return None
             time_ns, latest_ns = too_old
             exc.args = (
@@ -221,16 +219,39 @@ class WaitingRequests:
                 f"{format_seconds(latest_ns)}.",
             )
             return exc
-        except TransformException as exc:
-            request.failure = type(exc)
+        except TransformException:
             return None
         except Exception as exc:  # a bug must fail its future, never the inserting thread
             return exc
 
     def _recheck_one(self, request: _Request):
-        """``_attempt`` for a pending request; a failure records its kind, which says what
-        the request must watch from now on (``_watched_frames``)."""
+        """``_attempt`` for a pending request, cheaper while it still fails: can_transform
+        builds neither a result nor an exception message. Only a request that may have
+        become too old (its times are all non-zero) needs the exception's kind."""
+        try:
+            if request.full:
+                possible = _core_can_transform_full(self, *request.args)
+            else:
+                possible = _core_can_transform(self, *request.args)
+        except Exception:  # let _attempt report it
+            possible = True
+        if not possible and (not request.earliest_ns or self._too_old(request) is None):
+            return None
         return self._attempt(request)
+
+    def _failure_kind(self, request: _Request):
+        """Why a request whose frames all exist still fails, told without building an
+        error: ConnectivityException when a pair has no common ancestor, else, for a simple
+        lookup at time 0, BackwardExtrapolationException (time 0 resolves to the latest
+        common time, which no frame's newest data is behind), else None (not told)."""
+        for frame_a, frame_b, _ in request.pairs:
+            try:
+                self._k_common_time(frame_a, frame_b)
+            except (KernelError, TypeError):
+                return ConnectivityException
+        if not request.full and request.earliest_ns == 0:
+            return BackwardExtrapolationException
+        return None
 
     def _too_old(self, request: _Request):
         """tf2's rule for a request that can never succeed: its time is more than the cache
@@ -287,11 +308,10 @@ class WaitingRequests:
         for time_ns in times:
             # The kernel's walk upwards from each frame, as the lookup would walk.
             names.update(self._k_ancestors(frames, _clamp(time_ns)))
-        failure = request.failure
+        failure = self._failure_kind(request)
         if failure is ConnectivityException:
             held: set = names
-        elif (failure is BackwardExtrapolationException and not request.full
-              and request.earliest_ns == 0 and latest and latest[0] > 0):
+        elif failure is BackwardExtrapolationException and latest and latest[0] > 0:
             held = {f for f in names if not 0 < self._newest_ns(f) <= latest[0]}
         else:
             return frozenset(names), frozenset(), {}
