@@ -56,6 +56,31 @@ def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message:
         time.sleep(interval)
 
 
+def mcap_transforms_so_far(path) -> list[tuple[str, str]]:
+    """(parent, child) of every ``/tf`` or ``/tf_static`` transform already on disk in the MCAP
+    file at ``path``, which a recorder may still be writing: records are read in order up to
+    where the file ends for now (a recorder writes whole chunks, so what a test waits for
+    is on disk once the chunk holding it is)."""
+    from mcap.exceptions import McapError
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    from tf2py.bag.codec import Columns, decode_ros2
+
+    columns = Columns()
+    transform_channels: set[int] = set()
+    try:
+        with open(path, "rb") as f:
+            for record in StreamReader(f, skip_magic=False).records:
+                if isinstance(record, Channel) and record.topic in ("/tf", "/tf_static"):
+                    transform_channels.add(record.id)
+                elif isinstance(record, Message) and record.channel_id in transform_channels:
+                    decode_ros2(record.data, columns)
+    except (McapError, EOFError, OSError):
+        pass  # the end of what is written so far
+    return list(zip(columns.parents, columns.children))
+
+
 class Proc:
     """A subprocess whose output lines are collected on a thread, so tests can wait for a
     line with a deadline. Always ended by its PID when the test ends."""
