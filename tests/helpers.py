@@ -61,6 +61,8 @@ def mcap_transforms_so_far(path) -> list[tuple[str, str]]:
     file at ``path``, which a recorder may still be writing: records are read in order up to
     where the file ends for now (a recorder writes whole chunks, so what a test waits for
     is on disk once the chunk holding it is)."""
+    import struct
+
     from mcap.exceptions import McapError
     from mcap.records import Channel, Message
     from mcap.stream_reader import StreamReader
@@ -76,8 +78,8 @@ def mcap_transforms_so_far(path) -> list[tuple[str, str]]:
                     transform_channels.add(record.id)
                 elif isinstance(record, Message) and record.channel_id in transform_channels:
                     decode_ros2(record.data, columns)
-    except (McapError, EOFError, OSError):
-        pass  # the end of what is written so far
+    except (McapError, EOFError, OSError, struct.error, ValueError):
+        pass  # the end of what is written so far (a record cut short)
     return list(zip(columns.parents, columns.children))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .buffer.convert import convert
 from .buffer.exceptions import (
     BackwardExtrapolationException,
     ConnectivityException,
@@ -86,6 +87,7 @@ __all__ = [
     "Vector3Stamped",
     "PoseStamped",
     "make_transform",
+    "convert",
     "TransformException",
     "LookupException",
     "ConnectivityException",

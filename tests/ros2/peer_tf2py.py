@@ -30,12 +30,27 @@ import peer_env  # noqa: E402
 
 REPO = HERE.parent.parent
 
-#: What the compiled kernel is made from: a change here means a rebuild.
-KERNEL_INPUTS = ("CMakeLists.txt", "pyproject.toml", "tf2py/buffer/_kernel")
+#: What the compiled kernel is made from: a change here means a rebuild (and pyproject.toml's
+#: build sections, see _build_settings).
+KERNEL_INPUTS = ("CMakeLists.txt", "tf2py/buffer/_kernel")
+BUILD_SECTIONS = ("[build-system]", "[tool.scikit-build]")
+
+
+def _build_settings() -> str:
+    """The sections of pyproject.toml that the build reads (not the extras or tool settings,
+    which change often and compile nothing)."""
+    keep, out = False, []
+    for line in (REPO / "pyproject.toml").read_text().splitlines():
+        if line.startswith("["):
+            keep = line.strip() in BUILD_SECTIONS
+        if keep and not line.lstrip().startswith("#"):
+            out.append(line)
+    return "\n".join(out)
 
 
 def _kernel_key(peer_python: str) -> str:
     digest = hashlib.sha256(peer_python.encode())
+    digest.update(_build_settings().encode())
     for name in KERNEL_INPUTS:
         path = REPO / name
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
