@@ -13,11 +13,11 @@ from collections import Counter
 import numpy as np
 import pytest
 from bagdata import NAV2, TURTLESIM
-from helpers import mcap_transforms_so_far, wait_for
+from helpers import wait_for
 
 from tf2py import make_transform
 from tf2py.bag import read_transforms
-from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+from tf2py.transport.broadcaster import StaticTransformBroadcaster
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformSubscriber
 
@@ -45,10 +45,6 @@ class Collector:
                 self.dynamic.extend(rows)
                 self.received_ns.append(batch.received_ns)
 
-    def has_dynamic_child(self, child):
-        with self.lock:
-            return any(r[1] == child for r in self.dynamic)
-
     def has_static_child(self, child):
         with self.lock:
             return any(r[1] == child for r in self.static)
@@ -59,9 +55,6 @@ class Collector:
 
     def close(self):
         self.subscriber.close()
-
-
-MARKER = make_transform("map", "marker", stamp=1.0)
 
 
 def row(t):
@@ -124,13 +117,9 @@ def test_play_start_skips_the_beginning_of_the_bag(spawn, tf2py_command, bus):
     expected = bag_rows(data, rows)
     assert 0 < len(expected) < int((~data.is_static).sum()) // 5
     wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20)
-    # Nothing beyond the expected may trickle in late: anything the player sent is ahead of
-    # a marker sent after it exited (one core forwards in the order it received).
-    with TransformBroadcaster(core=address) as marker:
-        wait_for(lambda: (marker.send_transform(MARKER), collector.has_dynamic_child("marker"))[1],
-                 timeout=20, interval=0.02, message="a marker after the player's transforms")
+    time.sleep(0.2)  # nothing beyond the expected may trickle in late
     with collector.lock:
-        assert Counter(r for r in collector.dynamic if r[1] != "marker") == Counter(expected)
+        assert Counter(collector.dynamic) == Counter(expected)
 
 
 def test_play_loop_starts_over_at_the_end(spawn, tf2py_command, bus):
@@ -225,18 +214,10 @@ def test_play_into_record_reproduces_the_bags_transforms(spawn, tf2py_command, b
     assert player.wait(timeout=60) == 0, player.output()
     expected = bag_rows(data, np.flatnonzero(~data.is_static).tolist())
     wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20)
-    # The recorder is a second subscriber, in another process: markers sent after the player
-    # exited reach it after everything the player sent, and once one is on disk, so is all
-    # that came before (markers in big messages, to fill the recorder's chunk quickly).
-    markers = [make_transform("map", "marker", stamp=1.0 + k * 1e-3) for k in range(100)]
-    with TransformBroadcaster(core=address) as marker:
-        wait_for(lambda: (marker.send_transform(markers),
-                          ("map", "marker") in mcap_transforms_so_far(out))[1],
-                 timeout=60, interval=0.005, message="a marker written by the recorder")
+    time.sleep(0.3)  # the recorder is a second subscriber; give it the same moment
     assert recorder.stop() == 0
     replayed = read_transforms(out)
-    got = [r for r in bag_rows(replayed, np.flatnonzero(~replayed.is_static).tolist())
-           if r[1] != "marker"]
+    got = bag_rows(replayed, np.flatnonzero(~replayed.is_static).tolist())
     assert Counter(got) == Counter(expected)
     statics = set(bag_rows(replayed, np.flatnonzero(replayed.is_static).tolist()))
     assert set(bag_rows(data, np.flatnonzero(data.is_static).tolist())) <= statics
