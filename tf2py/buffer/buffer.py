@@ -58,6 +58,7 @@ from .exceptions import (
 )
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 from .velocity import lookup_velocity as _lookup_velocity
+from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
@@ -489,6 +490,11 @@ class Buffer(WaitingRequests, BufferCore):
             (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
         )
 
+    # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
+    # with their task.
+    lookup_transform_async = _lookup_async.lookup_transform_async
+    lookup_transform_full_async = _lookup_async.lookup_transform_full_async
+
     @property
     def pending_request_count(self) -> int:
         """How many futures from ``wait_for_transform*_async`` are still waiting."""
@@ -516,6 +522,11 @@ class Buffer(WaitingRequests, BufferCore):
             ready = self._clear_locked()
         if ready:
             _resolve(ready)
+
+    def drop_static(self, frames) -> int:
+        """``BufferCore.drop_static`` under the lock (nothing waiting can become answerable)."""
+        with self._lock:
+            return BufferCore.drop_static(self, frames)
 
     def _clear_locked(self):
         BufferCore.clear(self)

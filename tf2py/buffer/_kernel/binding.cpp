@@ -432,6 +432,18 @@ class PyKernel {
 
     void clear() { k_.clear(); }
 
+    // Drop the static transforms of the named frames (str items; others are skipped);
+    // returns how many were dropped.
+    size_t drop_static(nb::list names) {
+        size_t dropped = 0;
+        for (nb::handle item : names) {
+            if (!nb::isinstance<nb::str>(item)) continue;
+            const int32_t id = k_.lookup_id(nb::cast<std::string>(item));
+            if (id && k_.drop_static(id)) ++dropped;
+        }
+        return dropped;
+    }
+
     // Lookup ids of the named frames in argument order; raises (Frame error) for the first
     // one a lookup cannot use.
     void resolve(std::initializer_list<const std::string*> names, int32_t* ids) {
@@ -643,7 +655,8 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_frame_table", &PyKernel::frame_table)
         .def("_k_samples", &PyKernel::samples, "frame"_a)
         .def("_k_memory_bytes", &PyKernel::memory_bytes)
-        .def("_k_clear", &PyKernel::clear);
+        .def("_k_clear", &PyKernel::clear)
+        .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
 
     nb::class_<RLock>(m, "RLock", "A re-entrant lock (threading.RLock's behaviour) the kernel takes itself.")
         .def(nb::init<>())
