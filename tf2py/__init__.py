@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .transport.clock import SimClock as SimClock
     from .transport.core import Core as Core
     from .transport.listener import TransformListener as TransformListener
-    from .transport.message_filter import MessageFilter as MessageFilter
+    from .buffer.message_filter import MessageFilter as MessageFilter
 
 __version__ = "0.1.0"
 
