@@ -19,6 +19,20 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+def under_ci() -> bool:
+    """True under CI (``CI=true``, as CI services set it), where nothing may skip."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def skip_or_fail(reason: str):
+    """Skip the test for a missing peer (a tool, an environment), or fail it under CI: there a
+    skip would let a green run hide that the test never ran."""
+    if under_ci():
+        pytest.fail(f"{reason} (CI=true: a missing peer fails rather than skips)",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -40,6 +54,33 @@ def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message:
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout} s: {message or condition}")
         time.sleep(interval)
+
+
+def mcap_transforms_so_far(path) -> list[tuple[str, str]]:
+    """(parent, child) of every ``/tf`` or ``/tf_static`` transform already on disk in the MCAP
+    file at ``path``, which a recorder may still be writing: records are read in order up to
+    where the file ends for now (a recorder writes whole chunks, so what a test waits for
+    is on disk once the chunk holding it is)."""
+    import struct
+
+    from mcap.exceptions import McapError
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    from tf2py.bag.codec import Columns, decode_ros2
+
+    columns = Columns()
+    transform_channels: set[int] = set()
+    try:
+        with open(path, "rb") as f:
+            for record in StreamReader(f, skip_magic=False).records:
+                if isinstance(record, Channel) and record.topic in ("/tf", "/tf_static"):
+                    transform_channels.add(record.id)
+                elif isinstance(record, Message) and record.channel_id in transform_channels:
+                    decode_ros2(record.data, columns)
+    except (McapError, EOFError, OSError, struct.error, ValueError):
+        pass  # the end of what is written so far (a record cut short)
+    return list(zip(columns.parents, columns.children))
 
 
 class Proc:

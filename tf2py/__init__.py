@@ -1,13 +1,16 @@
 """tf2py: ROS tf2's coordinate-frame buffer, broadcasts and tools, without ROS.
 
 Everything public is importable from here. Transport and server names are imported on
-first use, so ``import tf2py`` for the buffer alone does not load ZeroMQ.
+first use, so ``import tf2py`` for the buffer alone does not load ZeroMQ; type checkers see
+them through the ``TYPE_CHECKING`` imports below, so ``from tf2py import Buffer`` is typed.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
+from .buffer.convert import convert
 from .buffer.exceptions import (
     BackwardExtrapolationException,
     ConnectivityException,
@@ -33,6 +36,23 @@ from .buffer.messages import (
     make_transform,
 )
 from .buffer.time import Duration, Time
+
+if TYPE_CHECKING:
+    # What the lazy ``__getattr__`` below returns, for mypy and pyright (never run). Keep
+    # this list and ``_LAZY`` the same.
+    from . import bag as bag
+    from .buffer.buffer import Buffer as Buffer
+    from .buffer.core import BufferCore as BufferCore
+    from .buffer.messages import Twist as Twist
+    from .buffer.messages import VelocityStamped as VelocityStamped
+    from .server.client import BufferClient as BufferClient
+    from .server.server import BufferServer as BufferServer
+    from .transport.broadcaster import StaticTransformBroadcaster as StaticTransformBroadcaster
+    from .transport.broadcaster import TransformBroadcaster as TransformBroadcaster
+    from .transport.clock import SimClock as SimClock
+    from .transport.core import Core as Core
+    from .transport.listener import TransformListener as TransformListener
+    from .buffer.message_filter import MessageFilter as MessageFilter
 
 __version__ = "0.1.0"
 
@@ -67,6 +87,7 @@ __all__ = [
     "Vector3Stamped",
     "PoseStamped",
     "make_transform",
+    "convert",
     "TransformException",
     "LookupException",
     "ConnectivityException",
@@ -80,15 +101,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'tf2py' has no attribute {name!r}")
-    module = importlib.import_module(module_name)
-    value = module if name == "bag" else getattr(module, name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # a module __getattr__ would make every unknown name Any to mypy
+
+    def __getattr__(name: str) -> object:
+        module_name = _LAZY.get(name)
+        if module_name is None:
+            raise AttributeError(f"module 'tf2py' has no attribute {name!r}")
+        module = importlib.import_module(module_name)
+        value = module if name == "bag" else getattr(module, name)
+        globals()[name] = value
+        return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

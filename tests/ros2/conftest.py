@@ -4,7 +4,8 @@ peer_env.py builds once per machine, talking to tf2py over DDS on loopback only.
 Each test gets its own ROS_DOMAIN_ID (random, 30..99) and ROS_AUTOMATIC_DISCOVERY_RANGE=
 LOCALHOST, in this process (for tf2py's objects) and in every peer it starts. Without the
 peer environment (no Python 3.12, no network for its first build) or without the ``ros2``
-extra, these tests skip and say why.
+extra, these tests skip and say why; under CI (``CI=true``) they fail with that reason
+instead, so a green run cannot hide that none of them ran.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Proc, wait_for  # noqa: F401
+from helpers import Proc, skip_or_fail, wait_for  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -34,12 +35,15 @@ def peer_python() -> str:
     try:
         return peer_env.peer_python(verbose=True)
     except peer_env.PeerEnvUnavailable as exc:
-        pytest.skip(f"ROS 2 peer environment unavailable: {exc}")
+        skip_or_fail(f"ROS 2 peer environment unavailable: {exc}")
 
 
 @pytest.fixture(scope="session")
 def cyclonedds_available():
-    pytest.importorskip("cyclonedds", reason="the ros2 extra (cyclonedds) is not installed")
+    try:
+        import cyclonedds  # noqa: F401
+    except ImportError as exc:
+        skip_or_fail(f"the ros2 extra (cyclonedds) is not installed: {exc}")
 
 
 @pytest.fixture

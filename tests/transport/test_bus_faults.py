@@ -159,7 +159,15 @@ def test_replays_are_coalesced_and_every_late_listener_still_gets_the_statics(co
             late = Buffer()
             with TransformListener(late, core.address):
                 wait_for(lambda: late.can_transform("world", "s1999", 0))
-            time.sleep(0.5)
+            # Every replay also reaches ``sub`` ("/tf" prefixes "/tf_static"). It is the one
+            # that subscribed 200 times: once it has heard nothing for several of the core's
+            # minimum replay intervals, no replay its subscriptions asked for is still due.
+            assert sub.poll(30_000), "no replay reached the resubscriber"
+            quiet_ms = int(4 * core_module.REPLAY_MIN_INTERVAL * 1000)
+            deadline = time.monotonic() + 30
+            while sub.poll(quiet_ms):
+                sub.recv_multipart()
+                assert time.monotonic() < deadline, "replays to the resubscriber never ended"
             # 200 subscriptions within a moment: a handful of replays, not 200
             assert core.replays - before <= 6
         finally:
@@ -172,7 +180,10 @@ def test_big_lists_travel_as_pieces_of_whole_transforms(core):
     with TransformListener(buffer, core.address) as listener, \
             TransformBroadcaster(core.address) as b:
         open_path(lambda: b.send_transform(big[:1]), listener)
-        time.sleep(0.2)  # late probes in flight arrive first
+        # Probes still in flight would be counted below: one last message from the same
+        # broadcaster arrives after all of them (one publisher's messages stay in order).
+        b.send_transform(make_transform("world", "after_probes", stamp=2.0))
+        wait_for(lambda: buffer.can_transform("world", "after_probes", 0))
         before = listener.stats()["received_transforms"]
         sent = b.sent_messages
         b.send_transform(big)

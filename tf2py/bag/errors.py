@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 __all__ = ["BagError", "BagDependencyError", "BagWarning", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install 'tf2py[bag]'"
@@ -21,7 +23,7 @@ class BagWarning(UserWarning):
     the message gives the counts."""
 
 
-def require(module_name: str):
+def require(module_name: str) -> ModuleType:
     """Import one of the ``tf2py[bag]`` libraries, or raise ``BagDependencyError``."""
     import importlib
 

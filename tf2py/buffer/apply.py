@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ._kernel_ext import compose as _compose  # the kernel's: one implementation of the maths
+from .convert import convert, message_fields
 from .messages import (
     Header,
     Point,
@@ -141,15 +142,42 @@ def _unsupported(obj) -> TypeError:
     )
 
 
+# For objects of the same shape from elsewhere (rclpy's geometry_msgs): the field that
+# tells them apart, beside ``header``, and the tf2py type whose function applies.
+_BY_SHAPE = (
+    ("point", PointStamped),
+    ("vector", Vector3Stamped),
+    ("pose", PoseStamped),
+    ("child_frame_id", TransformStamped),
+)
+
+
+def _same_shape(obj):
+    """The function for an object of another class shaped like one of ours; its result
+    comes back in ``obj``'s own class (e.g. rclpy's) when that class can be filled by
+    ``convert``, else as the tf2py type."""
+    if not hasattr(obj, "header"):
+        return None
+    for field, cls in _BY_SHAPE:
+        if hasattr(obj, field):
+            function = _DISPATCH[cls]
+            if message_fields(type(obj)) is None:
+                return function
+            return lambda o, t: convert(function(o, t), type(o))
+    return None
+
+
 def transform_function(obj):
-    """The ``do_transform_*`` function for ``obj``'s type; ``TypeError`` naming the supported
-    types when there is none."""
+    """The ``do_transform_*`` function for ``obj``'s type (or shape: rclpy's messages too);
+    ``TypeError`` naming the supported types when there is none."""
     function = _DISPATCH.get(obj.__class__)
     if function is None:
         for cls, candidate in _DISPATCH.items():
             if isinstance(obj, cls):
                 return candidate
-        raise _unsupported(obj)
+        function = _same_shape(obj)
+        if function is None:
+            raise _unsupported(obj)
     return function
 
 

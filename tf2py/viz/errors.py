@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 __all__ = ["VizDependencyError", "INSTALL_HINT", "require_foxglove"]
 
 INSTALL_HINT = "pip install 'tf2py[viz]'"
@@ -12,7 +14,7 @@ class VizDependencyError(ImportError):
     install it (one line)."""
 
 
-def require_foxglove():
+def require_foxglove() -> ModuleType:
     """Import the ``foxglove`` SDK, or raise ``VizDependencyError``."""
     try:
         import foxglove
