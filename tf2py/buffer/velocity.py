@@ -42,8 +42,14 @@ from .messages import Header, Twist, Vector3, VelocityStamped
 
 _new = object.__new__
 # The kernel's own calls stand in for lookup_transform only where it is the kernel's.
-_KERNEL_LOOKUPS = (Kernel.lookup_transform, Kernel._k_lookup_transform_waiting)  # (Buffer's)
+_KERNEL_LOOKUPS: tuple = ()  # filled at the end: BufferCore's and Buffer's lookup_transform
 _set = object.__setattr__
+
+
+def _lookups() -> tuple:
+    global _KERNEL_LOOKUPS
+    _KERNEL_LOOKUPS = _own_lookups()
+    return _KERNEL_LOOKUPS
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
 __all__ = ["lookup_velocity", "lookup_velocities"]
@@ -210,7 +216,7 @@ def _lookup_values(core, target_frame, source_frame, ns: int) -> tuple:
     if (
         target_frame.__class__ is str and source_frame.__class__ is str
         and target_frame != source_frame and STAMP_MIN <= ns <= STAMP_MAX
-        and core.__class__.lookup_transform in _KERNEL_LOOKUPS
+        and core.__class__.lookup_transform in (_KERNEL_LOOKUPS or _lookups())
     ):
         try:
             return core._k_lookup(target_frame, source_frame, ns)
@@ -278,7 +284,7 @@ def lookup_velocity(
     # the public calls: _lookup_values, _latest_common_ns).
     fast = (
         observation_frame.__class__ is str and tracking_frame.__class__ is str
-        and reference_frame.__class__ is str and core.__class__.lookup_transform in _KERNEL_LOOKUPS
+        and reference_frame.__class__ is str and core.__class__.lookup_transform in (_KERNEL_LOOKUPS or _lookups())
         and observation_frame != tracking_frame and reference_frame != tracking_frame
     )
     if fast:  # _latest_common_ns, inlined
@@ -572,3 +578,10 @@ def lookup_velocities(
     out_vel = out_vel + np.cross(out_rot, p1 - p0)
     stamps = _ns_of_seconds_many(start_s + interval_s * 0.5)
     return stamps, np.hstack((out_vel, out_rot))
+
+
+def _own_lookups() -> tuple:
+    from .buffer import Buffer
+    from .core import BufferCore
+
+    return (BufferCore.lookup_transform, Buffer.lookup_transform)
