@@ -49,7 +49,7 @@ _LAZY = {
     "bag": "tf2py.bag",
     "Twist": "tf2py.buffer.messages",
     "VelocityStamped": "tf2py.buffer.messages",
-    "MessageFilter": "tf2py.transport.message_filter",
+    "MessageFilter": "tf2py.buffer.message_filter",
     "SimClock": "tf2py.transport.clock",
 }
 

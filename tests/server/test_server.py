@@ -171,8 +171,9 @@ def test_cancel_forgets_the_goal_on_the_server(buffer, server, client):
     assert future.cancel()
     wait_for(lambda: server.pending_count == 0, message="goal forgotten")
     assert server.stats()["cancelled"] == 1
-    state = server._state
-    assert not state.groups and not state.on_create and not state.per_client
+    goals = server._state.goals
+    assert not goals.groups and not goals.by_peer
+    wait_for(lambda: buffer.pending_request_count == 0, message="the buffer's request withdrawn")
 
 
 def test_resent_goal_is_not_a_second_goal_and_keeps_the_earlier_deadline(server):
@@ -291,10 +292,9 @@ def test_finished_goals_leave_no_state_behind(buffer, server, client):
         client.lookup_transform("map", "ghost", 0, timeout=0.05)
     wait_for(lambda: server.pending_count == 0, message="no goal pending")
     assert buffer.pending_request_count == 0
-    state = server._state
-    assert len(state.deadlines) <= 1024 + 1  # compacted, not one entry per goal ever seen
-    assert not state.groups and not state.on_create and not state.on_touch
-    assert not state.on_parent and not state.on_stamp and not state.per_client
+    goals = server._state.goals
+    assert len(goals.deadlines) <= 1024 + 1  # compacted, not one entry per goal ever seen
+    assert not goals.groups and not goals.by_peer and not goals.ready
 
 
 # --- bad input ------------------------------------------------------------------------------

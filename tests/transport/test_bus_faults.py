@@ -17,7 +17,8 @@ import zmq
 from helpers import wait_for
 from tf2py import make_transform
 from tf2py.buffer.buffer import Buffer
-from tf2py.transport import _sockets, core as core_module, wire
+from tf2py.transport import _sockets, wire
+from tf2py.transport.zmq import core as core_module
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener

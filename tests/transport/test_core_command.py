@@ -16,6 +16,7 @@ from tf2py.transport import wire
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener
 from transport_support import (
+    RAW_LATCH,
     DYNAMIC_BROADCASTER,
     STATIC_BROADCASTER,
     RecordingBuffer,
@@ -137,9 +138,9 @@ def test_core_with_an_unbindable_host_and_port_zero_raises_os_error():
 @pytest.mark.parametrize(
     "frames,cause",
     [
-        ([wire.TOPIC_STATIC_LATCH, b"\xc1junk"], "garbage"),
-        ([wire.TOPIC_STATIC_LATCH, msgpack.packb([1, 2, 3])], "shape"),
-        ([wire.TOPIC_STATIC_LATCH], "shape"),
+        ([RAW_LATCH, b"\xc1junk"], "garbage"),
+        ([RAW_LATCH, msgpack.packb([1, 2, 3])], "shape"),
+        ([RAW_LATCH], "shape"),
     ],
     ids=["garbage", "wrong-shape", "one-frame"],
 )
@@ -148,12 +149,12 @@ def test_core_drops_bad_static_input_and_keeps_latching(frames, cause):
         publisher = raw_socket(zmq.PUB, c.address)
         try:
             def latched_probe():
-                publisher.send_multipart([wire.TOPIC_STATIC_LATCH, good_body("probe")])
+                publisher.send_multipart([RAW_LATCH, good_body("probe")])
                 return c.latched_frames()
 
             wait_for(latched_probe, interval=0.02)
             publisher.send_multipart(frames)
-            publisher.send_multipart([wire.TOPIC_STATIC_LATCH, good_body("after")])
+            publisher.send_multipart([RAW_LATCH, good_body("after")])
             wait_for(lambda: "after" in c.latched_frames())
             assert c.dropped.snapshot() == {cause: 1}
         finally:

@@ -18,6 +18,7 @@ from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBro
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener, TransformSubscriber
 from transport_support import (
+    RAW_LATCH,
     RecordingBuffer,
     fake_core_publisher,
     core,  # noqa: F401  (fixture)
@@ -131,7 +132,7 @@ def test_static_broadcaster_latches_a_copy_of_a_reused_message(core):
 def test_static_broadcaster_keeps_publishing_after_a_failed_publish(core, caplog):
     with StaticTransformBroadcaster(core.address) as static:
         calls = []
-        body = static._encode
+        body = static._latch._encode
 
         def fails_once():
             calls.append(1)
@@ -139,7 +140,7 @@ def test_static_broadcaster_keeps_publishing_after_a_failed_publish(core, caplog
                 raise RuntimeError("boom")
             return body()
 
-        static._encode = fails_once
+        static._latch._encode = fails_once
         static.send_transform(make_transform("map", "a"))
         wait_for(lambda: calls)
         static.send_transform(make_transform("map", "b"))
@@ -184,7 +185,7 @@ def test_broadcaster_started_before_the_core_connects_when_it_comes_up():
 BAD_MESSAGES = {
     "garbage": ([wire.TOPIC_TF, b"\xc1\x00garbage"], "garbage"),
     "wrong-shape": ([wire.TOPIC_TF, msgpack.packb({"transforms": []})], "shape"),
-    "future-version": ([wire.TOPIC_TF, msgpack.packb([wire.WIRE_VERSION + 1, "x"])], "version"),
+    "future-version": ([wire.TOPIC_TF, msgpack.packb([wire.NEWEST_VERSION + 1, "x"])], "version"),
     "one-frame": ([wire.TOPIC_TF], "shape"),
     "three-frames": ([wire.TOPIC_TF, good_body(), b"extra"], "shape"),
 }
@@ -527,8 +528,8 @@ def test_static_of_a_future_version_is_passed_on_and_counted_by_the_listener(cor
     try:
         with TransformListener(buffer, core.address) as listener:
             open_path(lambda: publisher.send_multipart(
-                [wire.TOPIC_STATIC_LATCH, good_body("probe")]), listener)
-            publisher.send_multipart([wire.TOPIC_STATIC_LATCH, msgpack.packb([7, "future"])])
+                [RAW_LATCH, good_body("probe")]), listener)
+            publisher.send_multipart([RAW_LATCH, msgpack.packb([7, "future"])])
             wait_for(lambda: listener.stats()["dropped"].get("version") == 1)
             assert core.dropped.snapshot() == {"version": 1}
             assert core.latched_frames() == ["probe"]

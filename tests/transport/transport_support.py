@@ -129,6 +129,10 @@ def subscribe_endpoint(core_address: str) -> str:
     return f"{host}:{int(port) + 1}"
 
 
+#: A raw static set's topic (version 2: per publisher; without heartbeats it expires in 3.5 s).
+RAW_LATCH = b"latch/tf_static/raw-test/1"
+
+
 def good_body(child="probe", authority="test", n=1) -> bytes:
     return wire.encode_transforms(
         [make_transform("world", child if n == 1 else f"{child}{i}", (1, 2, 3), stamp=1)

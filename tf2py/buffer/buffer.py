@@ -54,6 +54,7 @@ from .requests import WaitingRequests, _cancel_all, _Request, _resolve, _Watcher
 from .messages import TransformStamped
 from .time import Duration, Time, to_nanoseconds
 from .waits import wait_until_can, wait_until_looked_up
+from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
@@ -395,6 +396,11 @@ class Buffer(WaitingRequests, BufferCore):
             with self._lock:
                 self._waiting -= 1
 
+    # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
+    # with their task.
+    lookup_transform_async = _lookup_async.lookup_transform_async
+    lookup_transform_full_async = _lookup_async.lookup_transform_full_async
+
     @property
     def pending_request_count(self) -> int:
         """How many futures from ``wait_for_transform*_async`` are still waiting."""
@@ -410,6 +416,11 @@ class Buffer(WaitingRequests, BufferCore):
             ready = self._clear_locked()
         if ready:
             _resolve(ready)
+
+    def drop_static(self, frames) -> int:
+        """``BufferCore.drop_static`` under the lock (nothing waiting can become answerable)."""
+        with self._lock:
+            return BufferCore.drop_static(self, frames)
 
     def _clear_locked(self):
         BufferCore.clear(self)

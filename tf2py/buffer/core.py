@@ -20,7 +20,7 @@ Not thread-safe: ``Buffer`` adds the lock.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -193,6 +193,12 @@ class BufferCore(_kernel_ext.Kernel):
     def clear(self) -> None:
         """Forget all non-static data; frames stay known and static transforms stay."""
         self._k_clear()
+
+    def drop_static(self, frames: Iterable[str]) -> int:
+        """Forget the static transforms whose child frame is one of ``frames`` (dynamic data
+        and other frames are untouched; the names stay known); returns how many were dropped.
+        ``tf2py fleet`` calls it for the statics of a robot that has gone for good."""
+        return int(self._k_drop_static([f for f in frames if isinstance(f, str)]))
 
     # -- lookups --------------------------------------------------------------------------
 

@@ -14,7 +14,12 @@ from concurrent.futures import Future, InvalidStateError
 
 from .apply import copy_transform_stamped
 from .core import BufferCore, KernelError, _clamp
-from .exceptions import BackwardExtrapolationException, InvalidArgumentException, TransformException
+from .exceptions import (
+    BackwardExtrapolationException,
+    ConnectivityException,
+    InvalidArgumentException,
+    TransformException,
+)
 from .time import format_seconds, to_nanoseconds
 
 __all__ = ["WaitingRequests"]
@@ -32,7 +37,7 @@ class _Request:
 
     __slots__ = (
         "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
-        "earliest_ns", "serial",
+        "earliest_ns", "serial", "failure", "watch_parent",
     )
 
     def __init__(self, key, full, frames, times, pairs, args):
@@ -52,6 +57,10 @@ class _Request:
         self.watch: frozenset[str] = frozenset()
         # ... and requested frames that do not exist yet (created as a parent or a child).
         self.watch_any: frozenset[str] = frozenset()
+        # Frames whose new data can change the answer only by giving them another parent:
+        # frame -> its parent when indexed (see WaitingRequests._watched_frames).
+        self.watch_parent: dict[str, str | None] = {}
+        self.failure: type | None = None  # the exception class of the last failed lookup
 
 
 _serials = itertools.count()
@@ -63,11 +72,12 @@ class _Watchers:
     new sample may move "latest") and ``timed``, sorted by earliest requested time (a
     sample can only help requests whose times the frame's newest sample has reached)."""
 
-    __slots__ = ("untimed", "timed")
+    __slots__ = ("untimed", "timed", "parents")
 
     def __init__(self):
         self.untimed: set = set()
         self.timed: list = []  # (earliest_ns, serial, key), sorted
+        self.parents: dict = {}  # the frame's parent when indexed -> keys (watch_parent)
 
     def add(self, request):
         if request.earliest_ns:
@@ -84,8 +94,21 @@ class _Watchers:
         else:
             self.untimed.discard(request.key)
 
+    def add_parent(self, request, parent):
+        keys = self.parents.get(parent)
+        if keys is None:
+            keys = self.parents[parent] = set()
+        keys.add(request.key)
+
+    def remove_parent(self, request, parent):
+        keys = self.parents.get(parent)
+        if keys is not None:
+            keys.discard(request.key)
+            if not keys:
+                del self.parents[parent]
+
     def __bool__(self):
-        return bool(self.untimed) or bool(self.timed)
+        return bool(self.untimed) or bool(self.timed) or bool(self.parents)
 
 
 def _forget_cancelled(buffer_ref, key):
@@ -141,6 +164,14 @@ class WaitingRequests:
     """The pending requests of a ``Buffer`` and the frames they watch (``_requests``,
     ``_watch``, ``_watch_any``, created by ``Buffer.__init__``)."""
 
+    _rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
+
+    @property
+    def recheck_count(self) -> int:
+        """How many times an insertion re-checked a waiting request (the index's work: a
+        request is only re-checked by an insertion that can have changed its answer)."""
+        return self._rechecks
+
     def _request(self, key, full, frames, times, pairs, args) -> Future:
         for frame in frames:
             if not isinstance(frame, str):
@@ -180,6 +211,7 @@ class WaitingRequests:
         except BackwardExtrapolationException as exc:
             too_old = self._too_old(request)
             if too_old is None:
+                request.failure = BackwardExtrapolationException
                 return None
             time_ns, latest_ns = too_old
             exc.args = (
@@ -189,24 +221,15 @@ class WaitingRequests:
                 f"{format_seconds(latest_ns)}.",
             )
             return exc
-        except TransformException:
+        except TransformException as exc:
+            request.failure = type(exc)
             return None
         except Exception as exc:  # a bug must fail its future, never the inserting thread
             return exc
 
     def _recheck_one(self, request: _Request):
-        """``_attempt`` for a pending request, cheaper while it still fails: can_transform
-        builds neither a result nor an exception message. Only a request that may have
-        become too old (its times are all non-zero) needs the exception's kind."""
-        try:
-            if request.full:
-                possible = _core_can_transform_full(self, *request.args)
-            else:
-                possible = _core_can_transform(self, *request.args)
-        except Exception:  # let _attempt report it
-            possible = True
-        if not possible and (not request.earliest_ns or self._too_old(request) is None):
-            return None
+        """``_attempt`` for a pending request; a failure records its kind, which says what
+        the request must watch from now on (``_watched_frames``)."""
         return self._attempt(request)
 
     def _too_old(self, request: _Request):
@@ -228,37 +251,77 @@ class WaitingRequests:
         return isinstance(frame_id, str) and self._k_exists(frame_id)
 
     def _watched_frames(self, request: _Request):
-        """``(watch, watch_any)`` for a request whose lookup just failed.
+        """``(watch, watch_any, watch_parent)`` for a request whose lookup just failed.
 
         While a requested frame does not exist, nothing but its creation can help: watch
         only for that name (as a parent or a child). Otherwise the lookup's answer depends
-        only on the caches of the frames its walks visit, so new data for any other child
-        frame cannot change it: watch the requested frames and their ancestors at each
-        requested time, at the latest data (time 0 resolves through the latest samples) and
-        at the resolved latest common time.
+        only on the frames its walks visit, so new data for any other child frame cannot
+        change it: the requested frames and their ancestors at each requested time, at the
+        latest data (time 0 resolves through the latest samples) and at the resolved latest
+        common time. Of those, some can only matter by getting another parent
+        (``watch_parent``, re-checked only when that parent changes):
+
+        - all of them while the frames are not connected (ConnectivityException);
+        - for a lookup at time 0 that fails because the latest common time (the oldest of
+          the path's newest stamps) is held back by an old frame (backward extrapolation):
+          all but the frames holding it back, whose new data moves it.
         """
-        if request.watch_any or not request.watch:  # new, or a frame was missing: look
+        if request.watch_any or not (request.watch or request.watch_parent):
             missing = frozenset(f for f in request.frames if not self._frame_usable(f))
             if missing:
-                return frozenset(), missing
+                return frozenset(), missing, {}
         # (frame names are never removed, so frames that existed still exist)
         times = {t.nanoseconds for t in request.times}
         times.add(0)
+        latest = []
         for frame_a, frame_b, time_ns in request.pairs:
             if time_ns == 0:
                 try:
-                    times.add(self._k_common_time(frame_a, frame_b))
+                    common = self._k_common_time(frame_a, frame_b)
                 except (KernelError, TypeError):
-                    pass
+                    continue
+                times.add(common)
+                latest.append(common)
         names = set(request.frames)
         frames = [f for f in request.frames if isinstance(f, str)]
         for time_ns in times:
             # The kernel's walk upwards from each frame, as the lookup would walk.
             names.update(self._k_ancestors(frames, _clamp(time_ns)))
-        return frozenset(names), frozenset()
+        failure = request.failure
+        if failure is ConnectivityException:
+            held: set = names
+        elif (failure is BackwardExtrapolationException and not request.full
+              and request.earliest_ns == 0 and latest and latest[0] > 0):
+            held = {f for f in names if not 0 < self._newest_ns(f) <= latest[0]}
+        else:
+            return frozenset(names), frozenset(), {}
+        get_parent = self._k_get_parent
+        watch_parent = {f: get_parent(f, 0) for f in held}
+        return frozenset(names - held), frozenset(), watch_parent
+
+    def _newest_ns(self, frame: str) -> int:
+        """The newest stamp of ``frame``'s own link (0: static, a root, or unknown)."""
+        try:
+            return _core_get_latest_common_time(self, frame, frame).nanoseconds
+        except TransformException:
+            return 0
 
     def _index(self, request: _Request):
-        watch, watch_any = self._watched_frames(request)
+        watch, watch_any, watch_parent = self._watched_frames(request)
+        if watch_parent != request.watch_parent:
+            index = self._watch
+            for name, parent in request.watch_parent.items():
+                watchers = index.get(name)
+                if watchers is not None:
+                    watchers.remove_parent(request, parent)
+                    if not watchers:
+                        del index[name]
+            for name, parent in watch_parent.items():
+                watchers = index.get(name)
+                if watchers is None:
+                    watchers = index[name] = _Watchers()
+                watchers.add_parent(request, parent)
+            request.watch_parent = watch_parent
         if watch != request.watch:
             index = self._watch
             for name in request.watch - watch:
@@ -288,6 +351,13 @@ class WaitingRequests:
 
     def _unindex(self, request: _Request):
         empty = frozenset()
+        for name, parent in request.watch_parent.items():
+            watchers = self._watch.get(name)
+            if watchers is not None:
+                watchers.remove_parent(request, parent)
+                if not watchers:
+                    del self._watch[name]
+        request.watch_parent = {}
         for name in request.watch:
             watchers = self._watch.get(name)
             if watchers is not None:
@@ -314,6 +384,7 @@ class WaitingRequests:
             request = self._requests.get(key)
             if request is None:
                 continue
+            self._rechecks += 1
             outcome = self._recheck_one(request)
             if outcome is None:
                 self._index(request)  # the tree may have changed shape
@@ -366,6 +437,11 @@ class WaitingRequests:
             watchers = watch.get(name)
             if watchers is not None:
                 keys |= watchers.untimed
+                if watchers.parents:  # re-checked only if this frame's parent changed
+                    now = self._k_get_parent(name, 0)
+                    for parent, held in watchers.parents.items():
+                        if parent != now:
+                            keys |= held
                 timed = watchers.timed
                 if timed:
                     try:  # the child's newest stamp (0 when static)

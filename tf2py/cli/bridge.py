@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 NAME = "bridge"
-HELP = ("relay /tf and /tf_static from one bus to another, e.g. "
-        "`tf2py bridge ros2:// tcp://127.0.0.1:7400` (statics stay latched)")
+HELP = ("relay /tf and /tf_static from one bus to another, any schemes, e.g. "
+        "`tf2py bridge ros2:// tcp://127.0.0.1:7400` or `ros2:// zenoh://` "
+        "(statics stay latched)")
 
 
 def configure(parser) -> None:
     parser.add_argument("source", metavar="FROM",
-                        help="the bus to read: tcp://HOST:PORT (a tf2py core) or ros2://[DOMAIN]")
+                        help="the bus to read: tcp://HOST:PORT (a tf2py core), ros2://[DOMAIN] or "
+                             "zenoh://[LOCATOR][?namespace=...]")
     parser.add_argument("target", metavar="TO", help="the bus to send to (same forms)")
     parser.add_argument("--both", action="store_true",
                         help="relay both ways (never sending a transform back where it came from)")
@@ -19,7 +21,7 @@ def _same_bus(a: str, b: str) -> bool:
     from ..transport.ros2.discovery import is_ros2_address, parse_ros2_address
 
     if is_ros2_address(a) and is_ros2_address(b):
-        return parse_ros2_address(a) == parse_ros2_address(b)
+        return bool(parse_ros2_address(a) == parse_ros2_address(b))
     return a.strip() == b.strip()
 
 
@@ -34,7 +36,7 @@ def run(args) -> int:
     for address in (args.source, args.target):
         try:
             check_core_address(address)
-        except ValueError as exc:
+        except (ValueError, ImportError) as exc:  # a bad address, or a missing extra
             raise CommandError(str(exc), 2) from None
     if _same_bus(args.source, args.target):
         raise CommandError(f"FROM and TO are the same bus ({args.source}, {args.target})", 2)

@@ -1,4 +1,5 @@
-"""``tf2py keygen DIR``: make the keys of an authenticated site (ZeroMQ CURVE)."""
+"""``tf2py keygen DIR``: make the keys of an authenticated site (ZeroMQ CURVE, and TLS
+certificates for zenoh:// when the zenoh extra is installed)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,27 @@ def run(args) -> int:
     try:
         if args.add is None:
             path = create_site(args.folder)
-            print(f"tf2py keygen: made site keys in {path}; give --keys {path} (or "
+            tls = _zenoh_tls(lambda t: t.create_site_tls(path))
+            print(f"tf2py keygen: made site keys{tls} in {path}; give --keys {path} (or "
                   f"TF2PY_KEYS={path}) to every process of the site", flush=True)
         else:
             path = add_identity(args.folder, args.add)
-            print(f"tf2py keygen: made identity {args.add!r} in {path} and authorised it; "
+            tls = _zenoh_tls(lambda t: t.add_identity_tls(args.folder, args.add, path)
+                             if t.has_tls(args.folder) else None)
+            print(f"tf2py keygen: made identity {args.add!r}{tls} in {path} and authorised it; "
                   f"give --keys {path} to its processes", flush=True)
-    except (KeysError, OSError) as exc:
+    except (KeysError, OSError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     return 0
+
+
+def _zenoh_tls(make) -> str:
+    """Make the TLS part (keys on zenoh://) with ``make(tls module)``; the words to add to the
+    report, or a note when the zenoh extra (its ``cryptography``) is missing."""
+    from tf2py.transport.zenoh import tls
+
+    try:
+        made = make(tls)
+    except ImportError:
+        return " (no TLS certificates for zenoh://: pip install 'tf2py[zenoh]' first)"
+    return "" if made is None else " and TLS certificates"

@@ -28,6 +28,8 @@ COMMANDS = [
     ("keygen", "keygen"),
     ("foxglove", "foxglove"),
     ("bridge", "bridge"),
+    ("router", "router"),
+    ("fleet", "fleet"),
 ]
 
 

@@ -18,6 +18,8 @@ is the full description, enough to write a client in another language.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..buffer.exceptions import (
     INVALID_ARGUMENT_ERROR,
     NO_ERROR,
@@ -92,15 +94,15 @@ class Goal:
 
     def __init__(
         self,
-        goal_id,
-        target_frame,
-        source_frame,
-        source_time_ns,
-        target_time_ns,
-        fixed_frame,
-        advanced,
-        timeout_ns,
-    ):
+        goal_id: int,
+        target_frame: str,
+        source_frame: str,
+        source_time_ns: int,
+        target_time_ns: int,
+        fixed_frame: str,
+        advanced: bool,
+        timeout_ns: int,
+    ) -> None:
         self.goal_id = goal_id
         self.target_frame = target_frame
         self.source_frame = source_frame
@@ -110,7 +112,7 @@ class Goal:
         self.advanced = advanced
         self.timeout_ns = timeout_ns
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
         return f"Goal({fields})"
 
@@ -151,10 +153,10 @@ def pack_cancel(goal_id: int) -> bytes:
     return pack([PROTOCOL_VERSION, CANCEL, goal_id])
 
 
-def parse_server_message(data: bytes):
+def parse_server_message(data: bytes) -> tuple[Any, int, list[Any]]:
     """(type, goal_id, rest) of a message from the server; raises ProtocolError."""
     try:
-        msg = unpack(data)
+        msg: Any = unpack(data)
     except WireError as exc:
         raise ProtocolError(f"undecodable server message: {exc}") from None
     if (
@@ -164,10 +166,10 @@ def parse_server_message(data: bytes):
         or not isinstance(msg[2], int)
     ):
         raise ProtocolError("malformed server message")
-    return msg[1], msg[2], msg[3:]
+    return msg[1], msg[2], list(msg[3:])
 
 
-def result_outcome(rest):
+def result_outcome(rest: list[Any]) -> tuple[Any, BaseException | None]:
     """(transform, exception) from the fields of a RESULT after its id: exactly one is None.
 
     The exception is the tf2 exception class the code (and extrapolation kind) stands for,
@@ -195,7 +197,7 @@ def pack_accepted(goal_id: int) -> bytes:
     return pack([PROTOCOL_VERSION, ACCEPTED, goal_id])
 
 
-def pack_result(goal_id: int, transform) -> bytes:
+def pack_result(goal_id: int, transform: Any) -> bytes:
     """A successful RESULT carrying a TransformStamped."""
     return pack([PROTOCOL_VERSION, RESULT, goal_id, NO_ERROR, "", "", transform_to_wire(transform)])
 
@@ -215,7 +217,7 @@ def pack_cancelled(goal_id: int, was_pending: bool) -> bytes:
     return pack([PROTOCOL_VERSION, CANCELLED, goal_id, was_pending])
 
 
-def _goal_id_of(msg) -> int | None:
+def _goal_id_of(msg: Any) -> int | None:
     if isinstance(msg, (list, tuple)) and len(msg) >= 3:
         goal_id = msg[2]
         if type(goal_id) is int and 0 <= goal_id <= MAX_GOAL_ID:
@@ -223,7 +225,7 @@ def _goal_id_of(msg) -> int | None:
     return None
 
 
-def _check_frame(value, name: str, goal_id: int) -> str:
+def _check_frame(value: Any, name: str, goal_id: int) -> str:
     if type(value) is not str:
         raise ProtocolError(
             f"malformed goal: {name} must be a string, got {type(value).__name__}", goal_id
@@ -235,7 +237,7 @@ def _check_frame(value, name: str, goal_id: int) -> str:
     return value
 
 
-def _check_ns(value, name: str, goal_id: int) -> int:
+def _check_ns(value: Any, name: str, goal_id: int) -> int:
     if type(value) is not int or not -(2**63) <= value < 2**63:
         raise ProtocolError(
             f"malformed goal: {name} must be an integer number of nanoseconds (int64)", goal_id
@@ -243,7 +245,7 @@ def _check_ns(value, name: str, goal_id: int) -> int:
     return value
 
 
-def parse_client_message(data: bytes):
+def parse_client_message(data: bytes) -> tuple[str, int, Goal | None]:
     """(type, goal_id, Goal-or-None) of a message from a client.
 
     Raises ProtocolError for anything that is not a well-formed GOAL or CANCEL; its
@@ -254,7 +256,7 @@ def parse_client_message(data: bytes):
             f"message of {len(data)} bytes exceeds {MAX_GOAL_BYTES}", cause="oversized"
         )
     try:
-        msg = unpack(data)
+        msg: Any = unpack(data)
     except WireError as exc:
         raise ProtocolError(f"undecodable message: {exc}", cause="undecodable") from None
     goal_id = _goal_id_of(msg)

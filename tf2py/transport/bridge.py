@@ -1,5 +1,6 @@
-"""Relaying /tf and /tf_static from one bus to another (``tf2py bridge``): a tf2py core and a
-ROS 2 graph, two cores, or two ROS 2 domains.
+"""Relaying /tf and /tf_static from one bus to another (``tf2py bridge``): any two addresses,
+whatever their schemes (a tf2py core and a ROS 2 graph, ROS 2 and Zenoh, two cores, two
+domains).
 
 Statics stay latched on the far side (a static broadcaster there holds the latest transform
 per child frame). Nothing is ever sent back to the bus it came from: on a ROS 2 side the
@@ -13,68 +14,46 @@ import os
 import socket
 import threading
 
-from .interface import is_ros2
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["Bridge"]
+from .interface import Transport, transport_for
+from .listener import TransformBatch
+
+__all__ = ["Bridge", "BusSide"]
 
 
-class _Side:
-    """One bus as the bridge uses it: a subscriber, a broadcaster and a static broadcaster."""
+class BusSide:
+    """One bus as the bridge uses it: a subscriber, and a broadcaster and a static broadcaster
+    made on first use, all of ``transport``. What a bus's ``Transport.bridge_side`` returns
+    unless it has its own (ROS 2 shares one participant that ignores its own writers)."""
 
-    def __init__(self, address: str, authority: str, keys=None):
+    def __init__(self, transport: Transport, address: str, authority: str, keys: Any = None):
+        self.transport = transport
         self.address = address
         self.authority = authority
-        self.keys = None if is_ros2(address) else keys  # CURVE keys are for tf2py buses
-        self.participant = None
-        self.subscriber = None
-        self._broadcaster = None
-        self._static = None
-        if is_ros2(address):
-            from .ros2.participant import Participant
+        self.keys = keys
+        self.subscriber: Any = None
+        self._broadcaster: Any = None
+        self._static: Any = None
 
-            self.participant = Participant(address, ignore_local=True)
+    def subscribe(self, on_batch: Callable[[TransformBatch], None]) -> None:
+        self.subscriber = self.transport.transform_subscriber(self.address, on_batch,
+                                                              self.keys)
 
-    def subscribe(self, on_batch) -> None:
-        if self.participant is not None:
-            from .ros2.tf import Ros2TransformSubscriber
-
-            self.subscriber = Ros2TransformSubscriber(self.address, on_batch,
-                                                      participant=self.participant)
-        else:
-            from .listener import TransformSubscriber
-
-            self.subscriber = TransformSubscriber(core=self.address, on_batch=on_batch,
-                                                  keys=self.keys)
-
-    def broadcaster(self):
+    def broadcaster(self) -> Any:
         if self._broadcaster is None:
-            if self.participant is not None:
-                from .ros2.tf import Ros2TransformBroadcaster
-
-                self._broadcaster = Ros2TransformBroadcaster(
-                    self.address, self.authority, participant=self.participant)
-            else:
-                from .broadcaster import TransformBroadcaster
-
-                self._broadcaster = TransformBroadcaster(self.address, self.authority,
-                                                         keys=self.keys)
+            self._broadcaster = self.transport.transform_broadcaster(
+                self.address, self.authority, self.keys)
         return self._broadcaster
 
-    def static_broadcaster(self):
+    def static_broadcaster(self) -> Any:
         if self._static is None:
-            if self.participant is not None:
-                from .ros2.tf import Ros2StaticTransformBroadcaster
-
-                self._static = Ros2StaticTransformBroadcaster(
-                    self.address, self.authority, participant=self.participant)
-            else:
-                from .broadcaster import StaticTransformBroadcaster
-
-                self._static = StaticTransformBroadcaster(self.address, self.authority,
-                                                          keys=self.keys)
+            self._static = self.transport.static_transform_broadcaster(
+                self.address, self.authority, self.keys)
         return self._static
 
-    def send(self, batch) -> None:
+    def send(self, batch: TransformBatch) -> None:
         arrays = batch.arrays
         target = self.static_broadcaster() if batch.is_static else self.broadcaster()
         if hasattr(target, "send_columns"):
@@ -83,33 +62,43 @@ class _Side:
         else:
             target.send_transform(batch.transforms)
 
+    def _parts(self) -> list[Any]:
+        return [self.subscriber, self._broadcaster, self._static]
+
     def close(self) -> None:
-        for thing in (self.subscriber, self._broadcaster, self._static, self.participant):
+        for thing in self._parts():
             if thing is not None:
                 try:
                     thing.close()
-                except Exception:
+                except Exception:  # closing the others matters more
                     pass
 
 
-class Bridge:
-    """Relays ``source`` -> ``target`` (and back with ``both=True``). ``stats()`` counts
-    messages and transforms relayed per direction, and what was dropped (echoes of our own
-    relays, undecodable input, failed sends). ``source_keys`` / ``target_keys``: the keys
-    folder of each tf2py bus (default ``$TF2PY_KEYS``; ignored for ``ros2://``), so a keyed
-    site can be bridged to a plain bus or to another site."""
+def _side(address: str, authority: str, keys: Any) -> BusSide:
+    transport, address = transport_for(address)
+    side: BusSide = transport.bridge_side(address, authority, keys)
+    return side
 
-    def __init__(self, source: str, target: str, both: bool = False, *, source_keys=None,
-                 target_keys=None):
+
+class Bridge:
+    """Relays ``source`` -> ``target`` (and back with ``both=True``), any two buses (their
+    addresses' schemes pick them). ``stats()`` counts messages and transforms relayed per
+    direction, and what was dropped (echoes of our own relays, undecodable input, failed
+    sends). ``source_keys`` / ``target_keys``: the keys folder of each side (default
+    ``$TF2PY_KEYS`` where the bus uses keys; ignored for ``ros2://``), so a keyed site can be
+    bridged to a plain bus or to another site."""
+
+    def __init__(self, source: str, target: str, both: bool = False, *,
+                 source_keys: Any = None, target_keys: Any = None):
         self.authority = f"tf2py-bridge@{socket.gethostname()}:{os.getpid()}"
         self._lock = threading.Lock()
-        self.relayed = {}
-        self.dropped = {}
-        self._sides = []
+        self.relayed: dict[str, list[int]] = {}
+        self.dropped: dict[str, int] = {}
+        self._sides: list[BusSide] = []
         try:
-            a = _Side(source, self.authority, source_keys)
+            a = _side(source, self.authority, source_keys)
             self._sides.append(a)
-            b = _Side(target, self.authority, target_keys)
+            b = _side(target, self.authority, target_keys)
             self._sides.append(b)
             self._directions = [(a, b)] + ([(b, a)] if both else [])
             for origin, destination in self._directions:
@@ -125,8 +114,9 @@ class Bridge:
             self.close()
             raise
 
-    def _relay_to(self, destination: _Side, name: str):
-        def on_batch(batch):
+    def _relay_to(self, destination: BusSide,
+                  name: str) -> Callable[[TransformBatch], None]:
+        def on_batch(batch: TransformBatch) -> None:
             if batch.authority == self.authority:
                 self._drop("echo")  # our own relay, heard back on a tf2py bus
                 return
@@ -145,7 +135,7 @@ class Bridge:
         with self._lock:
             self.dropped[cause] = self.dropped.get(cause, 0) + 1
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """``{"relayed": {direction: (messages, transforms)}, "dropped": {cause: n}}``; the
         subscribers' own drops (undecodable input) are included per cause."""
         with self._lock:
@@ -162,8 +152,8 @@ class Bridge:
             side.close()
         self._sides = []
 
-    def __enter__(self):
+    def __enter__(self) -> Bridge:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

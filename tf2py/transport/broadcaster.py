@@ -1,343 +1,46 @@
-"""Broadcasters: publish transforms on the bus (``/tf``) and latched (``/tf_static``)."""
+"""Broadcasters on any bus: ``/tf`` (``TransformBroadcaster``) and latched ``/tf_static``
+(``StaticTransformBroadcaster``), as tf2_ros's. The address's scheme picks the bus
+(``interface.transport_for``); the object returned is that bus's broadcaster."""
 
 from __future__ import annotations
 
-import os
-import threading
-import time
+from abc import ABCMeta
+from typing import Any
 
-import zmq
-
-from ..buffer.messages import TransformStamped
-from . import wire
-from ._sockets import SEND_HWM, client_options, inproc_name, join_thread, logger, make_socket
-from .address import bus_endpoints
-from .interface import construct
-from .keys import load_keys
-
-#: Seconds between a static broadcaster's heartbeats (the core forgets the statics of a
-#: publisher that is silent for 3.5 s: API "within 5 s").
-HEARTBEAT_SECONDS = 1.0
+from .interface import transport_for
 
 __all__ = ["TransformBroadcaster", "StaticTransformBroadcaster"]
 
-_SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
-_NOBLOCK = zmq.NOBLOCK
 
-
-def _transform_list(transforms) -> list:
-    """``transforms`` (an iterable of TransformStamped) as a list; TypeError naming what a
-    send_transform takes for anything else (a str is not a list of transforms)."""
-    if isinstance(transforms, (str, bytes)) or not hasattr(transforms, "__iter__"):
-        raise TypeError(
-            "send_transform takes a TransformStamped or a list of them, got "
-            f"{type(transforms).__name__}"
-        )
-    return list(transforms)
-
-
-def _row_bytes(row) -> int:
-    """Bytes (at most) of one row in a message: two msgpack strings, stamp and values."""
-    return len(row[0].encode("utf-8", "surrogatepass")) + len(
-        row[1].encode("utf-8", "surrogatepass")) + 10 + 64
-
-
-class TransformBroadcaster:
+class TransformBroadcaster(metaclass=ABCMeta):
     """Publishes transforms on ``/tf``, as tf2_ros's TransformBroadcaster.
 
-    ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400). Started
-    before the core, it connects when the core comes up; what is sent while no core or no
-    listener is there is dropped (``/tf`` is not latched). Never blocks: a slow or absent
-    core costs the sender nothing beyond the bounded queue. A list over 16 KiB goes as
-    several messages of whole transforms; over 64 MiB, or with a frame id over 4096
-    characters, ``send_transform`` raises ValueError. ``keys``: a keys folder made by
-    ``tf2py keygen`` (default ``$TF2PY_KEYS``) for an authenticated, encrypted bus.
+    ``core`` is the bus address (default ``$TF2PY_CORE``, else tcp://127.0.0.1:7400;
+    ``ros2://``, ``zenoh://`` pick those buses). Started before the bus, it joins when the bus
+    comes up; what is sent while nobody listens is dropped (``/tf`` is not latched). Never
+    blocks. ``send_transform(t)`` takes a TransformStamped or a list of them (one message);
+    ``close()``; a context manager. ``authority`` names the sender (default
+    ``<program>@<host>:<pid>``); ``keys``: a keys folder made by ``tf2py keygen`` (default
+    ``$TF2PY_KEYS``) for an authenticated, encrypted bus. The object is the bus's own
+    broadcaster (``isinstance(b, TransformBroadcaster)`` holds for every bus).
     """
 
-    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
-        return construct(cls, "TransformBroadcaster", args, kwargs, 0)
-
-    def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
-        self._publish_endpoint, _ = bus_endpoints(core)
-        self.authority = wire.authority_or_default(authority)
-        self._lock = threading.Lock()
-        self._closed = False
-        self.sent_messages = 0
-        self.sent_transforms = 0
-        keys = load_keys(keys)
-        self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
-        try:
-            if keys is not None:
-                keys.apply_client(self._socket)
-            self._socket.connect(self._publish_endpoint)
-        except BaseException:
-            self._socket.close(0)
-            raise
-
-    def send_transform(self, transform) -> None:
-        """Publish a TransformStamped, or a list of them as ONE message.
-
-        Stamps travel as integer nanoseconds; values are not validated here (as in tf2),
-        listeners drop invalid rows.
-        """
-        if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
-            n = 1
-        elif isinstance(transform, (list, tuple)):
-            n = len(transform)
-        else:
-            transform = _transform_list(transform)
-            n = len(transform)
-        if n == 0:
-            return  # nothing to say: no empty message on the bus
-        body = wire.encode_transforms(transform, self.authority)
-        if len(body) > wire.MAX_PIECE_BYTES:
-            wire.check_message_size(body, f"a message of {n} transforms")
-            # The bus carries messages of at most 16 KiB: a big list goes as several
-            # messages of whole transforms, in order.
-            self._send_pieces(wire.split_body(body, wire.MAX_PIECE_BYTES), n)
-            return
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("send_transform on a closed TransformBroadcaster")
-            try:
-                # Two sends (not send_multipart): the cheapest way to put [topic, body].
-                # PUB never blocks: at the HWM it drops the message for that peer.
-                self._socket.send(wire.TOPIC_TF, _SNDMORE)
-                self._socket.send(body, _NOBLOCK)
-            except zmq.Again:
-                return
-            self.sent_messages += 1
-            self.sent_transforms += n
-
-    def _send_pieces(self, pieces, n) -> None:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("send_transform on a closed TransformBroadcaster")
-            for piece in pieces:
-                try:
-                    self._socket.send(wire.TOPIC_TF, _SNDMORE)
-                    self._socket.send(piece, _NOBLOCK)
-                except zmq.Again:
-                    return
-                self.sent_messages += 1
-            self.sent_transforms += n
-
-    def close(self) -> None:
-        """Close the socket (queued messages get a short linger to go out)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._socket.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def __new__(cls, core: Any = None, authority: str | None = None,
+                keys: Any = None) -> Any:
+        transport, address = transport_for(core)
+        return transport.transform_broadcaster(address, authority, keys)
 
 
-class StaticTransformBroadcaster:
+class StaticTransformBroadcaster(metaclass=ABCMeta):
     """Publishes latched transforms on ``/tf_static``, as tf2_ros's StaticTransformBroadcaster.
 
-    Keeps one accumulated set with the latest transform per child frame (as tf2's C++
-    broadcaster) and publishes the whole set (in messages of at most 16 KiB) on every
-    ``send_transform``. It publishes it again whenever a core subscribes to it (it
-    (re)connected to a core that was started or restarted) or asks for it. The core latches
-    the set as this publisher's (ROS 2's per-publisher transient-local durability): a
-    heartbeat every second keeps it there, ``close()`` says goodbye, and once this publisher
-    is gone, listeners that start later no longer get its statics (within 5 s). The socket
-    lives in a named daemon thread; ``close()`` ends it. ``keys``: see ``TransformBroadcaster``.
+    Keeps the latest transform per child frame and publishes the whole set on every
+    ``send_transform``; a listener that starts later, even much later, still receives it,
+    until this publisher closes or its process dies (then, within 5 s, late joiners no longer
+    get it). Arguments as for ``TransformBroadcaster``.
     """
 
-    def __new__(cls, *args, **kwargs):  # ros2:// -> tf2py.transport.ros2
-        return construct(cls, "StaticTransformBroadcaster", args, kwargs, 0)
-
-    def __init__(self, core: str | None = None, authority: str | None = None, keys=None):
-        self._publish_endpoint, _ = bus_endpoints(core)
-        self.authority = wire.authority_or_default(authority)
-        self._lock = threading.Lock()
-        # child_frame_id -> wire.transform_to_wire row: a copy, so a caller that reuses and
-        # mutates one TransformStamped between sends does not change what is latched.
-        self._latched: dict[str, list] = {}
-        # This publisher's id at the core (the core latches per publisher, as ROS 2's
-        # transient-local durability) and the version of its set (+1 per change).
-        self.publisher_id = os.urandom(8).hex()
-        self._version = 0
-        self._body_cache = None
-        self._row_sizes: dict[str, int] = {}
-        self._set_bytes = 0
-        self._closed = False
-        self.published = 0
-        self._publish_failed = False
-        self._thread = None
-        self._sockets: list[zmq.Socket] = []
-        try:
-            # XPUB (not PUB): it reports the core's subscription, which tells us the core
-            # (re)connected and is ready to receive.
-            self._socket = self._add(make_socket(
-                zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
-            keys = load_keys(keys)
-            if keys is not None:
-                keys.apply_client(self._socket)
-            self._socket.connect(self._publish_endpoint)
-            wake_name = inproc_name("static-broadcaster")
-            self._wake_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._wake_in.bind(wake_name)
-            self._wake = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._wake.connect(wake_name)
-            self._thread = threading.Thread(
-                target=self._run, name="tf2py-static-broadcaster", daemon=True
-            )
-            self._thread.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def _add(self, sock):
-        self._sockets.append(sock)
-        return sock
-
-    def send_transform(self, transform) -> None:
-        """Latch a TransformStamped or a list of them (latest per child frame wins) and
-        publish the whole latched set as one message."""
-        items = [transform] if hasattr(transform, "child_frame_id") else _transform_list(transform)
-        wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
-        rows = [wire.transform_to_wire(ts) for ts in items]
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
-            total = self._set_bytes
-            sizes = {}
-            for row in rows:
-                size = _row_bytes(row)
-                total += size - sizes.get(row[1], self._row_sizes.get(row[1], 0))
-                sizes[row[1]] = size
-            if total + 64 + len(self.authority.encode()) > wire.MAX_MESSAGE_BYTES:
-                raise ValueError(
-                    f"the latched set would be about {total} bytes, over the bus limit of "
-                    f"{wire.MAX_MESSAGE_BYTES} bytes (64 MiB); these {len(rows)} transforms "
-                    "were not latched")
-            for row in rows:
-                self._latched[row[1]] = row
-            self._row_sizes.update(sizes)
-            self._set_bytes = total
-            self._version += 1
-            try:
-                self._wake.send(b"publish", zmq.NOBLOCK)
-            except zmq.Again:
-                pass  # wake-ups already queued: the thread publishes the whole set anyway
-
-    def _encode(self) -> bytes:
-        rows = list(self._latched.values())
-        return wire.encode_arrays(
-            [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-            [r[3:] for r in rows], self.authority)
-
-    def _topic(self, prefix: bytes, version=None) -> bytes:
-        topic = prefix + self.publisher_id.encode()
-        return topic if version is None else topic + b"/%d" % version
-
-    def _publish(self) -> None:
-        with self._lock:
-            version = self._version
-            cached = self._body_cache
-            if not version:
-                return
-            if cached is None or cached[0] != version:
-                # The set in messages of at most 16 KiB (the core latches each piece).
-                cached = self._body_cache = (
-                    version, wire.split_body(self._encode(), wire.MAX_PIECE_BYTES))
-        version, pieces = cached
-        topic = self._topic(b"latch/tf_static/", version)
-        try:
-            for k, piece in enumerate(pieces):
-                self._socket.send_multipart(
-                    (topic + b"/%d/%d" % (k, len(pieces)), piece), zmq.NOBLOCK)
-            self.published += 1
-        except zmq.Again:
-            logger.warning("tf2py static broadcaster: queue full, will re-publish when the "
-                           "core asks")
-
-    def _heartbeat(self) -> None:
-        with self._lock:
-            version = self._version
-        if version:
-            try:
-                self._socket.send_multipart((self._topic(b"latch/alive/", version), b""),
-                                            zmq.NOBLOCK)
-            except zmq.Again:
-                pass
-
-    def _goodbye(self) -> None:
-        if self._version:
-            try:
-                self._socket.send_multipart((self._topic(b"latch/bye/"), b""), zmq.NOBLOCK)
-            except zmq.ZMQError:
-                pass
-
-    def _run(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._socket, zmq.POLLIN)
-        poller.register(self._wake_in, zmq.POLLIN)
-        resend = b"\x01latch/resend/" + self.publisher_id.encode()
-        next_beat = time.monotonic() + HEARTBEAT_SECONDS
-        try:
-            while True:
-                events = dict(poller.poll(max(0, int((next_beat - time.monotonic()) * 1000))))
-                if time.monotonic() >= next_beat:
-                    self._heartbeat()
-                    next_beat = time.monotonic() + HEARTBEAT_SECONDS
-                publish = False
-                if self._wake_in in events:
-                    while self._wake_in.poll(0):  # coalesce bursts of sends
-                        if self._wake_in.recv() == b"stop":
-                            self._goodbye()
-                            return
-                        publish = True
-                if self._socket in events:
-                    while self._socket.poll(0):
-                        message = self._socket.recv()
-                        if message[:1] == b"\x01" and (
-                            wire.TOPIC_STATIC_LATCH.startswith(message[1:])
-                            or message == resend
-                        ):
-                            # a core (re)connected, or lost our set: give it the whole set
-                            publish = True
-                if publish:
-                    try:
-                        self._publish()
-                    except zmq.ZMQError:
-                        raise
-                    except Exception as exc:  # keep latching: the next send or reconnect
-                        if not self._publish_failed:  # publishes the whole set again
-                            self._publish_failed = True
-                            logger.error("tf2py static broadcaster: publishing failed: %s: %s "
-                                         "(logged once)", type(exc).__name__, exc)
-        except zmq.ZMQError as exc:
-            if exc.errno != zmq.ETERM:
-                logger.error("tf2py static broadcaster stopped: %s", exc)
-
-    def close(self) -> None:
-        """Stop the thread and close the sockets (the last set gets a short linger)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._thread is not None:
-                # Also to a thread whose start() was interrupted: it may be starting still.
-                try:
-                    self._wake.send(b"stop", zmq.NOBLOCK)
-                except zmq.ZMQError:
-                    pass
-        if self._thread is not None:
-            join_thread(self._thread, 5)
-        for sock in self._sockets:
-            sock.close()
-        self._sockets.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def __new__(cls, core: Any = None, authority: str | None = None,
+                keys: Any = None) -> Any:
+        transport, address = transport_for(core)
+        return transport.static_transform_broadcaster(address, authority, keys)

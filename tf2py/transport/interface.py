@@ -1,65 +1,305 @@
-"""Which transport an address names: the scheme decides (API.md, "ROS 2 and other buses").
+"""One transport interface, and the factory that picks a bus by its address's scheme.
 
-``tcp://`` and ``ipc://``: tf2py's own ZeroMQ bus (``broadcaster``, ``listener``);
-``ros2://`` / ``ros2://DOMAIN_ID``: ROS 2's /tf and /tf_static over DDS (``ros2``).
+A *bus* is where transforms travel: tf2py's own ZeroMQ core (``tcp://HOST:PORT``), a ROS 2
+graph over DDS (``ros2://[DOMAIN_ID]``), a Zenoh network (``zenoh://...``). Each lives in a
+sibling package of this one (``tf2py.transport.zmq``, ``.ros2``, ``.zenoh``) and implements
+``Transport`` below. The public classes (``TransformBroadcaster``,
+``StaticTransformBroadcaster``, ``TransformListener``, ``TransformSubscriber``, ``SimClock``,
+``ClockPublisher``) ask ``transport_for(core)`` for the bus of their address and let it build
+the object; nothing in this module imports a bus package until an address names it.
 
-Every transport offers the same four classes, with the same methods and counters:
-``TransformBroadcaster(core, authority)`` and ``StaticTransformBroadcaster(core, authority)``
-(``send_transform``, ``close``), ``TransformListener(buffer, core)`` and
-``TransformSubscriber(core, on_batch)`` (``stats``, ``close``). The ZeroMQ classes hand a
-``ros2://`` address to ``ros2.transport_class`` when constructed, so ``TransformListener(buffer,
-core="ros2://")`` simply works.
+Registering a bus: ``register_scheme("zenoh", "tf2py.transport.zenoh", extra="zenoh")``
+(the built-in schemes are registered below). The module named must import without its extra
+installed and define ``transport``, an instance of a ``Transport`` subclass. Its methods may
+import the extra; when it is missing they raise ``ImportError`` with one line naming the extra
+(``missing_extra_error`` words it), as does the factory when the module itself fails to import.
+
+What every bus object promises (the contract the public classes document):
+
+- **Threads and callbacks.** Constructors return once the object is usable; they never wait
+  for a peer (a bus that is not up yet is joined when it comes). Receiving happens on threads
+  the bus owns (named daemon threads); callbacks (``on_batch``, a clock's jump callbacks) run
+  on such a thread, one call at a time per object, and an exception a callback raises is
+  counted in ``stats()["dropped"]["error"]`` (``"callback"`` for clocks), logged once per
+  cause, and never stops the thread. Sending never blocks on the network: what cannot be
+  queued is dropped (``/tf`` is best-effort, as in ROS).
+- **Statics and late joiners.** A static broadcaster keeps the latest transform per child
+  frame (its *set*) and publishes the whole set on every ``send_transform``. The bus makes the
+  set *latched per publisher* (ROS 2's transient-local durability): a receiver that starts
+  later, even much later, is given every live publisher's current set on ``/tf_static``
+  (``TransformBatch.is_static``); a publisher that closed, or whose process died, stops being
+  given to new receivers within 5 s; receivers that already hold its statics keep them.
+- **Stats.** Receivers' ``stats()`` returns at least ``{"received_messages": int,
+  "received_transforms": int, "dropped": {cause: count}}``; a listener adds
+  ``"stored_transforms"`` and ``"old_transforms"``. Every message or transform dropped is
+  counted under a short cause word (``garbage``, ``shape``, ``version``, ``too_large``,
+  ``topic``, ``invalid``, ``error``, ``gap``, ...) and the first drop of each cause is logged
+  (``tf2py.transport.sockets.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
+  "dropped"}``. Broadcasters count ``sent_messages``/``sent_transforms`` (static:
+  ``published``) as attributes.
+- **Errors.** A malformed address raises ``ValueError`` with one line naming it (from
+  ``check_address``, before anything is opened); a missing extra ``ImportError`` (one line);
+  ``send_transform`` on a closed object ``RuntimeError``; a wrong-typed argument
+  ``TypeError``; bad input from the network is dropped and counted, never raised.
+- **Closing.** ``close()`` is idempotent, ends the object's threads and releases its sockets
+  (or its share of a shared session); every object is a context manager. An object dropped
+  without ``close()`` releases them when it is collected and warns once with
+  ``ResourceWarning``, as an unclosed file does.
 """
 
 from __future__ import annotations
 
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
 from .address import core_address
-from .ros2.discovery import is_ros2_address
 
-__all__ = ["scheme", "is_ros2", "other_transport", "check_core_address"]
+if TYPE_CHECKING:
+    from ..buffer.time import Time
+    from .listener import TransformBatch
+
+__all__ = [
+    "Transport",
+    "TransformSender",
+    "TransformReceiver",
+    "ClockSender",
+    "ClockReceiver",
+    "register_scheme",
+    "registered_schemes",
+    "transport_for",
+    "scheme",
+    "is_ros2",
+    "check_core_address",
+    "missing_extra_error",
+]
 
 
-def scheme(core=None) -> str:
-    """``"ros2"`` or ``"zmq"`` for the bus address ``core`` (None: $TF2PY_CORE, else default)."""
-    return "ros2" if is_ros2_address(core_address(core)) else "zmq"
+# -- what the objects a bus builds look like --------------------------------------------------
 
 
-def is_ros2(core=None) -> bool:
+@runtime_checkable
+class TransformSender(Protocol):
+    """A broadcaster (``/tf``) or static broadcaster (``/tf_static``) of one bus."""
+
+    authority: str
+
+    def send_transform(self, transform: Any) -> None:
+        """Send a ``TransformStamped`` or a list of them (one message for the list). A static
+        broadcaster latches them (latest per child frame) and publishes its whole set. Never
+        blocks; raises TypeError for anything but transforms, RuntimeError once closed.
+        A sender may also offer ``send_columns(parents, children, stamps_ns, values)`` (the
+        columns of a ``TransformBatch``), which the bridge uses when present."""
+
+    def close(self) -> None:
+        """Release the sockets and threads (idempotent); a static sender says goodbye, so its
+        set stops being given to late joiners."""
+
+
+@runtime_checkable
+class TransformReceiver(Protocol):
+    """A listener (fills a buffer) or subscriber (calls ``on_batch``) of one bus: hears
+    ``/tf`` and ``/tf_static``, the latched statics of every live publisher included."""
+
+    def stats(self) -> dict[str, Any]:
+        """``received_messages``, ``received_transforms``, ``dropped`` ({cause: count}); a
+        listener adds ``stored_transforms`` and ``old_transforms``."""
+
+    def close(self) -> None:
+        """Stop the receive thread(s) and release the sockets (idempotent)."""
+
+
+@runtime_checkable
+class ClockSender(Protocol):
+    """Publishes simulated time on the bus's ``/clock`` stream. Never blocks."""
+
+    def publish(self, time: Any) -> None:
+        """Send ``time`` (a Time or seconds) as the current simulated time."""
+
+    def publish_ns(self, time_ns: int) -> None:
+        """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
+
+    def close(self) -> None:
+        """Release the sockets (idempotent)."""
+
+
+@runtime_checkable
+class ClockReceiver(Protocol):
+    """Follows the bus's ``/clock`` stream (what ``SimClock`` is)."""
+
+    def now(self) -> Time:
+        """The latest simulated time received (``Time()`` before the first tick)."""
+
+    def wait_for_time(self, timeout: float | None = None) -> bool:
+        """Wait until a first tick arrived (True) or ``timeout`` seconds passed (False)."""
+
+    def add_jump_callback(self, fn: Callable[[Any], None]) -> None:
+        """Call ``fn(jump)`` (a ``TimeJump``) whenever the time goes backwards."""
+
+    def remove_jump_callback(self, fn: Callable[[Any], None]) -> None:
+        """Stop calling ``fn`` (no error if it was not registered)."""
+
+    def stats(self) -> dict[str, Any]:
+        """``ticks``, ``jumps``, ``dropped`` ({cause: count})."""
+
+    def close(self) -> None:
+        """Stop the thread and release the sockets (idempotent)."""
+
+
+# -- what a bus must do ------------------------------------------------------------------------
+
+
+class Transport(ABC):
+    """One bus kind (one or more address schemes). Subclasses build the objects below for an
+    address of their scheme; ``address`` is always the full address string (already resolved
+    from ``$TF2PY_CORE`` by the caller), ``keys`` the caller's ``keys=`` argument unresolved
+    (None: the bus decides, e.g. ``$TF2PY_KEYS``; a bus that cannot use keys raises
+    ValueError when given some)."""
+
+    #: The schemes this transport serves, e.g. ("tcp",). For messages only.
+    schemes: tuple[str, ...] = ()
+    #: The pip extra it needs ("" for none), for the one-line ImportError.
+    extra: str = ""
+
+    @abstractmethod
+    def check_address(self, address: str) -> str:
+        """``address`` if usable (normalised if need be), else ValueError with one line
+        naming it and saying what is expected. Opens nothing and needs no extra."""
+
+    @abstractmethod
+    def transform_broadcaster(self, address: str, authority: str | None,
+                              keys: Any = None) -> TransformSender:
+        """A ``/tf`` sender: each ``send_transform`` goes out as one message (the bus may split
+        a long list into several messages of whole transforms). Not latched: what is sent
+        while nobody listens is lost."""
+
+    @abstractmethod
+    def static_transform_broadcaster(self, address: str, authority: str | None,
+                                     keys: Any = None) -> TransformSender:
+        """A ``/tf_static`` sender whose set the bus latches per publisher (see the module
+        docstring: late joiners get it, it expires within 5 s of the publisher going)."""
+
+    @abstractmethod
+    def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
+                             keys: Any = None) -> TransformReceiver:
+        """Call ``on_batch(batch)`` (a ``TransformBatch``: authority, is_static, received_ns,
+        columns) for every message on ``/tf`` and ``/tf_static``, on the bus's receive thread,
+        the latched statics of every live publisher included when it starts."""
+
+    def transform_listener(self, buffer: Any, address: str,
+                           keys: Any = None) -> TransformReceiver:
+        """Fill ``buffer`` from ``/tf`` and ``/tf_static``: one insertion call per message,
+        with the sender's authority, invalid transforms dropped and counted as
+        ``"invalid"``. The default builds it on ``transform_subscriber``; a bus may override
+        it with a faster path."""
+        from .fill import SubscriberListener
+
+        return SubscriberListener(self, buffer, address, keys)
+
+    def bridge_side(self, address: str, authority: str, keys: Any = None) -> Any:
+        """This bus as ``tf2py bridge`` uses it: a ``bridge.BusSide`` (``subscribe(on_batch)``,
+        ``broadcaster()``, ``static_broadcaster()``, ``send(batch)``, ``close()``) whose
+        senders carry ``authority``. The bridge drops what it hears with its own authority;
+        a bus whose messages carry no authority (ROS 2) overrides this with a side that does
+        not hear its own senders."""
+        from .bridge import BusSide
+
+        return BusSide(self, address, authority, keys)
+
+    @abstractmethod
+    def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
+        """A ``/clock`` sender."""
+
+    @abstractmethod
+    def sim_clock(self, address: str, keys: Any = None) -> ClockReceiver:
+        """A follower of ``/clock``."""
+
+
+# -- the factory -----------------------------------------------------------------------------
+
+#: scheme -> (module, extra). The module defines ``transport``.
+_SCHEMES: dict[str, tuple[str, str]] = {}
+#: The transport of addresses whose scheme is not registered (its check_address words the
+#: error): tf2py's own bus.
+_DEFAULT_SCHEME = "tcp"
+
+
+def register_scheme(scheme_name: str, module: str, extra: str = "") -> None:
+    """Serve ``scheme_name://`` addresses with ``module.transport`` (imported on first use);
+    ``extra`` names the pip extra it needs, for the error when it is missing."""
+    if not scheme_name.isidentifier() and not scheme_name.replace("+", "").isalnum():
+        raise ValueError(f"invalid scheme {scheme_name!r}")
+    _SCHEMES[scheme_name.lower()] = (module, extra)
+
+
+def registered_schemes() -> list[str]:
+    """The schemes the factory knows, sorted."""
+    return sorted(_SCHEMES)
+
+
+register_scheme("tcp", "tf2py.transport.zmq")
+register_scheme("ros2", "tf2py.transport.ros2", extra="ros2")
+register_scheme("zenoh", "tf2py.transport.zenoh", extra="zenoh")
+
+
+def missing_extra_error(scheme_name: str, extra: str) -> ImportError:
+    """The one-line ImportError for a bus whose extra is not installed."""
+    return ImportError(f"{scheme_name}:// needs the {extra} extra: "
+                       f"pip install 'tf2py[{extra}]'")
+
+
+def _scheme_of(address: str) -> str:
+    head, sep, _ = address.partition("://")
+    name = head.strip().lower()
+    return name if sep and name in _SCHEMES else _DEFAULT_SCHEME
+
+
+def transport_for(core: Any = None) -> tuple[Transport, str]:
+    """``(transport, address)`` for the bus address ``core`` (a string, a running ``Core``,
+    or None: ``$TF2PY_CORE``, else the default). The address is checked by the transport
+    (ValueError, one line); a bus package that fails to import gives ImportError naming its
+    extra."""
+    address = core_address(core)
+    name = _scheme_of(address)
+    module_name, extra = _SCHEMES[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if extra and not (exc.name or "").startswith(module_name):
+            raise missing_extra_error(name, extra) from None
+        raise
+    transport = getattr(module, "transport", None)
+    if not isinstance(transport, Transport):
+        raise ImportError(f"{module_name} does not define a tf2py transport for {name}://")
+    return transport, transport.check_address(address)
+
+
+def scheme(core: Any = None) -> str:
+    """The scheme that serves the bus address ``core`` (None: $TF2PY_CORE, else default):
+    ``"zmq"`` for tf2py's own bus (``tcp://``), else the address's scheme (``"ros2"``,
+    ``"zenoh"``)."""
+    name = _scheme_of(core_address(core))
+    return "zmq" if name == "tcp" else name
+
+
+def is_ros2(core: Any = None) -> bool:
+    """Whether ``core`` names a ROS 2 (DDS) graph."""
     return scheme(core) == "ros2"
 
 
-def other_transport(name: str, core):
-    """The class that serves ``core`` instead of tf2py.transport's ``name``, or None for the
-    ZeroMQ bus itself. Raises ImportError (one line) when the ros2 extra is missing."""
-    if not is_ros2(core):
-        return None
-    from .ros2 import transport_class
-
-    return transport_class(name)
-
-
-def check_core_address(core=None) -> str:
-    """The bus address if it is usable, else ValueError naming it: ``tcp://HOST:PORT`` or
-    ``ros2://[DOMAIN_ID]``."""
+def check_core_address(core: Any = None) -> str:
+    """The bus address if it is usable, else ValueError naming it (``tcp://HOST:PORT``,
+    ``ros2://[DOMAIN_ID]``, ``zenoh://...``). Imports the bus package, not its extra."""
     address = core_address(core)
-    if is_ros2_address(address):
-        from .ros2.discovery import parse_ros2_address
+    name = _scheme_of(address)
+    module_name, extra = _SCHEMES[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        if extra:
+            raise missing_extra_error(name, extra) from None
+        raise
+    transport: Transport = module.transport
+    return transport.check_address(address)
 
-        parse_ros2_address(address)
-        return address
-    from .address import bus_endpoints
-
-    bus_endpoints(address)
-    return address
-
-
-def construct(cls, name: str, args: tuple, kwargs: dict, core_index: int):
-    """For ``cls.__new__`` of the ZeroMQ classes: a new ``cls`` for a ZeroMQ address, else the
-    other transport's object, built with the same arguments (``core`` is positional argument
-    ``core_index`` or the keyword)."""
-    core = kwargs["core"] if "core" in kwargs else (
-        args[core_index] if len(args) > core_index else None)
-    other = other_transport(name, core) if cls.__name__ == name else None
-    if other is None:
-        return object.__new__(cls)
-    return other(*args, **kwargs)

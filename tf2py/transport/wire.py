@@ -6,6 +6,10 @@ A /tf or /tf_static message body (see docs/protocol.md) is a msgpack array::
      stamps: bin (N int64 little-endian, nanoseconds),
      values: bin (N x 7 float64 little-endian: tx, ty, tz, qx, qy, qz, qw)]
 
+Version 2 (what ``TransformBroadcaster`` sends on /tf) appends ``stream: uint`` (the sending
+broadcaster's random id) and ``sequence: uint`` (0, 1, 2, ... per stream), so a listener
+counts the messages lost on the way (ZeroMQ drops at its queue bounds silently) as gaps.
+
 It is columnar so that a listener decodes it with one ``msgpack.unpackb`` and two
 ``numpy.frombuffer`` calls into exactly what ``Buffer.set_transforms`` takes: no object per
 transform on the listener path.
@@ -28,6 +32,10 @@ from ..buffer.time import Time, to_nanoseconds
 
 __all__ = [
     "WIRE_VERSION",
+    "SEQUENCED_VERSION",
+    "NEWEST_VERSION",
+    "decode_sequenced",
+    "sequenced",
     "WireError",
     "UnknownVersionError",
     "MAX_MESSAGE_BYTES",
@@ -61,6 +69,11 @@ __all__ = [
 
 #: Version of every envelope this module writes; a reader drops messages of a newer version.
 WIRE_VERSION = 1
+#: A /tf message with its sender's stream id and sequence number appended (what
+#: TransformBroadcaster sends, so listeners count messages lost on the way as gaps).
+SEQUENCED_VERSION = 2
+#: The newest transforms-message version this module reads.
+NEWEST_VERSION = SEQUENCED_VERSION
 
 #: Topic frames (the first ZeroMQ frame of a bus message). Subscribers receive /tf and
 #: /tf_static; static broadcasters send to the core on TOPIC_STATIC_LATCH, which the core
@@ -108,6 +121,8 @@ class FrameIdTooLongError(WireError):
         super().__init__(message, cause="frame_id_too_long")
         self.dropped = dropped
         self.columns = columns
+        #: (stream, sequence) of the message when it was decoded by ``decode_sequenced``.
+        self.sequence: tuple[int | None, int] = (None, 0)
 
 
 def check_message_size(body, what: str = "message") -> None:
@@ -327,27 +342,60 @@ _join = "".join
 
 def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
     """``(authority, parents, children, stamps_bin, values_bin)`` of a /tf or /tf_static
-    message body, validated (types, counts, block sizes) but not converted: the raw blocks
-    are N little-endian int64 stamps and N x 7 little-endian float64 values.
+    message body (version 1, or version 2 with its sequence), validated (types, counts, block
+    sizes) but not converted: the raw blocks are N little-endian int64 stamps and N x 7
+    little-endian float64 values.
 
     Raises ``UnknownVersionError`` for a newer version (checked before anything else, so a
     future layout is never misread) and ``WireError`` for anything else that is not a valid
     message. Values are not validated here (NaN, empty ids): the buffer refuses those rows.
     """
+    return _columns(_unpack_body(data))
+
+
+def decode_sequenced(data) -> tuple[tuple[str, list, list, bytes, bytes], int | None, int]:
+    """``(columns, stream, sequence)`` of a message body: ``columns`` as ``decode_columns``
+    returns them; ``stream`` and ``sequence`` of a version-2 message (its sender's stream id
+    and the message's number in it), ``(None, 0)`` for version 1. Errors as
+    ``decode_columns``; a ``FrameIdTooLongError`` carries the pair in ``.sequence``."""
+    obj = _unpack_body(data)
+    try:
+        columns = _columns(obj)
+    except FrameIdTooLongError as exc:
+        exc.sequence = (obj[6], obj[7]) if len(obj) == 8 else (None, 0)
+        raise
+    if len(obj) == 8:
+        return columns, obj[6], obj[7]
+    return columns, None, 0
+
+
+def sequenced(body: bytes, stream_packed: bytes, sequence: int) -> bytes:
+    """The version-1 ``body`` (as ``encode_transforms``/``encode_arrays``/``split_body`` make
+    it) as a version-2 body numbered ``sequence`` in the stream ``stream_packed`` (a
+    msgpack-packed unsigned integer, ``pack(stream_id)``): the array grows from 6 to 8 fields
+    and the version byte becomes 2; the rest is copied as is."""
+    return b"\x98\x02" + body[2:] + stream_packed + _packb(sequence)
+
+
+def _unpack_body(data) -> object:
     if len(data) > MAX_MESSAGE_BYTES:
         raise WireError(
             f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes", "too_large"
         )
     try:
         # msgpack bounds every length by the size of the input, itself bounded above.
-        obj = _unpackb(data)
+        return _unpackb(data)
     except Exception as exc:
         raise WireError(_undecodable(exc), "garbage") from None
-    # Fast path: a well-formed version-1 message with one transform (the common /tf case).
-    if obj.__class__ is list and len(obj) == 6:
-        version, authority, parents, children, stamps_bin, values_bin = obj
+
+
+def _columns(obj) -> tuple[str, list, list, bytes, bytes]:
+    # Fast path: a well-formed message with one transform (the common /tf case).
+    if obj.__class__ is list and (len(obj) == 6 or len(obj) == 8):
+        version, authority, parents, children, stamps_bin, values_bin = obj[:6]
         if (
-            version == 1
+            (version == 1 and len(obj) == 6 or version == 2 and len(obj) == 8
+             and obj[6].__class__ is int and obj[7].__class__ is int)
             and version.__class__ is int
             and authority.__class__ is str
             and parents.__class__ is list
@@ -370,13 +418,18 @@ def decode_columns(data) -> tuple[str, list, list, bytes, bytes]:
     version = obj[0]
     if version.__class__ is not int:
         raise WireError(f"wire version must be an integer, got {type(version).__name__}")
-    if version != WIRE_VERSION:
-        if version > WIRE_VERSION:
+    if version != WIRE_VERSION and version != SEQUENCED_VERSION:
+        if version > SEQUENCED_VERSION:
             raise UnknownVersionError(version)
         raise WireError(f"wire version {version} is not supported")
-    if len(obj) != 6:
-        raise WireError(f"a version-1 transforms message has 6 fields, got {len(obj)}")
-    _, authority, parents, children, stamps_bin, values_bin = obj
+    fields = 6 if version == WIRE_VERSION else 8
+    if len(obj) != fields:
+        raise WireError(f"a version-{version} transforms message has {fields} fields, "
+                        f"got {len(obj)}")
+    if fields == 8 and not (obj[6].__class__ is int and obj[7].__class__ is int
+                            and obj[6] >= 0 and obj[7] >= 0):
+        raise WireError("stream and sequence must be unsigned integers")
+    _, authority, parents, children, stamps_bin, values_bin = obj[:6]
     if authority.__class__ is not str:
         raise WireError("authority must be a string")
     if parents.__class__ is not list or children.__class__ is not list:

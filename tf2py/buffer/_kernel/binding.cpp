@@ -112,7 +112,8 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_frame_table", &PyKernel::frame_table)
         .def("_k_samples", &PyKernel::samples, "frame"_a)
         .def("_k_memory_bytes", &PyKernel::memory_bytes)
-        .def("_k_clear", &PyKernel::clear);
+        .def("_k_clear", &PyKernel::clear)
+        .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
     InsertBinding::bind(kernel);
 
     nb::class_<PyTimeCache>(m, "TimeCache")

@@ -168,6 +168,16 @@ class Kernel {
         for (auto& c : caches_) c.clear();
     }
 
+    // Forget the static transform of one frame (tf2py fleet: a robot gone for good); false
+    // when the frame has none. The name stays registered, as tf2 never forgets a name.
+    bool drop_static(int32_t id) {
+        const size_t c = static_cast<size_t>(id);
+        if (!has_cache_[c] || !caches_[c].is_static()) return false;
+        caches_[c] = TimeCache(window_, false);
+        has_cache_[c] = 0;
+        return true;
+    }
+
     // ---- the walk (tf2's walkToTopParent) ------------------------------------------------
 
     // Walk from source and target up to where they meet, at time t (not 0 for Pose and

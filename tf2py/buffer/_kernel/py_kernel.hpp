@@ -312,6 +312,22 @@ class PyKernel {
         k_.clear();
     }
 
+    // Drop the static transforms of the named frames (str items; others are skipped);
+    // returns how many were dropped.
+    size_t drop_static(nb::list names) {
+        std::vector<std::string> wanted;
+        std::string_view name;
+        for (nb::handle item : names)
+            if (str_view(item.ptr(), name)) wanted.emplace_back(name);
+        Writing access(lock_);
+        size_t dropped = 0;
+        for (const std::string& w : wanted) {
+            const int32_t id = k_.lookup_id(w);
+            if (id && k_.drop_static(id)) ++dropped;
+        }
+        return dropped;
+    }
+
   protected:
     friend struct InsertBinding;
 

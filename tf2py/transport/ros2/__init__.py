@@ -8,14 +8,28 @@ Python binding (``pip install 'tf2py[ros2]'``), else a one-line ``ImportError`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..interface import (
+    ClockReceiver,
+    ClockSender,
+    TransformReceiver,
+    TransformSender,
+    Transport,
+)
 from .discovery import is_ros2_address, parse_ros2_address
+
+if TYPE_CHECKING:
+    from ..listener import TransformBatch
 
 __all__ = [
     "is_ros2_address",
     "parse_ros2_address",
     "clock_subscription",
     "ClockSubscription",
-    "transport_class",
+    "Ros2Transport",
+    "transport",
 ]
 
 
@@ -52,12 +66,54 @@ def clock_subscription(address: str, callback) -> ClockSubscription:
     return ClockSubscription(address, callback)
 
 
-def transport_class(name: str):
-    """The ROS 2 class standing in for tf2py.transport's ``name`` (e.g. "TransformListener")."""
-    if name in ("SimClock", "ClockPublisher"):
-        from . import clock
+class Ros2Transport(Transport):
+    """ROS 2's /tf, /tf_static and /clock over DDS (Cyclone DDS's Python binding)."""
 
-        return getattr(clock, "Ros2" + name)
-    from . import tf
+    schemes = ("ros2",)
+    extra = "ros2"
 
-    return getattr(tf, "Ros2" + name)
+    def check_address(self, address: str) -> str:
+        parse_ros2_address(address)
+        return address
+
+    def transform_broadcaster(self, address: str, authority: str | None,
+                              keys: Any = None) -> TransformSender:
+        from .tf import Ros2TransformBroadcaster
+
+        return Ros2TransformBroadcaster(address, authority, keys=keys)
+
+    def static_transform_broadcaster(self, address: str, authority: str | None,
+                                     keys: Any = None) -> TransformSender:
+        from .tf import Ros2StaticTransformBroadcaster
+
+        return Ros2StaticTransformBroadcaster(address, authority, keys=keys)
+
+    def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
+                             keys: Any = None) -> TransformReceiver:
+        from .tf import Ros2TransformSubscriber
+
+        return Ros2TransformSubscriber(address, on_batch, keys)
+
+    def transform_listener(self, buffer: Any, address: str,
+                           keys: Any = None) -> TransformReceiver:
+        from .tf import Ros2TransformListener
+
+        return Ros2TransformListener(buffer, address, keys)
+
+    def bridge_side(self, address: str, authority: str, keys: Any = None) -> Any:
+        from .bridge_side import Ros2BridgeSide
+
+        return Ros2BridgeSide(self, address, authority, keys)
+
+    def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
+        from .clock import Ros2ClockPublisher
+
+        return Ros2ClockPublisher(address, keys)
+
+    def sim_clock(self, address: str, keys: Any = None) -> ClockReceiver:
+        from .clock import Ros2SimClock
+
+        return Ros2SimClock(address, keys)
+
+
+transport = Ros2Transport()

@@ -8,8 +8,8 @@ import threading
 from time import monotonic
 
 from ...buffer.time import Time, to_nanoseconds
-from .._sockets import DropCounter
-from ..clock import TimeJump
+from ..counters import DropCounter
+from ..clock import ClockPublisher, SimClock, TimeJump
 
 __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
 
@@ -165,3 +165,7 @@ class Ros2SimClock:
 
     def __repr__(self) -> str:
         return f"SimClock({self.address!r}, now={self.now()}, ticks={self.ticks})"
+
+
+ClockPublisher.register(Ros2ClockPublisher)
+SimClock.register(Ros2SimClock)

@@ -18,7 +18,8 @@ import re
 import sys
 import threading
 
-from .. import _sockets
+from ..counters import DropCounter
+from ..lifetime import join_thread
 from . import cdr, discovery, types
 from ._dds import dds
 
@@ -188,7 +189,7 @@ class Participant:
         self._topics: dict = {}
         self._writers: list[RawWriter] = []
         self._subscriptions: list[Subscription] = []
-        self.dropped = _sockets.DropCounter(f"tf2py ros2 node {self.node_name}")
+        self.dropped = DropCounter(f"tf2py ros2 node {self.node_name}")
         self._thread = None
         self._domain = None
         try:
@@ -320,7 +321,7 @@ class Participant:
         except Exception:
             pass
         if self._thread is not None and self._thread is not threading.current_thread():
-            _sockets.join_thread(self._thread, 5)
+            join_thread(self._thread, 5)
         for subscription in list(self._subscriptions):
             subscription._closed = True
         self._subscriptions.clear()

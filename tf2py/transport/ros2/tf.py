@@ -17,7 +17,7 @@ import numpy as np
 from ...buffer.exceptions import InvalidArgumentException
 from ...buffer.messages import TransformStamped
 from .. import wire
-from .._sockets import DropCounter
+from ..counters import DropCounter
 from . import cdr, types
 from .participant import (
     STATIC_READER_QOS,
@@ -360,3 +360,16 @@ class Ros2TransformSubscriber(_Ros2Receiver):
                 is_static, received_ns))
         except Exception as exc:  # a long-running subscriber never dies
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+
+
+def _register() -> None:
+    from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+    from ..listener import TransformListener, TransformSubscriber
+
+    TransformBroadcaster.register(Ros2TransformBroadcaster)
+    StaticTransformBroadcaster.register(Ros2StaticTransformBroadcaster)
+    TransformListener.register(Ros2TransformListener)
+    TransformSubscriber.register(Ros2TransformSubscriber)
+
+
+_register()

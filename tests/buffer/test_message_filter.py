@@ -13,7 +13,14 @@ from helpers import wait_for
 from tf2py import Buffer, Duration, MessageFilter, Time, make_transform
 from tf2py.transport.broadcaster import TransformBroadcaster
 from tf2py.transport.listener import TransformListener
-from transport_support import core  # noqa: F401  (fixture)
+from tf2py.transport.core import Core
+
+
+@pytest.fixture
+def core():
+    """A bus in this process on free ports (the one test that uses a real listener)."""
+    with Core("tcp://127.0.0.1:0") as c:
+        yield c
 
 
 class Header:

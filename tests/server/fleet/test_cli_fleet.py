@@ -1,0 +1,63 @@
+"""`tf2py fleet` as a command: ready line, join/leave lines, clean stops, one-line errors."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from helpers import Proc
+
+from tf2py import Time
+from tf2py.server.client import BufferClient
+
+FLEET = [sys.executable, "-m", "tf2py.cli.main", "fleet"]
+
+
+def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text("- {parent: world, child: robot0/map, translation: [1, 2, 3]}\n")
+    proc = Proc(FLEET + ["--core", core, "--world", str(world), "--stale-after", "1"])
+    try:
+        ready = proc.wait_for_line("tf2py fleet: ready at ", timeout=90)
+        address = ready.split("ready at ", 1)[1]
+        robot = robots.start(robots=1)
+        proc.wait_for_line("tf2py fleet: robot /robot0 joined", timeout=90)
+        with BufferClient(address) as client:
+            t = client.lookup_transform("world", "robot0/laser", Time(), timeout=10)
+            assert t.transform.translation.z == pytest.approx(3.5)
+        robot.stop()
+        proc.wait_for_line("tf2py fleet: robot /robot0 left", timeout=90)
+        proc.wait_for_line("robot /robot0 gone for 1 s", timeout=90)
+        proc.signal(signal.SIGTERM)
+        assert proc.wait() == 0
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--core", "tcp://127.0.0.1:7400"], "--core must be a zenoh:// address"),
+    (["--core", "zenoh://tcp/127.0.0.1:99999"], "port '99999'"),
+    (["--core", "zenoh://tcp/127.0.0.1:7447?colour=red"], "unknown parameter 'colour'"),
+    (["--core", "zenoh://tcp/127.0.0.1:7447?config=/nonexistent.json5"], "config file"),
+    (["--core", "zenoh://", "--stale-after", "-1"], "--stale-after must be a positive"),
+    (["--core", "zenoh://", "--robots", " "], "--robots needs a pattern"),
+    (["--core", "zenoh://", "--world", "/nonexistent/world.yaml"], "cannot read world file"),
+])
+def test_bad_input_gives_one_line(args, words):
+    result = subprocess.run(FLEET + args, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert lines[0].startswith("tf2py fleet: error: ")
+
+
+def test_bad_world_file_gives_one_line(tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text("- {parent: world, child: robot0/map, rotation: [0, 0, 0, 3]}\n")
+    result = subprocess.run(FLEET + ["--core", "zenoh://", "--world", str(world)],
+                            capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "not a unit quaternion" in lines[0]

@@ -1,0 +1,94 @@
+"""tf2py router as a command, and keys on Zenoh: mutual TLS from `tf2py keygen` folders; a
+process without the site's keys, or with another site's, is refused and hears nothing."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from helpers import free_port, wait_for
+from zenoh_support import start_router
+
+import tf2py
+from tf2py import Buffer, StaticTransformBroadcaster, TransformListener
+from tf2py.buffer.messages import TransformStamped
+
+
+def static(parent: str, child: str) -> TransformStamped:
+    t = TransformStamped()
+    t.header.frame_id = parent
+    t.child_frame_id = child
+    t.transform.rotation.w = 1.0
+    return t
+
+
+def test_router_prints_its_address_and_stops_on_sigterm(spawn, tf2py_command):
+    import signal
+
+    proc, locator = start_router(spawn, tf2py_command)
+    assert f"--core zenoh://{locator}" in proc.output()
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--listen", "tcp/127.0.0.1:99999"], "port '99999'"),
+    (["--listen", "carrier-pigeon/x:1"], "PROTOCOL/HOST:PORT"),
+])
+def test_router_bad_input_is_one_line(tf2py_command, args, words):
+    result = subprocess.run([*tf2py_command, "router", *args], capture_output=True, text=True,
+                            timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and words in lines[0]
+
+
+def test_router_port_in_use_is_one_line(spawn, tf2py_command):
+    _, locator = start_router(spawn, tf2py_command)
+    result = subprocess.run([*tf2py_command, "router", "--listen", locator],
+                            capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and "in use" in lines[0]
+
+
+@pytest.fixture
+def sites(tmp_path, tf2py_command):
+    for name in ("site", "other"):
+        subprocess.run([*tf2py_command, "keygen", str(tmp_path / name)], check=True,
+                       capture_output=True, timeout=60)
+    subprocess.run([*tf2py_command, "keygen", str(tmp_path / "site"), "--add", "robot7"],
+                   check=True, capture_output=True, timeout=60)
+    return tmp_path
+
+
+def test_keygen_makes_tls_certificates(sites):
+    for folder in (sites / "site", sites / "site" / "robot7", sites / "other"):
+        for name in ("ca.pem", "identity.pem", "identity.key"):
+            assert (folder / "tls" / name).is_file()
+    assert not (sites / "site" / "robot7" / "tls" / "ca.key").exists()
+
+
+def test_keyed_router_serves_the_sites_processes_only(spawn, tf2py_command, sites):
+    _, locator = start_router(spawn, tf2py_command, "--keys", str(sites / "site"),
+                              protocol="tls")
+    address = f"zenoh://{locator}"
+    with StaticTransformBroadcaster(core=address, keys=str(sites / "site")) as broadcaster:
+        broadcaster.send_transform(static("world", "secret"))
+        member, stranger, outsider = Buffer(), Buffer(), Buffer()
+        with TransformListener(member, core=address, keys=str(sites / "site" / "robot7")), \
+                TransformListener(stranger, core=address, keys=str(sites / "other")), \
+                TransformListener(outsider, core=address):
+            wait_for(lambda: member.can_transform("world", "secret", tf2py.Time()), timeout=20)
+            broadcaster.send_transform(static("world", "secret2"))
+            wait_for(lambda: member.can_transform("world", "secret2", tf2py.Time()), timeout=20)
+            assert not stranger.can_transform("world", "secret", tf2py.Time())
+            assert not outsider.can_transform("world", "secret", tf2py.Time())
+
+
+def test_keys_with_a_plain_locator_are_refused(sites):
+    from tf2py.transport.zenoh.address import parse_zenoh_address
+    from tf2py.transport.zenoh.session import session_config
+
+    with pytest.raises(ValueError, match="not TLS"):
+        session_config(parse_zenoh_address(f"zenoh://tcp/127.0.0.1:{free_port()}"),
+                       keys=str(sites / "site"))

@@ -1,0 +1,86 @@
+"""``tf2py fleet``: one Buffer and lookup service for every robot on a Zenoh domain."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import CommandError, number
+
+NAME = "fleet"
+HELP = ("one buffer and lookup service for every robot on a Zenoh domain: frame ids carry "
+        "the robot's namespace (robot7/base_link)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--core", metavar="ADDRESS", default=None,
+        help="the Zenoh domain to hear, e.g. zenoh://tcp/127.0.0.1:7447?domain=0 "
+        "(default: $TF2PY_CORE)")
+    parser.add_argument(
+        "--address", metavar="ADDRESS", default=None,
+        help="where BufferClients ask (a zenoh:// or tcp:// buffer server address; default: "
+        "the --core address)")
+    parser.add_argument(
+        "--world", metavar="FILE", default=None,
+        help="YAML list of {parent, child, translation: [x, y, z], rotation: [x, y, z, w]} "
+        "statics relating the robots, e.g. world -> robot7/map")
+    parser.add_argument(
+        "--robots", metavar="GLOB", default=None,
+        help="only the namespaces matching this pattern, e.g. 'robot*' (default: all)")
+    parser.add_argument(
+        "--stale-after", metavar="SECONDS", default="5",
+        help="drop the statics of a robot gone (liveliness lost) this long (default: 5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import signal
+
+    core = args.core or os.environ.get("TF2PY_CORE")
+    if not core or not core.startswith("zenoh://"):
+        raise CommandError(f"--core must be a zenoh:// address (e.g. "
+                           f"zenoh://tcp/127.0.0.1:7447), got {core!r}", 2)
+    try:
+        stale_after = number(args.stale_after)
+    except ValueError:
+        stale_after = float("nan")
+    if not 0 < stale_after < 1e9:
+        raise CommandError(f"--stale-after must be a positive number of seconds, got "
+                           f"{args.stale_after!r}", 2)
+    from ..server.fleet.names import RobotFilter
+    from ..transport.zenoh.address import parse_zenoh_address
+    from ..server.fleet.world import WorldError, load_world
+
+    try:
+        parse_zenoh_address(core)
+        if args.address and args.address.startswith("zenoh://"):
+            parse_zenoh_address(args.address)
+        RobotFilter(args.robots)
+        world = load_world(args.world) if args.world else []
+    except (ValueError, WorldError) as exc:
+        raise CommandError(str(exc), 2) from None
+    try:
+        import zenoh  # noqa: F401
+    except ImportError:
+        raise CommandError("zenoh:// addresses need the zenoh extra: "
+                           "pip install 'tf2py[zenoh]'") from None
+    from ..server.fleet.service import Fleet
+
+    def event(line: str) -> None:
+        print(f"tf2py fleet: {line}", flush=True)
+
+    fleet = None
+    try:
+        try:
+            fleet = Fleet(core, address=args.address, world=world, robots=args.robots,
+                          stale_after=stale_after, on_event=event)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except Exception as exc:  # zenoh.ZError and the like: say it in one line
+            raise CommandError(f"cannot open {core}: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
+        print(f"tf2py fleet: ready at {fleet.address}", flush=True)
+        while True:
+            signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt here
+    finally:
+        if fleet is not None:
+            fleet.close()

@@ -1,0 +1,270 @@
+"""The buffer server's Zenoh link: goals and answers on key expressions (see link.py).
+
+A ``zenoh://`` server address names a Zenoh session (locator, mode, config) and a service:
+``domain=`` and ``namespace=`` give the prefix ``P = <domain>[/<namespace>]/tf2py_buffer_server``:
+
+    P/goal/<link>/<channel>     client -> server: one goal or cancel message per sample
+    P/reply/<link>/<channel>    server -> client: accepted / result / cancelled messages
+    P/client/<link>/<channel>   liveliness token of one client socket (a ClientLink)
+    P/server/<zid>              liveliness token of the server
+
+Payloads are the buffer server protocol's messages, untouched. A client socket is a *peer*:
+``"<link>/<channel>"`` (``<link>`` random per process and address, ``<channel>`` random per
+ClientLink); when its liveliness token goes (closed, process ended, or Zenoh's lease ran out)
+the server link reports the peer gone, and ignores whatever comes from it later.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections import deque
+from typing import Any, Callable
+
+from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
+from ..transport.zenoh.session import SharedSession
+
+__all__ = ["ZenohServerLink", "ZenohClientLink", "open_server_link", "open_client_link",
+           "service_prefix", "MAX_MESSAGE_BYTES"]
+
+_log = logging.getLogger("tf2py.server")
+
+#: Goal and answer messages larger than this are dropped (the ZeroMQ link's frame limit).
+MAX_MESSAGE_BYTES = 1024 * 1024
+#: Messages queued for the server loop (or a client) before more are dropped.
+_MAX_QUEUED = 100_000
+_PEER = re.compile(r"^[0-9a-f]{8,32}/[0-9a-f]{8,32}$")
+_GONE_REMEMBERED = 100_000
+_PROCESS_LINK = os.urandom(8).hex()
+
+
+def service_prefix(address: ZenohAddress) -> str:
+    """``<domain>[/<namespace>]/tf2py_buffer_server``."""
+    ns = address.namespace.strip("/")
+    return f"{address.domain}/{ns}/tf2py_buffer_server" if ns else \
+        f"{address.domain}/tf2py_buffer_server"
+
+
+class _Inbox:
+    """A bounded queue with a wake-up: filled by Zenoh's threads, read by one thread."""
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.woken = False
+
+    def put(self, item: Any) -> bool:
+        with self.ready:
+            if len(self.items) >= _MAX_QUEUED:
+                return False
+            self.items.append(item)
+            self.ready.notify()
+            return True
+
+    def take(self, limit: int) -> list[Any]:
+        with self.ready:
+            n = min(limit, len(self.items))
+            return [self.items.popleft() for _ in range(n)]
+
+    def wait(self, timeout: float | None) -> None:
+        with self.ready:
+            if not self.items and not self.woken:
+                self.ready.wait(timeout)
+            self.woken = False
+
+    def wake(self) -> None:
+        with self.ready:
+            self.woken = True
+            self.ready.notify()
+
+
+class ZenohServerLink:
+    """The server side (see link.py's ServerLink)."""
+
+    def __init__(self, address: str, keys: Any, on_drop: Callable[[str, str], None]):
+        parsed = parse_zenoh_address(address)
+        self.address = address
+        self._on_drop = on_drop
+        self._prefix = service_prefix(parsed)
+        self._inbox = _Inbox()
+        self._gone: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._entities: list[Any] = []
+        self._shared = SharedSession.acquire(parsed, keys)
+        try:
+            import zenoh
+
+            self._zenoh = zenoh
+            session = self._shared.session
+            self._entities.append(session.declare_subscriber(
+                f"{self._prefix}/goal/*/*", self._on_goal))
+            self._entities.append(session.liveliness().declare_subscriber(
+                f"{self._prefix}/client/*/*", self._on_client))
+            self._entities.append(session.liveliness().declare_token(
+                f"{self._prefix}/server/{self._shared.zid}"))
+        except BaseException:
+            self.close()
+            raise
+
+    def _peer(self, key: str, kind: str) -> str | None:
+        peer = key[len(self._prefix) + len(kind) + 2:]
+        return peer if _PEER.match(peer) else None
+
+    def _on_goal(self, sample: Any) -> None:
+        peer = self._peer(str(sample.key_expr), "goal")
+        if peer is None:
+            self._on_drop("framing", f"a message on {sample.key_expr} (not a client key)")
+            return
+        payload = sample.payload.to_bytes()
+        if len(payload) > MAX_MESSAGE_BYTES:
+            self._on_drop("oversized", f"a message of {len(payload)} bytes from {peer}")
+            return
+        with self._lock:
+            if peer in self._gone:
+                return  # after its goodbye: nothing of that peer follows its None
+        if not self._inbox.put((peer, payload)):
+            self._on_drop("queue full", f"a message from {peer}: the server is behind")
+
+    def _on_client(self, sample: Any) -> None:
+        if sample.kind != self._zenoh.SampleKind.DELETE:
+            return
+        peer = self._peer(str(sample.key_expr), "client")
+        if peer is None:
+            return
+        with self._lock:
+            if len(self._gone) >= _GONE_REMEMBERED:
+                self._gone.clear()
+            self._gone.add(peer)
+        self._inbox.put((peer, None))
+
+    def receive(self, limit: int) -> list[tuple[Any, bytes | None]]:
+        return self._inbox.take(limit)
+
+    def send(self, peer: Any, payload: bytes) -> bool:
+        if self._closed:
+            return False
+        try:
+            self._shared.session.put(f"{self._prefix}/reply/{peer}", payload,
+                                     congestion_control=self._zenoh.CongestionControl.BLOCK)
+        except Exception as exc:  # the session is closing
+            _log.debug("tf2py server (zenoh): cannot answer %s: %s", peer, exc)
+            return False
+        return True
+
+    def wait(self, timeout: float | None) -> None:
+        self._inbox.wait(timeout)
+
+    def wake(self) -> None:
+        self._inbox.wake()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for entity in self._entities:
+            try:
+                entity.undeclare()
+            except Exception:
+                pass
+        self._entities.clear()
+        self._shared.release()
+
+
+class ZenohClientLink:
+    """One client socket (see link.py's ClientLink)."""
+
+    def __init__(self, address: str, keys: Any):
+        parsed = parse_zenoh_address(address)
+        self.address = address
+        self._prefix = service_prefix(parsed)
+        self._peer = f"{_PROCESS_LINK}/{os.urandom(8).hex()}"
+        self._inbox = _Inbox()
+        self._closed = False
+        self._servers_seen = 0
+        self._server_back = False
+        self._lock = threading.Lock()
+        self._entities: list[Any] = []
+        self._shared = SharedSession.acquire(parsed, keys)
+        try:
+            import zenoh
+
+            self._zenoh = zenoh
+            session = self._shared.session
+            self._entities.append(session.declare_subscriber(
+                f"{self._prefix}/reply/{self._peer}", self._on_reply))
+            self._entities.append(session.liveliness().declare_token(
+                f"{self._prefix}/client/{self._peer}"))
+            self._entities.append(session.liveliness().declare_subscriber(
+                f"{self._prefix}/server/*", self._on_server))
+            self._publisher = session.declare_publisher(
+                f"{self._prefix}/goal/{self._peer}",
+                congestion_control=zenoh.CongestionControl.BLOCK)
+            self._entities.append(self._publisher)
+        except BaseException:
+            self.close()
+            raise
+
+    def _on_reply(self, sample: Any) -> None:
+        payload = sample.payload.to_bytes()
+        if len(payload) <= MAX_MESSAGE_BYTES:
+            self._inbox.put(payload)
+
+    def _on_server(self, sample: Any) -> None:
+        if sample.kind == self._zenoh.SampleKind.PUT:
+            with self._lock:
+                # A server token after one was seen: a (re)started server that may not know
+                # our waiting goals.
+                if self._servers_seen:
+                    self._server_back = True
+                self._servers_seen += 1
+
+    def send(self, payload: bytes) -> bool:
+        if self._closed:
+            return False
+        try:
+            self._publisher.put(payload)
+        except Exception:
+            return False
+        return True
+
+    def receive(self, limit: int) -> list[bytes]:
+        return self._inbox.take(limit)
+
+    def wait(self, timeout: float | None) -> None:
+        self._inbox.wait(timeout)
+
+    def wake(self) -> None:
+        self._inbox.wake()
+
+    def reconnected(self) -> bool:
+        with self._lock:
+            back, self._server_back = self._server_back, False
+            return back
+
+    def close(self, linger: float = 0.0) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for entity in reversed(self._entities):
+            try:
+                entity.undeclare()
+            except Exception:
+                pass
+        self._entities.clear()
+        self._shared.release()
+
+
+def open_server_link(address: str, keys: Any, on_drop: Callable[[str, str], None]
+                     ) -> ZenohServerLink:
+    """A Zenoh ServerLink for a ``zenoh://`` address."""
+    return ZenohServerLink(address, keys, on_drop)
+
+
+def open_client_link(address: str, keys: Any) -> ZenohClientLink:
+    """A Zenoh ClientLink for a ``zenoh://`` address."""
+    return ZenohClientLink(address, keys)

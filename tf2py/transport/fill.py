@@ -1,0 +1,137 @@
+"""Filling a buffer from received columns: what every bus's ``TransformListener`` does with a
+message, once it has decoded it. ``BufferFiller`` inserts one message with one call and counts;
+``SubscriberListener`` is a listener built on any bus's ``transform_subscriber``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..buffer.exceptions import InvalidArgumentException
+from .counters import DropCounter
+from .wire import TransformArrays, arrays_to_transforms
+
+if TYPE_CHECKING:
+    from .interface import TransformReceiver, Transport
+    from .listener import TransformBatch
+
+__all__ = ["BufferFiller", "SubscriberListener", "check_buffer"]
+
+
+def check_buffer(buffer: Any) -> None:
+    """TypeError unless ``buffer`` can take transforms (a Buffer, a BufferCore or alike)."""
+    if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
+        raise TypeError(
+            f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}")
+
+
+class BufferFiller:
+    """Inserts decoded messages into ``buffer``, one insertion call per message, with the
+    sender's authority; counts stored and old transforms, and drops invalid ones into
+    ``dropped`` (cause ``"invalid"``)."""
+
+    def __init__(self, buffer: Any, dropped: DropCounter):
+        check_buffer(buffer)
+        self.buffer = buffer
+        self.dropped = dropped
+        self.stored_transforms = 0
+        self.old_transforms = 0
+        self._set_transforms = getattr(buffer, "set_transforms", None)
+        self._set_transform_values = getattr(buffer, "set_transform_values", None)
+
+    def insert_one(self, parent: str, child: str, stamp_ns: int, values: Sequence[float],
+                   authority: str, is_static: bool) -> None:
+        """Insert one transform (the single insert skips the batch's array set-up)."""
+        if self._set_transform_values is None:
+            self.insert(authority, [parent], [child], np.array([stamp_ns], dtype=np.int64),
+                        np.array([values], dtype=np.float64), is_static)
+            return
+        try:
+            stored = self._set_transform_values(parent, child, stamp_ns, *values, authority,
+                                                is_static)
+        except InvalidArgumentException as exc:
+            self.dropped.drop("invalid", f"transform 0 of a message from {authority}: {exc}")
+            return
+        if stored:
+            self.stored_transforms += 1
+        else:
+            self.old_transforms += 1
+
+    def insert(self, authority: str, parents: Sequence[str], children: Sequence[str],
+               stamps_ns: np.ndarray, values: np.ndarray, is_static: bool) -> None:
+        """Insert N transforms given as columns (stamps int64 ns, values (N, 7) float64)."""
+        if self._set_transforms is None:
+            self._insert_one_by_one(
+                TransformArrays(authority, list(parents), list(children), stamps_ns, values),
+                is_static)
+            return
+        result = self._set_transforms(parents, children, stamps_ns, values, authority,
+                                      is_static)
+        self.stored_transforms += result.stored
+        self.old_transforms += result.old
+        if result.invalid:
+            index, exc = result.invalid[0]
+            self.dropped.drop("invalid", f"transform {index} of a message from {authority}: "
+                              f"{exc}", n=len(result.invalid))
+
+    def _insert_one_by_one(self, arrays: TransformArrays, is_static: bool) -> None:
+        # For buffers without the batch call (duck-typed BufferCore-likes).
+        for index, ts in enumerate(arrays_to_transforms(arrays)):
+            try:
+                if self.buffer.set_transform(ts, arrays.authority, is_static):
+                    self.stored_transforms += 1
+                else:
+                    self.old_transforms += 1
+            except Exception as exc:
+                self.dropped.drop("invalid", f"transform {index}: {exc}")
+
+
+class SubscriberListener:
+    """A ``TransformListener`` built on a bus's ``transform_subscriber``: each batch goes into
+    ``buffer`` with one call. What a bus without its own listener gets."""
+
+    def __init__(self, transport: Transport, buffer: Any, address: str, keys: Any = None):
+        self.buffer = buffer
+        self.dropped = DropCounter("tf2py-transform-listener")
+        self._filler = BufferFiller(buffer, self.dropped)
+        self._subscriber: TransformReceiver = transport.transform_subscriber(
+            address, self._on_batch, keys)
+
+    def _on_batch(self, batch: TransformBatch) -> None:
+        arrays = batch.arrays
+        if len(arrays.children) == 1:
+            self._filler.insert_one(arrays.parents[0], arrays.children[0],
+                                    int(arrays.stamps_ns[0]), tuple(arrays.values[0]),
+                                    arrays.authority, batch.is_static)
+        else:
+            self._filler.insert(arrays.authority, arrays.parents, arrays.children,
+                                arrays.stamps_ns, arrays.values, batch.is_static)
+
+    @property
+    def stored_transforms(self) -> int:
+        return self._filler.stored_transforms
+
+    @property
+    def old_transforms(self) -> int:
+        return self._filler.old_transforms
+
+    def stats(self) -> dict[str, Any]:
+        stats = self._subscriber.stats()
+        dropped = dict(stats.get("dropped", {}))
+        for cause, n in self.dropped.snapshot().items():
+            dropped[cause] = dropped.get(cause, 0) + n
+        stats["dropped"] = dropped
+        stats["stored_transforms"] = self._filler.stored_transforms
+        stats["old_transforms"] = self._filler.old_transforms
+        return stats
+
+    def close(self) -> None:
+        self._subscriber.close()
+
+    def __enter__(self) -> SubscriberListener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

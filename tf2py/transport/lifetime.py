@@ -1,0 +1,49 @@
+"""Lifetimes of bus objects (any bus): joining their threads, and releasing what an object
+dropped without ``close()`` still holds, as Python does for unclosed files."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+
+__all__ = ["join_thread", "release_when_collected"]
+
+
+def join_thread(thread: threading.Thread, timeout: float) -> None:
+    """Join ``thread`` for up to ``timeout`` seconds, also one whose ``start()`` was cut short
+    (a Ctrl-C or SIGTERM inside ``Thread.start``): such a thread runs but has not yet said it
+    started, and a plain ``join`` raises RuntimeError for it."""
+    now = time.monotonic()
+    deadline = now + timeout
+    # A thread that has no ident a second after start() was called never began to run.
+    unborn_deadline = min(deadline, now + 1.0)
+    while True:
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            now = time.monotonic()
+            if now >= deadline or (thread.ident is None and now >= unborn_deadline):
+                return
+            time.sleep(0.001)
+
+
+def _release_unclosed(release: Callable[[], None], what: str) -> None:
+    warnings.warn(f"unclosed {what}: its sockets and threads were released when it was "
+                  "collected; call close() or use it as a context manager",
+                  ResourceWarning, stacklevel=2)
+    release()
+
+
+def release_when_collected(owner: object, release: Callable[[], None],
+                           what: str) -> weakref.finalize:  # type: ignore[type-arg]
+    """A finalizer that, when ``owner`` is collected without ``close()``, warns once with
+    ``ResourceWarning`` (as an unclosed file does) and calls ``release()``. ``release`` must
+    not hold ``owner`` (nor may the owner's threads): use the owner's parts, not the owner.
+    ``close()`` calls ``.detach()`` on it first. Not run at interpreter exit."""
+    finalizer = weakref.finalize(owner, _release_unclosed, release, what)
+    finalizer.atexit = False
+    return finalizer

@@ -1,0 +1,350 @@
+"""/tf and /tf_static on Zenoh, as rmw_zenoh carries them: the broadcasters, the subscriber and
+the listener that ``TransformBroadcaster(core="zenoh://...")`` and the others build.
+
+Samples are tf2_msgs/msg/TFMessage in CDR (``ros2.cdr``) with rmw_zenoh's attachment; a
+received message becomes one ``TransformBatch`` (or one buffer insertion) whose authority
+names the publisher: ``zenoh:<namespace>:<GID in hex>``. What cannot be decoded is dropped
+and counted per cause: ``attachment`` (missing or not rmw_zenoh's), ``garbage``,
+``encoding``, ``too_large`` (the CDR), ``key`` (a key expression that is not /tf or
+/tf_static of TFMessage), ``invalid`` (a listener's invalid transforms), ``error`` (an
+``on_batch`` that raised); messages missed on the way, seen as a gap in a publisher's
+sequence numbers, under ``gap``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...buffer.time import to_nanoseconds
+from ..counters import DropCounter
+from ..fill import BufferFiller
+from ..ros2 import cdr
+from ..wire import TransformArrays, authority_or_default
+from . import wire
+from .address import ZenohAddress, parse_zenoh_address
+from .endpoint import Publisher, Subscription, Topic
+
+if TYPE_CHECKING:
+    from ..listener import TransformBatch
+
+__all__ = [
+    "tf_topic",
+    "ZenohTransformBroadcaster",
+    "ZenohStaticTransformBroadcaster",
+    "ZenohTransformSubscriber",
+    "ZenohTransformListener",
+    "authority_of",
+]
+
+#: tf2_ros's depths: /tf keep last 100 both ways; /tf_static 1 (broadcaster), 100 (listener).
+_TF_DEPTH = 100
+_STATIC_PUBLISHER_DEPTH = 1
+_STATIC_SUBSCRIPTION_DEPTH = 100
+
+
+def tf_topic(address: ZenohAddress, is_static: bool) -> Topic:
+    """/tf (or /tf_static) in the address's namespace and domain, with tf2_ros's QoS."""
+    name = wire.topic_name(address.namespace, "tf_static" if is_static else "tf")
+    return Topic(name, wire.topic_keyexpr(address.domain, address.namespace, is_static),
+                 wire.TYPE_NAME, wire.TYPE_HASH, reliable=True, transient_local=is_static,
+                 publisher_depth=_STATIC_PUBLISHER_DEPTH if is_static else _TF_DEPTH,
+                 subscription_depth=_STATIC_SUBSCRIPTION_DEPTH if is_static else _TF_DEPTH)
+
+
+def authority_of(namespace: str, gid: bytes) -> str:
+    """The authority tf2py gives messages of the Zenoh publisher ``gid`` in ``namespace``."""
+    return f"zenoh:{namespace}:{gid.hex()}"
+
+
+def _items(transform: Any) -> list[Any]:
+    if hasattr(transform, "child_frame_id"):
+        return [transform]
+    if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
+        raise TypeError("send_transform takes a TransformStamped or a list of them, got "
+                        f"{type(transform).__name__}")
+    return list(transform)
+
+
+def _row(ts: Any) -> tuple[str, str, int, tuple[float, ...]]:
+    t = ts.transform
+    return (str(ts.header.frame_id), str(ts.child_frame_id), to_nanoseconds(ts.header.stamp),
+            (t.translation.x, t.translation.y, t.translation.z,
+             t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w))
+
+
+class _Sender:
+    """What both broadcasters share: the address, the authority and one rmw_zenoh publisher."""
+
+    def _open(self, address: str, authority: str | None, keys: Any, is_static: bool) -> None:
+        self.address = address
+        self.authority = authority_or_default(authority)
+        self._lock = threading.Lock()
+        self._closed = False
+        parsed = parse_zenoh_address(address)
+        self._publisher = Publisher(parsed, tf_topic(parsed, is_static), keys)
+
+    @property
+    def gid(self) -> bytes:
+        """The publisher's rmw_zenoh GID (what receivers see in its attachments)."""
+        return self._publisher.gid
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._publisher.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ZenohTransformBroadcaster(_Sender):
+    """Publishes on /tf (reliable, volatile, keep last 100, as tf2_ros): each
+    ``send_transform`` is one TFMessage."""
+
+    def __init__(self, address: str, authority: str | None = None, keys: Any = None):
+        self.sent_messages = 0
+        self.sent_transforms = 0
+        self._open(address, authority, keys, False)
+
+    def send_transform(self, transform: Any) -> None:
+        """Publish a TransformStamped, or a list of them as ONE TFMessage."""
+        items = _items(transform)
+        if items:
+            self._send(cdr.encode_tf(items), len(items))
+
+    def send_columns(self, parents: Sequence[str], children: Sequence[str],
+                     stamps_ns: Any, values: Any) -> None:
+        """Publish N transforms given as columns (what a subscriber decodes) as one message."""
+        if len(parents):
+            self._send(cdr.encode_tf_columns(parents, children, stamps_ns, values),
+                       len(parents))
+
+    def _send(self, sample: bytes, n: int) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed TransformBroadcaster")
+            self._publisher.put(sample)
+            self.sent_messages += 1
+            self.sent_transforms += n
+
+
+class ZenohStaticTransformBroadcaster(_Sender):
+    """Publishes on /tf_static (transient-local, keep last 1, as tf2_ros's static broadcaster):
+    the latest transform per child frame, the whole set in every message; the publisher's
+    cache hands the latest message to late joiners while this object lives."""
+
+    def __init__(self, address: str, authority: str | None = None, keys: Any = None):
+        self._latched: dict[str, tuple[str, str, int, tuple[float, ...]]] = {}
+        self.published = 0
+        self._open(address, authority, keys, True)
+
+    def send_transform(self, transform: Any) -> None:
+        """Latch a TransformStamped or a list of them (latest per child frame wins) and
+        publish the whole latched set as one message."""
+        items = _items(transform)
+        cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
+        self._latch([_row(ts) for ts in items])
+
+    def send_columns(self, parents: Sequence[str], children: Sequence[str],
+                     stamps_ns: Any, values: Any) -> None:
+        """Latch N transforms given as columns and publish the whole set."""
+        rows = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
+        self._latch([(str(p), str(c), int(s), tuple(v))
+                     for p, c, s, v in zip(parents, children, list(stamps_ns), rows)])
+
+    def _latch(self, rows: list[tuple[str, str, int, tuple[float, ...]]]) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
+            for row in rows:
+                self._latched[row[1]] = row
+            latched = list(self._latched.values())
+            if not latched:
+                return
+            sample = cdr.encode_tf_columns(
+                [r[0] for r in latched], [r[1] for r in latched], [r[2] for r in latched],
+                np.array([r[3] for r in latched], dtype=np.float64))
+            self._publisher.put(sample)
+            self.published += 1
+
+
+class _Receiver:
+    """Subscriptions to /tf and /tf_static (of the address's namespace, or of every namespace
+    on its domain); ``_handle(authority, is_static, received_ns, columns)`` per message,
+    one call at a time."""
+
+    _name = "tf2py-zenoh-receiver"
+
+    def _open(self, address: str, keys: Any, all_namespaces: bool,
+              ignore_gids: set[bytes] | None) -> None:
+        self.address = address
+        self.received_messages = 0
+        self.received_transforms = 0
+        self.dropped = DropCounter(self._name)
+        self._closed = False
+        self._lock = threading.Lock()  # one message at a time, whichever thread brings it
+        self._decode = cdr.TfDecoder().decode
+        self._last_sequence: dict[bytes, int] = {}
+        self._ignore = ignore_gids if ignore_gids is not None else set()
+        self._subscriptions: list[Subscription] = []
+        parsed = parse_zenoh_address(address)
+        self._namespace = parsed.namespace
+        self._all = all_namespaces
+        try:
+            for is_static in (True, False):
+                keyexpr = wire.all_namespaces_keyexpr(parsed.domain, is_static) \
+                    if all_namespaces else None
+                callback = self._on_static if is_static else self._on_dynamic
+                self._subscriptions.append(Subscription(
+                    parsed, tf_topic(parsed, is_static), callback, keys, keyexpr=keyexpr))
+        except BaseException:
+            self.close()
+            raise
+
+    def _on_static(self, sample: Any) -> None:
+        self._receive(sample, True)
+
+    def _on_dynamic(self, sample: Any) -> None:
+        self._receive(sample, False)
+
+    def _receive(self, sample: Any, is_static: bool) -> None:
+        received_ns = time.time_ns()
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                attachment = wire.decode_attachment(
+                    None if sample.attachment is None else sample.attachment.to_bytes())
+                if attachment.gid in self._ignore:
+                    return
+                namespace = wire.parse_topic_keyexpr(str(sample.key_expr)).namespace \
+                    if self._all else self._namespace
+                payload = sample.payload.to_bytes()
+                single = cdr.decode_tf_single(payload)
+                columns = self._decode(payload) if single is None else None
+            except (wire.WireError, cdr.CdrError) as exc:
+                self.dropped.drop(exc.cause, f"{sample.key_expr}: {exc}")
+                return
+            self._count_gap(attachment)
+            authority = authority_of(namespace, attachment.gid)
+            self.received_messages += 1
+            if single is not None:
+                self.received_transforms += 1
+                self._handle_one(authority, is_static, received_ns, single)
+            else:
+                assert columns is not None
+                self.received_transforms += len(columns[0])
+                if columns[0]:
+                    self._handle(authority, is_static, received_ns, columns)
+
+    def _count_gap(self, attachment: wire.Attachment) -> None:
+        last = self._last_sequence.get(attachment.gid)
+        self._last_sequence[attachment.gid] = attachment.sequence_number
+        if last is not None and attachment.sequence_number > last + 1:
+            missed = attachment.sequence_number - last - 1
+            self.dropped.drop("gap", f"{missed} message(s) of publisher "
+                              f"{attachment.gid.hex()} missed", n=missed)
+
+    def _handle_one(self, authority: str, is_static: bool, received_ns: int,
+                    single: tuple[str, str, int, Sequence[float]]) -> None:
+        parent, child, stamp, values = single
+        self._handle(authority, is_static, received_ns,
+                     ([parent], [child], np.array([stamp], dtype=np.int64),
+                      np.array([values], dtype=np.float64)))
+
+    def _handle(self, authority: str, is_static: bool, received_ns: int,
+                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        return {"received_messages": self.received_messages,
+                "received_transforms": self.received_transforms,
+                "dropped": self.dropped.snapshot()}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for subscription in self._subscriptions:
+            subscription.close()
+        self._subscriptions = []
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ZenohTransformSubscriber(_Receiver):
+    """Calls ``on_batch(batch)`` (a ``TransformBatch``) for every /tf and /tf_static message,
+    the cached statics of every live publisher included. ``all_namespaces``: hear every
+    namespace on the domain (the batch's authority names the namespace)."""
+
+    _name = "tf2py-zenoh-transform-subscriber"
+
+    def __init__(self, address: str, on_batch: Callable[[TransformBatch], None],
+                 keys: Any = None, *, all_namespaces: bool = False,
+                 ignore_gids: set[bytes] | None = None):
+        if not callable(on_batch):
+            raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
+        self._on_batch = on_batch
+        self._open(address, keys, all_namespaces, ignore_gids)
+
+    def _handle(self, authority: str, is_static: bool, received_ns: int,
+                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
+        from ..listener import TransformBatch
+
+        try:
+            self._on_batch(TransformBatch(TransformArrays(authority, *columns), is_static,
+                                          received_ns))
+        except Exception as exc:  # a long-running subscriber never dies
+            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+
+
+class ZenohTransformListener(_Receiver):
+    """Fills ``buffer`` from /tf and /tf_static (tf2_ros's TransformListener), one insertion
+    per message."""
+
+    _name = "tf2py-zenoh-transform-listener"
+
+    def __init__(self, buffer: Any, address: str, keys: Any = None):
+        self.buffer = buffer
+        self._filler = BufferFiller(buffer, DropCounter(self._name))
+        self._open(address, keys, False, None)
+        self._filler.dropped = self.dropped
+
+    def _handle_one(self, authority: str, is_static: bool, received_ns: int,
+                    single: tuple[str, str, int, Sequence[float]]) -> None:
+        parent, child, stamp, values = single
+        self._filler.insert_one(parent, child, stamp, values, authority, is_static)
+
+    def _handle(self, authority: str, is_static: bool, received_ns: int,
+                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
+        self._filler.insert(authority, columns[0], columns[1], columns[2], columns[3],
+                            is_static)
+
+    @property
+    def stored_transforms(self) -> int:
+        return self._filler.stored_transforms
+
+    @property
+    def old_transforms(self) -> int:
+        return self._filler.old_transforms
+
+    def stats(self) -> dict[str, Any]:
+        stats = super().stats()
+        stats["stored_transforms"] = self._filler.stored_transforms
+        stats["old_transforms"] = self._filler.old_transforms
+        return stats

@@ -1,0 +1,391 @@
+"""Receiving from the ZeroMQ bus: the listener (fills a Buffer) and the subscriber (a callback
+per message), both on one receive loop: a SUB socket on the core's subscriber port read by a
+named daemon thread.
+
+The thread runs ``_ReceiveLoop.run`` and holds no reference to the listener or subscriber
+object, so one dropped without ``close()`` is collected: its finalizer stops the thread,
+closes the sockets and warns with ``ResourceWarning``.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import zmq
+
+from .. import wire
+from ..fill import BufferFiller, check_buffer
+from ..listener import TransformBatch, TransformListener, TransformSubscriber
+from .sockets import (
+    RECEIVE_HWM,
+    DropCounter,
+    client_options,
+    inproc_name,
+    join_thread,
+    logger,
+    make_socket,
+    release_when_collected,
+)
+from ..address import bus_endpoints
+from ..keys import load_keys
+
+__all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
+
+# Messages handled per wake-up before polling the stop pipe again.
+_DRAIN = 1000
+#: Streams (broadcasters) whose sequence a receiver follows; beyond, it starts afresh.
+MAX_STREAMS = 4096
+#: A connection the core closes within this many seconds, before anything arrived on it,
+#: counts as refused (the core's subscriber bound).
+REFUSED_WINDOW = 1.0
+
+_unpack_stamp = struct.Struct("<q").unpack
+_unpack_values = struct.Struct("<7d").unpack
+
+#: handle(columns, is_static, received_ns): one decoded message.
+Handler = Callable[[tuple[str, list[str], list[str], bytes, bytes], bool, int], None]
+
+
+def _arrays(columns: tuple[str, list[str], list[str], bytes, bytes]) -> wire.TransformArrays:
+    authority, parents, children, stamps_bin, values_bin = columns
+    return wire.TransformArrays(
+        authority, parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
+        np.frombuffer(values_bin, dtype="<f8").reshape(len(parents), 7))
+
+
+class _ReceiveLoop:
+    """The socket, the thread and the counters of one receiver (no reference to its owner)."""
+
+    close_timeout = 5.0
+
+    def __init__(self, name: str, core: str, keys: Any, handle: Handler,
+                 dropped: DropCounter):
+        _, subscribe_endpoint = bus_endpoints(core)
+        self.name = name
+        self.handle = handle
+        self.received_messages = 0
+        self.received_transforms = 0
+        self.dropped = dropped
+        self.closed = False
+        self._close_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._thread_done = False  # set by the thread as it ends (under _close_lock)
+        self._abandoned = False  # set by close() when it left the sockets to the thread
+        self._sequences: dict[int, int] = {}  # stream -> last sequence seen
+        self._sockets: list[zmq.Socket[bytes]] = []
+        try:
+            self.sub = self._add(make_socket(
+                zmq.SUB, linger_ms=0, RCVHWM=RECEIVE_HWM, MAXMSGSIZE=wire.MAX_MESSAGE_BYTES,
+                **client_options()))
+            # "/tf" is a prefix of "/tf_static": one subscription receives both, and it is
+            # the subscription that makes the core replay its latched /tf_static set.
+            self.sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_TF)
+            loaded = load_keys(keys)
+            if loaded is not None:
+                loaded.apply_client(self.sub)
+            self.sub.connect(subscribe_endpoint)
+            self.endpoint = subscribe_endpoint
+            # Connections the core closes at once (it is at its subscriber bound) are told
+            # apart from other disconnections here, so the refused side learns why.
+            self._monitor = self._add(self.sub.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED))
+            self._connected_at = 0.0
+            self._received_at_connect = 0
+            stop_name = inproc_name("receiver-stop")
+            self._stop_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
+            self._stop_in.bind(stop_name)
+            self._stop = self._add(make_socket(zmq.PAIR, linger_ms=0))
+            self._stop.connect(stop_name)
+            self._thread = threading.Thread(target=self.run, name=name, daemon=True)
+            self._thread.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _add(self, sock: zmq.Socket[bytes]) -> zmq.Socket[bytes]:
+        self._sockets.append(sock)
+        return sock
+
+    def _count_gap(self, stream: int, sequence: int, authority: str) -> None:
+        sequences = self._sequences
+        last = sequences.get(stream)
+        if last is not None and sequence > last + 1:
+            lost = sequence - last - 1
+            self.dropped.drop("gap", f"{lost} message(s) from {authority} lost on the way "
+                              "(a queue bound of the bus, or a reconnection)", n=lost)
+        elif last is None and len(sequences) >= MAX_STREAMS:
+            sequences.clear()
+        sequences[stream] = sequence
+
+    def _connection_events(self) -> None:
+        while True:
+            try:
+                frames = self._monitor.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            event = struct.unpack("=h", frames[0][:2])[0]
+            now = time.monotonic()
+            if event == zmq.EVENT_CONNECTED:
+                self._connected_at = now
+                self._received_at_connect = self.received_messages
+            elif (event == zmq.EVENT_DISCONNECTED and self._connected_at
+                  and now - self._connected_at < REFUSED_WINDOW
+                  and self.received_messages == self._received_at_connect):
+                self.dropped.drop(
+                    "refused", f"the core at {self.endpoint} closed this listener's "
+                    f"connection at once: it is at its subscriber bound (see the core's log; "
+                    "close unused listeners or run another core), or refused our keys; "
+                    "retrying")
+                self._connected_at = 0.0
+
+    def run(self) -> None:
+        sub = self.sub
+        stop = self._stop_in
+        monitor = self._monitor
+        poller = zmq.Poller()
+        poller.register(sub, zmq.POLLIN)
+        poller.register(stop, zmq.POLLIN)
+        poller.register(monitor, zmq.POLLIN)
+        recv = sub.recv
+        decode = wire.decode_sequenced
+        topic_tf = wire.TOPIC_TF
+        topic_static = wire.TOPIC_TF_STATIC
+        noblock = zmq.NOBLOCK
+        time_ns = time.time_ns
+        sequences = self._sequences
+        try:
+            while True:
+                # The stop pipe wakes us at once; the timeout is a backstop for a close()
+                # that gave up waiting while we were busy in the buffer or a callback.
+                events = poller.poll(1000)
+                if self.closed or any(sock is stop for sock, _ in events):
+                    return
+                if any(sock is monitor for sock, _ in events):
+                    self._connection_events()
+                for _ in range(_DRAIN):
+                    # Frames (copy=False) carry the "more" flag for free; asking the socket
+                    # (RCVMORE) costs more than the rest of the receive.
+                    try:
+                        topic_frame = recv(noblock, copy=False)
+                    except zmq.Again:
+                        break
+                    received_ns = time_ns()
+                    if not topic_frame.more:
+                        self.dropped.drop("shape", "a bus message has 2 frames, got 1")
+                        continue
+                    body = recv(0, copy=False)  # multipart delivery is atomic: it is here
+                    if body.more:
+                        frames = 3
+                        while recv(0, copy=False).more:
+                            frames += 1
+                        self.dropped.drop("shape", f"a bus message has 2 frames, got {frames}")
+                        continue
+                    topic = topic_frame.bytes
+                    if topic == topic_tf:
+                        is_static = False
+                    elif topic == topic_static:
+                        is_static = True
+                    else:
+                        self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
+                        continue
+                    try:
+                        columns, stream, sequence = decode(body)
+                    except wire.FrameIdTooLongError as exc:
+                        # Rows with frame ids over the limit are dropped, the rest is kept.
+                        self.dropped.drop(exc.cause, str(exc), n=exc.dropped)
+                        stream, sequence = exc.sequence
+                        if stream is not None:
+                            self._count_gap(stream, sequence, "?")
+                        if exc.columns is None:
+                            continue
+                        columns = exc.columns
+                    except wire.WireError as exc:
+                        self.dropped.drop(exc.cause, str(exc))
+                        continue
+                    else:
+                        if stream is not None and sequences.get(stream, -2) != sequence - 1:
+                            self._count_gap(stream, sequence, columns[0])
+                        elif stream is not None:
+                            sequences[stream] = sequence
+                    self.received_messages += 1
+                    self.received_transforms += len(columns[1])
+                    try:
+                        self.handle(columns, is_static, received_ns)
+                    except Exception as exc:  # a long-running listener never dies
+                        self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+                    if self.closed:
+                        return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.ETERM:
+                logger.error("%s stopped: %s", self.name, exc)
+        finally:
+            with self._close_lock:
+                self._thread_done = True
+                if self._abandoned:
+                    # close() gave up waiting for us and left the sockets to this thread.
+                    for sock in self._sockets:
+                        sock.close(0)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "received_messages": self.received_messages,
+            "received_transforms": self.received_transforms,
+            "dropped": self.dropped.snapshot(),
+        }
+
+    def close(self) -> None:
+        """Stop the thread and close the sockets. Idempotent."""
+        with self._close_lock:
+            if self.closed:
+                return
+            self.closed = True
+            thread = self._thread
+            if thread is not None:
+                # Also to a thread whose start() was interrupted: it may be starting still.
+                try:
+                    self._stop.send(b"stop", zmq.NOBLOCK)
+                except zmq.ZMQError:
+                    pass
+        if thread is not None and thread is not threading.current_thread():
+            join_thread(thread, self.close_timeout)
+            with self._close_lock:
+                if not self._thread_done and thread.is_alive():
+                    # Still inside the buffer or the callback: the thread closes the sockets
+                    # when it ends (a socket must never be closed under its user).
+                    self._abandoned = True
+                    logger.warning("%s: receive thread still busy after %.1f s; it will "
+                                   "close its sockets when it ends", self.name,
+                                   self.close_timeout)
+                    return
+        elif thread is not None:
+            # close() from a callback on the thread itself: the thread ends after it.
+            with self._close_lock:
+                if not self._thread_done:
+                    self._abandoned = True
+                    return
+        for sock in self._sockets:
+            sock.close(0)
+        self._sockets.clear()
+
+
+class _ZmqReceiver:
+    """What the listener and the subscriber share: a receive loop, its counters, closing."""
+
+    _loop: _ReceiveLoop
+    _finalizer: weakref.finalize  # type: ignore[type-arg]
+
+    def _start(self, name: str, core: str, keys: Any, handle: Handler,
+               dropped: DropCounter | None = None) -> None:
+        self.dropped = dropped or DropCounter(name)
+        self._loop = _ReceiveLoop(name, core, keys, handle, self.dropped)
+        self._finalizer = release_when_collected(self, self._loop.close, type(self).__name__)
+
+    @property
+    def received_messages(self) -> int:
+        return self._loop.received_messages
+
+    @property
+    def received_transforms(self) -> int:
+        return self._loop.received_transforms
+
+    @property
+    def close_timeout(self) -> float:
+        """How long close() waits for the thread (busy in the buffer or a callback)."""
+        return self._loop.close_timeout
+
+    @close_timeout.setter
+    def close_timeout(self, seconds: float) -> None:
+        self._loop.close_timeout = seconds
+
+    @property
+    def _sub(self) -> zmq.Socket[bytes]:
+        return self._loop.sub
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: messages and transforms received, and drops per cause (messages for
+        garbage/shape/version/too_large/topic/gap, transforms for invalid)."""
+        return self._loop.stats()
+
+    def close(self) -> None:
+        """Stop the thread and close the sockets. Idempotent."""
+        self._finalizer.detach()
+        self._loop.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ZmqTransformListener(_ZmqReceiver):
+    """``TransformListener`` on the ZeroMQ bus (see its docstring)."""
+
+    _name = "tf2py-transform-listener"
+
+    def __init__(self, buffer: Any, core: str, keys: Any = None):
+        check_buffer(buffer)
+        self.buffer = buffer
+        dropped = DropCounter(self._name)
+        self._filler = BufferFiller(buffer, dropped)
+        self._start(self._name, core, keys, _listener_handler(self._filler), dropped)
+
+    @property
+    def stored_transforms(self) -> int:
+        return self._filler.stored_transforms
+
+    @property
+    def old_transforms(self) -> int:
+        return self._filler.old_transforms
+
+    def stats(self) -> dict[str, Any]:
+        stats = self._loop.stats()
+        stats["stored_transforms"] = self._filler.stored_transforms
+        stats["old_transforms"] = self._filler.old_transforms
+        return stats
+
+
+def _listener_handler(filler: BufferFiller) -> Handler:
+    insert_one = filler.insert_one
+    insert = filler.insert
+
+    def handle(columns: tuple[str, list[str], list[str], bytes, bytes], is_static: bool,
+               received_ns: int) -> None:
+        authority, parents, children, stamps_bin, values_bin = columns
+        n = len(parents)
+        if n == 1:
+            # One transform: the single insert skips the array set-up of a batch (same
+            # rules, still one insertion call and one notification per message).
+            insert_one(parents[0], children[0], _unpack_stamp(stamps_bin)[0],
+                       _unpack_values(values_bin), authority, is_static)
+            return
+        insert(authority, parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
+               np.frombuffer(values_bin, dtype="<f8").reshape(n, 7), is_static)
+
+    return handle
+
+
+class ZmqTransformSubscriber(_ZmqReceiver):
+    """``TransformSubscriber`` on the ZeroMQ bus (see its docstring)."""
+
+    _name = "tf2py-transform-subscriber"
+
+    def __init__(self, core: str, on_batch: Callable[[TransformBatch], None], keys: Any = None):
+        if not callable(on_batch):
+            raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
+
+        def handle(columns: tuple[str, list[str], list[str], bytes, bytes], is_static: bool,
+                   received_ns: int) -> None:
+            on_batch(TransformBatch(_arrays(columns), is_static, received_ns))
+
+        self._start(self._name, core, keys, handle)
+
+
+TransformListener.register(ZmqTransformListener)
+TransformSubscriber.register(ZmqTransformSubscriber)
