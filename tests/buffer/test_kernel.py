@@ -162,8 +162,10 @@ def _call_all(kernel, value):
     """Every binding entry point with ``value`` in every argument position."""
     calls = {
         "_k_insert": 12, "_k_insert_batch": 7, "_k_lookup": 3, "_k_lookup_full": 5, "_k_can": 3,
-        "_k_can_full": 5, "_k_common_time": 2, "_k_chain": 3, "_k_lookup_many": 3,
+        "_k_can_full": 5, "_k_common_time": 2, "_k_chain": 5, "_k_lookup_many": 3,
         "_k_ancestors": 2, "_k_get_parent": 2, "_k_exists": 1, "_k_registered": 1, "_k_samples": 1,
+        "_k_lookup_transform": 3, "_k_can_transform": 3, "_k_set_transform": 3,
+        "_k_insert_rows": 6,
     }
     good = {
         "_k_insert": ["p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False],
@@ -171,7 +173,10 @@ def _call_all(kernel, value):
                          False, np.zeros(1, dtype=np.int32)],
         "_k_lookup": ["p", "c", 0], "_k_lookup_full": ["p", 0, "c", 0, "p"],
         "_k_can": ["p", "c", 0], "_k_can_full": ["p", 0, "c", 0, "p"],
-        "_k_common_time": ["p", "c"], "_k_chain": ["p", "c", 0],
+        "_k_common_time": ["p", "c"], "_k_chain": ["p", 0, "c", 0, "p"],
+        "_k_lookup_transform": ["p", "c", 0.0], "_k_can_transform": ["p", "c", 0.0],
+        "_k_set_transform": [make_transform("p", "c"), "x", False],
+        "_k_insert_rows": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x", False],
         "_k_lookup_many": ["p", "c", np.array([0, 1])], "_k_ancestors": [["c"], 0],
         "_k_get_parent": ["c", 0], "_k_exists": ["c"], "_k_registered": ["c"], "_k_samples": ["c"],
     }

@@ -147,15 +147,50 @@ def test_no_parent_as_a_child_is_refused():
     assert core.get_frames() == []
 
 
-# 6. get_parent strips a leading slash as every other call does ---------------------------
+# 6. get_parent takes the name as it is (tf2's _getParent: lookupFrameNumber, no stripping)
 
 
-def test_get_parent_strips_one_leading_slash():
+def test_get_parent_does_not_strip_a_leading_slash():
     core = BufferCore()
     put(core, "/base", "/f1", 1.0)
     assert core.get_parent("f1", 1.0) == "base"
-    assert core.get_parent("/f1", 1.0) == "base"
+    assert core.get_parent("/f1", 1.0) is None
     assert core.get_parent("//f1", 1.0) is None
+
+
+def test_frame_stored_with_two_leading_slashes_keeps_one():
+    core = BufferCore()
+    put(core, "base", "//f1", 1.0, (1.0, 0.0, 0.0))
+    assert "/f1" in core.get_frames()
+    assert core._frame_exists("/f1") and not core._frame_exists("f1")
+    assert core.get_parent("/f1", 1.0) == "base"  # as tf2's _getParent finds it
+    with pytest.raises(InvalidArgumentException, match="cannot start with a '/'"):
+        core.lookup_transform("base", "/f1", 1.0)
+    with pytest.raises(InvalidArgumentException, match="cannot start with a '/'"):
+        core.lookup_transforms("base", "/f1", [1.0])
+    assert not core.can_transform("base", "/f1", 1.0)
+
+
+def test_get_parent_of_no_parent_is_none():
+    core = BufferCore()
+    put(core, "NO_PARENT", "a", 1.0)
+    assert core.get_parent("NO_PARENT", 1.0) is None
+    assert core.get_parent("a", 1.0) is None
+
+
+def test_batch_lookup_names_no_parent_as_single_lookup_does():
+    core = BufferCore()
+    put(core, "NO_PARENT", "a", 1.0)
+    put(core, "a", "b", 1.0)
+    for target, source in (("NO_PARENT", "b"), ("b", "NO_PARENT")):
+        with pytest.raises(LookupException) as single:
+            core.lookup_transform(target, source, 1.0)
+        with pytest.raises(LookupException) as batch:
+            core.lookup_transforms(target, source, [1.0])
+        assert str(batch.value) == str(single.value)
+    identity = core.lookup_transforms("NO_PARENT", "NO_PARENT", [1.0, 0.0])
+    assert np.array_equal(identity, np.stack([np.eye(4)] * 2))
+
 
 
 def test_batch_and_single_share_the_walk_on_reparenting():

@@ -1,11 +1,15 @@
 """``Buffer``: a thread-safe ``BufferCore`` that can wait for transforms.
 
-Every public ``BufferCore`` call runs under one re-entrant lock, so many reader threads and
-a listener thread inserting data may share a buffer. Waiting is woken by the insertion
-itself: ``BufferCore`` calls ``_notify_new_data`` once at the end of every insertion call
-that stored something, and that notifies a ``threading.Condition`` (tf2 instead polls every
-10 ms in C++ and 20 ms in Python). An insertion refused as too old counts too: tf2 prunes the
-cache before refusing, and pruning can change an answer.
+Every kernel call is atomic (the kernel has its own lock, which readers share), so many
+reader threads and a listener thread inserting data may share a buffer; batch lookups and
+batch inserts run without the GIL. The buffer's own lock orders what the kernel does not
+know about: waits, the index of waiting requests, the clock, insert listeners. Waiting is
+woken by the insertion itself: an insert that may concern a waiting thread or request
+(``_waiting`` or ``_requests``, read after the insert) notifies a ``threading.Condition``
+(tf2 instead polls every 10 ms in C++ and 20 ms in Python); a thread counts itself in
+``_waiting`` before its first check, so no insert between its check and its wait goes
+unseen. An insertion refused as too old counts too: tf2 prunes the cache before refusing,
+and pruning can change an answer.
 
 Asynchronous requests (``wait_for_transform_async`` and its full form, used by the buffer
 server) are futures, re-checked once per insertion call (not per transform), and only when
@@ -37,33 +41,23 @@ import logging
 import threading
 import weakref
 from concurrent.futures import Future
-from time import monotonic
+
+from typing import Any, Callable, Sequence
 
 from .apply import (
     as_point_array,
     transform_function,
     transform_point_array,
 )
-from typing import Any, Sequence
-
-import numpy as np
-
-from . import _kernel_ext
 from .core import BatchResult, BufferCore
 from .requests import WaitingRequests, _cancel_all, _Request, _resolve, _Watchers
 from .messages import TransformStamped
-from .exceptions import (
-    InvalidArgumentException,
-    TransformException,
-)
-from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+from .time import Duration, Time, to_nanoseconds
+from .waits import wait_until_can, wait_until_looked_up
 from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
-_NS_PER_S = 1_000_000_000
-_INF = float("inf")
-_TIME_ZERO = Time()
 
 # The BufferCore implementations Buffer calls under its lock (bound once, not per call).
 _core_lookup_transform = BufferCore.lookup_transform
@@ -76,28 +70,6 @@ _core_get_latest_common_time = BufferCore.get_latest_common_time
 def _named_by_transform(transform):
     """``named()`` of an insertion of one TransformStamped: (parents, children)."""
     return lambda: ((transform.header.frame_id,), (transform.child_frame_id,))
-
-
-def _is_invalid_frame_id(frame_id) -> bool:
-    """True for a frame id no data can ever make valid (tf2's InvalidArgument rule)."""
-    return not isinstance(frame_id, str) or not frame_id or frame_id[0] == "/"
-
-
-def _timeout_seconds(timeout) -> float:
-    """A timeout (Duration or seconds; None means none) in seconds; <= 0 means do not wait."""
-    if not timeout:
-        return 0.0
-    return duration_to_nanoseconds(timeout, "timeout") / _NS_PER_S
-
-
-def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
-    """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it."""
-    base = str(exc).rstrip()
-    if base.endswith("?"):  # a "Did you mean ...?" hint ends the message
-        return f"{base} canTransform returned after {elapsed:g} timeout was {timeout:g}."
-    if base.endswith("."):
-        base = base[:-1]
-    return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
 
 
 def _on_clock_jump(buffer_ref):
@@ -126,7 +98,7 @@ class Buffer(WaitingRequests, BufferCore):
 
     def __init__(self, cache_time: Duration | float | None = 10.0, clock: Any = None) -> None:
         # Everything _notify_new_data uses exists before BufferCore starts.
-        self._lock = _kernel_ext.RLock()  # an RLock the kernel takes without Python
+        self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
         self._new_data = False  # set by _notify_new_data, consumed by _insert
         self._requests: dict[tuple, _Request] = {}
@@ -136,10 +108,8 @@ class Buffer(WaitingRequests, BufferCore):
         self._self_ref = weakref.ref(self)
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
+        self._waiting = 0  # threads in a timed wait or registering a request (see set_transform)
         super().__init__(cache_time)
-        # The kernel's lookup_transform, can_transform and set_transform take the lock;
-        # _waiting (threads in a timed wait, notified only when there are some) lives there.
-        self._k_set_lock(self._lock)
         self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
         self._clock = clock
         self._clock_last: int | None = None  # the clock's last reading, ns
@@ -147,7 +117,7 @@ class Buffer(WaitingRequests, BufferCore):
             if not callable(getattr(clock, "now", None)):
                 raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
         self._insert_listeners: tuple = ()  # see add_insert_listener
-        self._update_fast_path()
+        self._direct = clock is None  # inserts skip the lock: no clock, no insert listener
         if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
             if callable(add_jump_callback):
@@ -164,10 +134,29 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- insertion: under the lock, then the pending requests it can have affected ----------
 
-    # set_transform(transform, authority, is_static=False): BufferCore's, under the lock, and
-    # waking the waits it can satisfy. In C++ while no request waits and there is no clock;
-    # else (and for anything the kernel does not read itself) _set_transform_slow.
-    set_transform = _kernel_ext.Kernel._k_set_transform_locked
+    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+        """``BufferCore.set_transform``; wakes the waits and requests it can satisfy."""
+        if self._direct:
+            # Straight into the kernel (its own lock); then, only if a thread waits or a
+            # request is pending (read after the insert: one that began before it is
+            # counted already), the re-check under the buffer's lock.
+            stored = self._k_set_transform(transform, authority, is_static)
+            if stored >= 0:
+                if self._waiting or self._requests:
+                    self._after_direct_insert(transform)
+                return stored > 0
+        return self._set_transform_slow(transform, authority, is_static)
+
+    def _after_direct_insert(self, transform: Any) -> None:
+        touched = ((transform.header.frame_id,), (transform.child_frame_id,))
+        children = frozenset(c[1:] if c[:1] == "/" else c for c in touched[1])
+        with self._lock:
+            if self._waiting:
+                self._condition.notify_all()
+            # static_before = every touched child: the stamp bound never skips a request here.
+            ready = self._recheck(touched, children) if self._requests else None
+        if ready:
+            _resolve(ready)
 
     def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         touched = _named_by_transform(transform)
@@ -250,20 +239,14 @@ class Buffer(WaitingRequests, BufferCore):
         own thread)."""
         with self._lock:
             self._insert_listeners = self._insert_listeners + (listener,)
-            self._update_fast_path()
+            self._direct = False
 
     def remove_insert_listener(self, listener) -> None:
         """Stop calling ``listener`` (no error if it was not added)."""
         with self._lock:
             self._insert_listeners = tuple(
                 fn for fn in self._insert_listeners if fn is not listener)
-            self._update_fast_path()
-
-    def _update_fast_path(self) -> None:
-        """Tell the kernel when its own set_transform may skip Python: only with no clock to
-        read and no insert listener to tell (and, as it checks itself, no waiting request)."""
-        slow_reason = self._clock if self._clock is not None else (self._insert_listeners or None)
-        self._k_set_buffer_state(self._requests, slow_reason)
+            self._direct = self._clock is None and not self._insert_listeners
 
     @staticmethod
     def _tell_insert_listeners(listeners, named) -> None:
@@ -305,78 +288,37 @@ class Buffer(WaitingRequests, BufferCore):
         if ready:
             _resolve(ready)
 
-    # -- every other BufferCore call, under the lock ----------------------------------------
-
-    def get_latest_common_time(self, target_frame: str, source_frame: str) -> Time:
-        with self._lock:
-            return BufferCore.get_latest_common_time(self, target_frame, source_frame)
-
-    def get_parent(self, frame: str, time) -> str | None:
-        with self._lock:
-            return BufferCore.get_parent(self, frame, time)
-
-    def chain(self, target_frame, target_time, source_frame, source_time, fixed_frame) -> list[str]:
-        with self._lock:
-            return BufferCore.chain(
-                self, target_frame, target_time, source_frame, source_time, fixed_frame
-            )
-
-    def lookup_transforms(self, target_frame: str, source_frame: str, times) -> np.ndarray:
-        with self._lock:
-            return BufferCore.lookup_transforms(self, target_frame, source_frame, times)
-
-    def samples(self, frame: str) -> list:
-        with self._lock:
-            return BufferCore.samples(self, frame)
-
-    def get_frames(self) -> list[str]:
-        with self._lock:
-            return BufferCore.get_frames(self)
-
-    def all_frames_as_string(self) -> str:
-        with self._lock:
-            return BufferCore.all_frames_as_string(self)
-
-    def all_frames_as_yaml(self) -> str:
-        with self._lock:
-            return BufferCore.all_frames_as_yaml(self)
-
-    def frames_info(self) -> dict:
-        with self._lock:
-            return BufferCore.frames_info(self)
-
-    def _can_transform_core(self, target_frame, source_frame, time):
-        with self._lock:
-            return BufferCore._can_transform_core(self, target_frame, source_frame, time)
-
-    def _frame_exists(self, frame_id) -> bool:
-        with self._lock:
-            return BufferCore._frame_exists(self, frame_id)
-
     # -- lookups that wait -----------------------------------------------------------------
 
-    # lookup_transform(target_frame, source_frame, time, timeout=0.0) and
-    # can_transform(..., timeout=0.0) are the kernel's (compiled, for speed): without a
-    # timeout they run under the buffer's lock (the kernel takes it, see _k_set_lock); with
-    # one, they call _wait_for_lookup / _wait_for_can below.
-    lookup_transform = _kernel_ext.Kernel._k_lookup_transform_waiting
-    can_transform = _kernel_ext.Kernel._k_can_transform_waiting
-    # lookup_transform waits up to ``timeout`` (seconds or a Duration) for the data,
-    # woken by the insertion; when the wait runs out it raises tf2's exception with the
-    # wait in its message. can_transform never raises for missing data.
+    def lookup_transform(  # type: ignore[override]
+        self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
+    ) -> TransformStamped:
+        """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
+        for the data, woken by its insertion; when the wait runs out, tf2's exception with
+        the wait in its message."""
+        if timeout:
+            return wait_until_looked_up(self,   # type: ignore[no-any-return]
+                _core_lookup_transform, (target_frame, source_frame, time), timeout
+            )
+        result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
+        if result.__class__ is TransformStamped:
+            return result  # type: ignore[no-any-return]
+        return self._lookup_transform_other(target_frame, source_frame, time, result)  # type: ignore[no-any-return]
 
-    def _wait_for_lookup(self, target_frame, source_frame, time, timeout):
-        """lookup_transform with a timeout (called by the kernel's lookup_transform)."""
-        return self._wait_until_looked_up(
-            _core_lookup_transform, (target_frame, source_frame, time), timeout
-        )
-
-    def _wait_for_can(self, target_frame, source_frame, time, timeout) -> bool:
-        """can_transform with a timeout (called by the kernel's can_transform)."""
-        return self._wait_until_can(
-            _core_can_transform, (target_frame, source_frame, time),
-            (target_frame, source_frame), timeout,
-        )
+    def can_transform(  # type: ignore[override]
+        self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
+    ) -> bool:
+        """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
+        never raises for missing data."""
+        if timeout:
+            return wait_until_can(self, 
+                _core_can_transform, (target_frame, source_frame, time),
+                (target_frame, source_frame), timeout,
+            )
+        possible = self._k_can_transform(target_frame, source_frame, time)
+        if possible is None:
+            return self._can_transform_slow(target_frame, source_frame, time)
+        return bool(possible)
 
     def lookup_transform_full(
         self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
@@ -386,9 +328,8 @@ class Buffer(WaitingRequests, BufferCore):
         time); waits up to ``timeout`` like ``lookup_transform``."""
         args = (target_frame, target_time, source_frame, source_time, fixed_frame)
         if not timeout:
-            with self._lock:
-                return _core_lookup_transform_full(self, *args)
-        return self._wait_until_looked_up(_core_lookup_transform_full, args, timeout)
+            return _core_lookup_transform_full(self, *args)
+        return wait_until_looked_up(self, _core_lookup_transform_full, args, timeout)
 
     def can_transform_full(
         self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
@@ -396,55 +337,10 @@ class Buffer(WaitingRequests, BufferCore):
         """Whether ``lookup_transform_full`` would succeed, waiting up to ``timeout``."""
         args = (target_frame, target_time, source_frame, source_time, fixed_frame)
         if not timeout:
-            with self._lock:
-                return _core_can_transform_full(self, *args)
-        return self._wait_until_can(
+            return _core_can_transform_full(self, *args)
+        return wait_until_can(self, 
             _core_can_transform_full, args, (target_frame, source_frame, fixed_frame), timeout
         )
-
-    def _wait_until_looked_up(self, lookup, args, timeout):
-        timeout_s = _timeout_seconds(timeout)
-        start = monotonic()
-        deadline = start + timeout_s
-        condition = self._condition
-        with condition:
-            while True:
-                try:
-                    return lookup(self, *args)
-                except InvalidArgumentException:
-                    raise  # no data can cure it: do not wait
-                except TransformException as exc:
-                    remaining = deadline - monotonic()
-                    if remaining <= 0.0:
-                        if timeout_s > 0.0:
-                            exc.args = (_waited_message(exc, monotonic() - start, timeout_s),)
-                        raise
-                self._waiting += 1
-                try:
-                    condition.wait(remaining)
-                finally:
-                    self._waiting -= 1
-
-    def _wait_until_can(self, can, args, frames, timeout) -> bool:
-        timeout_s = _timeout_seconds(timeout)
-        deadline = monotonic() + timeout_s
-        condition = self._condition
-        with condition:
-            if can(self, *args):
-                return True
-            if any(_is_invalid_frame_id(frame) for frame in frames):
-                return False  # no data can cure it: do not wait
-            while True:
-                remaining = deadline - monotonic()
-                if remaining <= 0.0:
-                    return False
-                self._waiting += 1
-                try:
-                    condition.wait(remaining)
-                finally:
-                    self._waiting -= 1
-                if can(self, *args):
-                    return True
 
     # -- asynchronous requests -------------------------------------------------------------
 
@@ -460,7 +356,7 @@ class Buffer(WaitingRequests, BufferCore):
         time_ns = to_nanoseconds(time, "time")
         key = ("simple", target_frame, source_frame, time_ns)
         stamp = Time.from_nanoseconds(time_ns)
-        return self._request(
+        return self._registered_request(
             key,
             False,
             (target_frame, source_frame),
@@ -480,7 +376,7 @@ class Buffer(WaitingRequests, BufferCore):
         key = ("full", target_frame, target_ns, source_frame, source_ns, fixed_frame)
         target_stamp = Time.from_nanoseconds(target_ns)
         source_stamp = Time.from_nanoseconds(source_ns)
-        return self._request(
+        return self._registered_request(
             key,
             True,
             (target_frame, source_frame, fixed_frame),
@@ -488,6 +384,17 @@ class Buffer(WaitingRequests, BufferCore):
             ((target_frame, fixed_frame, target_ns), (fixed_frame, source_frame, source_ns)),
             (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
         )
+
+    def _registered_request(self, *args: Any) -> Future:
+        """``_request``, counted in ``_waiting`` meanwhile: an insert that skipped the lock
+        (see set_transform) re-checks it once it is indexed."""
+        with self._lock:
+            self._waiting += 1
+        try:
+            return self._request(*args)  # type: ignore[no-any-return]
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
     # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
     # with their task.

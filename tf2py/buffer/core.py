@@ -35,6 +35,7 @@ from .errors import (
 )
 from .exceptions import InvalidArgumentException, TransformException
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
+from .batch import BatchResult, store_rows
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
 from .velocity_arguments import lookup_velocities as _lookup_velocities, velocity_arguments
@@ -51,15 +52,6 @@ _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 _NS_PER_S = 1_000_000_000
 
 TimeLike = Any  # a Time, or a number of seconds (int or float)
-
-
-class BatchResult(NamedTuple):
-    """What ``set_transforms`` did: rows stored, rows refused as too old, and the invalid
-    rows as ``(row index, InvalidArgumentException)``."""
-
-    stored: int
-    old: int
-    invalid: list
 
 
 def _time_ns(time, name="time") -> int:
@@ -103,11 +95,17 @@ class BufferCore(_kernel_ext.Kernel):
 
     # -- insertion ----------------------------------------------------------------------
 
-    # set_transform(transform, authority, is_static=False) is the kernel's (inherited): a
-    # TransformStamped of tf2py's classes with plain values is read and stored in C++.
-    # Returns True when stored, False when older than the cache window (tf2's TF_OLD_DATA);
-    # a repeated stamp replaces the earlier sample; InvalidArgumentException for invalid
-    # input (nothing stored), raised by _set_transform_slow, which reads anything else.
+    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+        """Store a TransformStamped (it maps data in ``child_frame_id`` into
+        ``header.frame_id``): True when stored, False when older than the cache window (tf2's
+        TF_OLD_DATA); a repeated stamp replaces the earlier sample. ``InvalidArgumentException``
+        for invalid input (nothing stored). Also any object of that shape (rclpy's messages)."""
+        stored = self._k_set_transform(transform, authority, is_static)  # read and stored in C++
+        if stored >= 0:
+            if stored:
+                self._notify_new_data()
+            return stored > 0
+        return self._set_transform_slow(transform, authority, is_static)
 
     def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         """``set_transform`` for what the kernel does not read itself, and its refusals."""
@@ -139,7 +137,7 @@ class BufferCore(_kernel_ext.Kernel):
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``set_transform(transform, authority, is_static=True)``: valid at every time;
         only the latest per child frame is kept."""
-        return BufferCore.set_transform(self, transform, authority, True)  # the kernel's
+        return self.set_transform(transform, authority, True)
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,
@@ -173,95 +171,20 @@ class BufferCore(_kernel_ext.Kernel):
         return r > 0
 
     def set_transforms(
-        self, parents: Sequence[str], children: Sequence[str], stamps_ns, values, authority: str,
-        is_static: bool = False,
+        self, parents: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any, values: Any,
+        authority: str, is_static: bool = False,
     ) -> BatchResult:
         """Store N transforms at once; invalid rows are skipped, the rest stored.
 
-        ``parents``/``children``: N frame ids; ``stamps_ns``: N int nanoseconds; ``values``:
-        float64 array (N, 7) of ``[tx, ty, tz, qx, qy, qz, qw]``.
+        ``values``: an ``(N, 7)`` array of rows ``[tx, ty, tz, qx, qy, qz, qw]`` (each row maps
+        data in its child frame into its parent); ``stamps_ns``: N int nanoseconds;
+        ``parents`` / ``children``: N frame ids, or one frame id for every row (a trajectory
+        of one frame). Returns ``BatchResult(stored, old, invalid)``.
         """
-        if parents.__class__ is list and children.__class__ is list:
-            # The listener's and the bag loader's form (lists, int64 and float64 arrays):
-            # straight into the kernel, which refuses anything else before storing a row.
-            try:
-                result = self._k_insert_rows(parents, children, stamps_ns, values, authority, is_static)
-            except (TypeError, ValueError):
-                pass  # not in that form: converted and checked below
-            else:
-                stored, old, invalid = result  # a BatchResult; invalid: indices of refused rows
-                if invalid:
-                    result = BatchResult(stored, old, [
-                        (k, self._row_error(parents[k], children[k], values[k], stamps_ns[k]))
-                        for k in invalid
-                    ])
-                if stored:
-                    self._notify_new_data()
-                return result
-        try:
-            values = np.ascontiguousarray(values, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentException(
-                "set_transforms needs a float array of values, shape (N, 7): %s" % exc
-            ) from None
-        n = len(parents)
-        if values.ndim != 2 or values.shape[1] != 7 or values.shape[0] != n:
-            raise InvalidArgumentException(
-                "set_transforms needs values of shape (N, 7) = (%d, 7), got %s" % (n, values.shape)
-            )
-        if len(children) != n or len(stamps_ns) != n:
-            raise InvalidArgumentException(
-                "set_transforms needs as many children (%d) and stamps (%d) as parents (%d)"
-                % (len(children), len(stamps_ns), n)
-            )
-        stamps = np.asarray(stamps_ns)
-        if n and stamps.dtype.kind not in "iu":
-            raise InvalidArgumentException(
-                "set_transforms needs integer nanosecond stamps, got dtype %s" % stamps.dtype
-            )
-        if n and stamps.dtype.kind == "u" and int(stamps.max()) > STAMP_MAX:
-            return self._set_rows(parents, children, stamps.tolist(), values, authority, is_static)
-        stamps = np.ascontiguousarray(stamps, dtype=np.int64)
-        codes = np.empty(n, dtype=np.int32)
-        parents = parents if parents.__class__ is list else list(parents)
-        children = children if children.__class__ is list else list(children)
-        stored, old = self._k_insert_batch(
-            parents, children, stamps, values, authority, is_static, codes
-        )
-        invalid = []
-        if stored + old < n:
-            for k in np.flatnonzero(codes < 0).tolist():
-                invalid.append((k, self._row_error(parents[k], children[k], values[k], stamps[k])))
-        if stored:
+        result = store_rows(self, parents, children, stamps_ns, values, authority, is_static)
+        if result.stored:
             self._notify_new_data()
-        return BatchResult(stored, old, invalid)
-
-    def _set_rows(self, parents, children, stamps, values, authority, is_static) -> BatchResult:
-        """``set_transforms`` row by row (stamps beyond int64 in an unsigned array)."""
-        stored = old = 0
-        invalid = []
-        for k, row in enumerate(values.tolist()):
-            try:
-                if self._store(parents[k], children[k], stamps[k], *row, authority, is_static):
-                    stored += 1
-                else:
-                    old += 1
-            except InvalidArgumentException as exc:
-                invalid.append((k, exc))
-        if stored:
-            self._notify_new_data()
-        return BatchResult(stored, old, invalid)
-
-    @staticmethod
-    def _row_error(parent, child, row, stamp) -> InvalidArgumentException:
-        """The exception naming why a batch row was refused."""
-        try:
-            check_insert(parent, child, row.tolist(), int(stamp))
-        except InvalidArgumentException as exc:
-            return exc
-        return InvalidArgumentException(
-            "transform of frame %r (parent %r) is invalid" % (child, parent)
-        )
+        return result
 
     def _notify_new_data(self) -> None:
         """Called once at the end of every insert call that stored something; ``Buffer``
@@ -279,20 +202,29 @@ class BufferCore(_kernel_ext.Kernel):
 
     # -- lookups --------------------------------------------------------------------------
 
-    # lookup_transform(target_frame, source_frame, time) and can_transform(...) are the
-    # kernel's own methods (inherited from _kernel_ext.Kernel): the contract's calls run
-    # whole in C++ for plain arguments (str frame ids, a Time or seconds) and build the
-    # TransformStamped in one step. What they hand back to Python is below.
-    #
-    # lookup_transform: the TransformStamped that maps data in ``source_frame`` into
-    # ``target_frame`` at ``time`` (a Time or seconds; zero = the latest common time);
-    # ``header.stamp`` is the time used. Raises LookupException, ConnectivityException,
-    # ExtrapolationException (Backward/Forward/NoData) or InvalidArgumentException with
-    # tf2's messages.
+    def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
+        """The TransformStamped that maps data in ``source_frame`` into ``target_frame`` at
+        ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp`` is the
+        time used. Raises LookupException, ConnectivityException, ExtrapolationException
+        (Backward/Forward/NoData) or InvalidArgumentException with tf2's messages."""
+        result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
+        if result.__class__ is TransformStamped:
+            return result  # type: ignore[no-any-return]
+        return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def _raise_lookup_error(self, target_frame, source_frame, error) -> None:
-        """The kernel's lookup_transform failed: raise tf2's exception for ``error``."""
-        raise query_error(self, error, (target_frame, source_frame))
+    def _lookup_transform_other(self, target_frame: Any, source_frame: Any, time: Any, result: Any) -> Any:
+        """What the kernel's lookup handed back: an error record to word, or None for
+        arguments Python converts."""
+        if result is None:
+            return self._lookup_transform_slow(target_frame, source_frame, time)
+        raise query_error(self, result, (target_frame, source_frame))
+
+    def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
+        """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
+        possible = self._k_can_transform(target_frame, source_frame, time)  # whole in C++
+        if possible is None:
+            return self._can_transform_slow(target_frame, source_frame, time)
+        return bool(possible)
 
     def _lookup_transform_slow(self, target_frame, source_frame, time) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
@@ -321,12 +253,6 @@ class BufferCore(_kernel_ext.Kernel):
         if not isinstance(target_frame, str) or not isinstance(source_frame, str):
             return False
         return self._k_can(target_frame, source_frame, _clamp(t))
-
-    def _wait_for_lookup(self, target_frame, source_frame, time, timeout):
-        raise TypeError("BufferCore.lookup_transform does not wait: use a Buffer for a timeout")
-
-    def _wait_for_can(self, target_frame, source_frame, time, timeout):
-        raise TypeError("BufferCore.can_transform does not wait: use a Buffer for a timeout")
 
     def lookup_transform_full(
         self, target_frame: str, target_time: TimeLike, source_frame: str, source_time: TimeLike,
@@ -435,13 +361,12 @@ class BufferCore(_kernel_ext.Kernel):
 
     def get_parent(self, frame: str, time: TimeLike) -> str | None:
         """The parent frame id of ``frame`` at ``time``, or None (unknown frame, a root, or
-        no data at that time). A leading '/' is stripped, as on insert."""
+        no data at that time). As tf2's ``_getParent``, the name is taken as it is: no leading '/'
+        is stripped (a frame stored from ``"//a"`` is ``"/a"`` here)."""
         t = _clamp(_time_ns(time))
         if not isinstance(frame, str):
             return None
-        if frame.startswith("/"):
-            frame = frame[1:]
-        return self._k_get_parent(frame, t)
+        return self._k_get_parent(frame, t)  # type: ignore[no-any-return]
 
     # -- batch lookups --------------------------------------------------------------------
 
@@ -495,18 +420,15 @@ class BufferCore(_kernel_ext.Kernel):
             error = frame_error(name, argument, "chain", self._k_exists)
             if error is not None:
                 raise error
-        first = self._chain_half(fixed_frame, source_frame, st)
-        second = self._chain_half(target_frame, fixed_frame, tt)
-        if first and second:
-            return first + second[1:]
-        return first or second
-
-    def _chain_half(self, target_frame, source_frame, t):
-        try:
-            return self._k_chain(target_frame, source_frame, _clamp(t))
+        try:  # both halves in one kernel call (one state of the tree)
+            return self._k_chain(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)  # type: ignore[no-any-return]
         except KernelError as exc:
+            error = exc.args
+            first_half = error[5] == source_frame and error[6] == fixed_frame
+            t = st if first_half else tt
+            half = (fixed_frame, source_frame) if first_half else (target_frame, fixed_frame)
             requested = t if t != _clamp(t) else None
-            raise query_error(self, exc.args, (target_frame, source_frame), requested=requested) from None
+            raise query_error(self, error, half, requested=requested) from None
 
     def samples(self, frame: str) -> list:
         """Every stored sample of ``frame`` as ``(stamp_ns, (tx, ty, tz, qx, qy, qz, qw),
@@ -538,14 +460,27 @@ class BufferCore(_kernel_ext.Kernel):
             return "[]"
         return frames_as_yaml(self.frames_info())
 
-    # lookup_velocity(tracking_frame, observation_frame, time, averaging_interval,
-    # reference_frame=None, reference_point=(0, 0, 0), reference_point_frame=None,
-    # tf2_compatible=False) is the kernel's own method (inherited; _kernel/velocity.hpp):
-    # the VelocityStamped of tracking_frame seen from observation_frame (API.md "Velocity").
-
-    def _lookup_velocity_slow(self, *arguments: Any) -> Any:
-        """``lookup_velocity`` for arguments the kernel does not take as they are."""
-        return self._k_lookup_velocity(*velocity_arguments(*arguments))
+    def lookup_velocity(
+        self, tracking_frame: str, observation_frame: str, time: TimeLike, averaging_interval: Any,
+        reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
+        reference_point_frame: str | None = None, tf2_compatible: bool = False,
+    ) -> Any:
+        """The VelocityStamped of ``tracking_frame`` seen from ``observation_frame`` around
+        ``time`` (API.md "Velocity"; _kernel/velocity.hpp computes it): the angular velocity
+        of ``tracking_frame`` and the velocity of its point at ``reference_point`` (given in
+        ``reference_point_frame``, default ``tracking_frame``), in ``reference_frame``'s axes
+        (default ``observation_frame``); m/s and rad/s. ``tf2_compatible=True``: tf2 0.39's
+        numbers. Raises what ``lookup_transform`` raises."""
+        result = self._k_lookup_velocity_plain(
+            tracking_frame, observation_frame, time, averaging_interval, reference_frame,
+            reference_point, reference_point_frame, tf2_compatible)
+        if result is None:  # arguments Python checks and converts (and names what is wrong)
+            result = self._k_lookup_velocity(*velocity_arguments(
+                tracking_frame, observation_frame, time, averaging_interval, reference_frame,
+                reference_point, reference_point_frame, tf2_compatible))
+        if result.__class__ is tuple:  # the failed lookup's error record (source, target at 5, 6)
+            raise query_error(self, result, (result[6], result[5]))
+        return result
 
     def lookup_velocities(
         self, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,
@@ -559,6 +494,4 @@ class BufferCore(_kernel_ext.Kernel):
                                   tf2_compatible)
 
 
-# The kernel's set_transform calls a subclass's _notify_new_data, never this empty one.
-_kernel_ext.set_notify_noop(BufferCore._notify_new_data)
 _kernel_ext.set_batch_result(BatchResult)

@@ -7,9 +7,11 @@ Quaternions are ``(x, y, z, w)``; a default one is the identity (``w=1``).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from ._kernel_ext import build_transform as _build_transform
 from ._kernel_ext import matrix as _matrix
 from .time import Time, to_nanoseconds
 
@@ -302,6 +304,19 @@ def make_transform(
     ``rotation`` is an (x, y, z, w) quaternion; ``rpy=(roll, pitch, yaw)`` in radians may be
     given instead. ``stamp`` is a Time or seconds.
     """
+    if rpy is None:
+        # Tuples or lists of numbers and a Time or seconds: built in C++ (the kernel's
+        # module); None for anything else, checked and converted below.
+        message = _build_transform(parent, child, translation, rotation, stamp)
+        if message is not None:
+            return message  # type: ignore[no-any-return]
+    return _make_transform_checked(parent, child, translation, rotation, stamp, rpy)
+
+
+def _make_transform_checked(
+    parent: str, child: str, translation: Any, rotation: Any, stamp: Any, rpy: Any
+) -> TransformStamped:
+    """``make_transform`` for any argument form: checked, converted, built in Python."""
     if rpy is not None:
         if tuple(rotation) != (0.0, 0.0, 0.0, 1.0):
             raise ValueError("make_transform takes rotation or rpy, not both")

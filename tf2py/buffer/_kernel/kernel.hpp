@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -70,10 +72,13 @@ class Kernel {
   public:
     explicit Kernel(int64_t cache_time_ns) : window_(cache_time_ns) {
         names_.emplace_back(kNoParent);
-        ids_.emplace(kNoParent, 0);
+        ids_.emplace(names_.front(), 0);
         caches_.emplace_back(window_, false);
         has_cache_.push_back(0);
     }
+
+    Kernel(const Kernel&) = delete;  // ids_ holds views of names_
+    Kernel& operator=(const Kernel&) = delete;
 
     int64_t cache_time() const { return window_; }
     size_t frame_count() const { return names_.size(); }
@@ -83,14 +88,20 @@ class Kernel {
     const TimeCache& cache(int32_t id) const { return caches_[static_cast<size_t>(id)]; }
 
     // The id a lookup accepts for this name, or 0 (unknown, empty, leading '/', NO_PARENT).
-    int32_t lookup_id(const std::string& name) const {
+    int32_t lookup_id(std::string_view name) const {
         if (name.empty() || name[0] == '/') return 0;
+        return registered_id(name);
+    }
+
+    // The id of exactly this name, or 0 (tf2's lookupFrameNumber: no stripping, no checks;
+    // a name stored with a leading '/', from a frame id given as "//a", is found here).
+    int32_t registered_id(std::string_view name) const {
         auto it = ids_.find(name);
         return it == ids_.end() ? 0 : it->second;
     }
 
     // Whether a name is registered at all (tf2's _frameExists: no stripping).
-    bool registered(const std::string& name) const { return name != kNoParent && ids_.count(name) != 0; }
+    bool registered(std::string_view name) const { return name != kNoParent && ids_.count(name) != 0; }
 
     // Numeric checks and normalisation of 7 values in place (InsertResult on failure).
     static int check_values(double* v) {
@@ -109,23 +120,25 @@ class Kernel {
 
     // Check and store one sample. Returns the child's id (> 0) when stored, kOld when older
     // than the window, or a negative InsertResult (nothing stored, nothing registered).
-    int insert(const std::string& parent_id, const std::string& child_id, int64_t stamp, double* values,
-               bool is_static) {
-        // Strip one leading '/' (a copy only then).
-        std::string parent_copy, child_copy;
-        const std::string* parent = &parent_id;
-        const std::string* child = &child_id;
-        if (!parent_id.empty() && parent_id[0] == '/') parent = &(parent_copy = parent_id.substr(1));
-        if (!child_id.empty() && child_id[0] == '/') child = &(child_copy = child_id.substr(1));
-        if (child->empty()) return kEmptyChild;
-        if (parent->empty()) return kEmptyParent;
-        if (*child == *parent) return kSelf;
-        if (*child == kNoParent) return kReservedChild;
+    int insert(std::string_view parent, std::string_view child, int64_t stamp, double* values, bool is_static) {
+        int32_t parent_id = 0;
+        return insert(parent, child, stamp, values, is_static, parent_id);
+    }
+
+    // The same, telling the parent's id too (when stored or too old).
+    int insert(std::string_view parent, std::string_view child, int64_t stamp, double* values, bool is_static,
+               int32_t& parent_id) {
+        if (!parent.empty() && parent[0] == '/') parent.remove_prefix(1);  // strip one leading '/'
+        if (!child.empty() && child[0] == '/') child.remove_prefix(1);
+        if (child.empty()) return kEmptyChild;
+        if (parent.empty()) return kEmptyParent;
+        if (child == parent) return kSelf;
+        if (child == kNoParent) return kReservedChild;
         const int checked = check_values(values);
         if (checked != kStored) return checked;
-        const int32_t c = register_name(*child);  // child first, then parent, as tf2
-        const int32_t p = register_name(*parent);
-        return insert_ids(c, p, stamp, values, is_static) ? c : kOld;
+        const int32_t c = register_name(child);  // child first, then parent, as tf2
+        parent_id = register_name(parent);
+        return insert_ids(c, parent_id, stamp, values, is_static) ? c : kOld;
     }
 
     // Store checked values for registered ids.
@@ -139,12 +152,12 @@ class Kernel {
         return caches_[c].insert(stamp, values, parent_id);
     }
 
-    int32_t register_name(const std::string& name) {
+    int32_t register_name(std::string_view name) {
         auto it = ids_.find(name);
         if (it != ids_.end()) return it->second;
         const auto id = static_cast<int32_t>(names_.size());
-        names_.push_back(name);
-        ids_.emplace(name, id);
+        names_.emplace_back(name);
+        ids_.emplace(names_.back(), id);  // a view of the deque's string, which never moves
         caches_.emplace_back(window_, false);
         has_cache_.push_back(0);
         return id;
@@ -422,8 +435,8 @@ class Kernel {
     }
 
     int64_t window_;
-    std::vector<std::string> names_;
-    std::unordered_map<std::string, int32_t> ids_;
+    std::deque<std::string> names_;                   // by id; a deque: names never move
+    std::unordered_map<std::string_view, int32_t> ids_;  // views of names_
     std::vector<TimeCache> caches_;
     std::vector<uint8_t> has_cache_;
 };

@@ -1,79 +1,85 @@
-// Buffer's lock: part of the binding (binding.cpp includes it once, inside its anonymous
-// namespace).
+// The kernel's own lock: part of the binding (binding.cpp includes it once, inside its
+// anonymous namespace).
 #pragma once
 
-// A re-entrant lock (threading.RLock's semantics, usable by threading.Condition) that the
-// kernel can take without calling into Python: Buffer's lock. Blocking waits release the
-// GIL.
-class RLock {
+// Readers share it, writers hold it alone; batch lookups and batch inserts hold it with the
+// GIL released, so other threads run (and other batch lookups read) meanwhile.
+//
+// The single-call fast paths keep the GIL and skip the mutex while no section holds it
+// (holders_ == 0): no other thread can start one without the GIL, which they hold, so they
+// are alone with the kernel already. That is only true while they run no Python code (which
+// may hand the GIL over): every Access scope below is plain C++, Python objects are built
+// after it ends. The same rule keeps the lock deadlock-free: no thread waits for the GIL while
+// another waits for the mutex holding the GIL (a blocked acquisition releases the GIL first).
+// A free-threaded build (Py_GIL_DISABLED) always takes the mutex.
+class KernelLock {
   public:
-    RLock() = default;
-    ~RLock() {
-        if (count_) mutex_.unlock();
-    }
-    RLock(const RLock&) = delete;
-    RLock& operator=(const RLock&) = delete;
-
-    // timeout in seconds (< 0: forever), as threading.RLock.acquire.
-    bool acquire(bool blocking = true, double timeout = -1.0) {
-        const unsigned long me = PyThread_get_thread_ident();
-        if (count_ && owner_ == me) {
-            ++count_;
-            return true;
-        }
-        if (!take(blocking, timeout)) return false;
-        owner_ = me;
-        count_ = 1;
-        return true;
-    }
-
-    void release() {
-        if (!count_ || owner_ != PyThread_get_thread_ident())
-            throw nb::builtin_exception(nb::exception_type::runtime_error, "cannot release un-acquired lock");
-        if (--count_ == 0) {
-            owner_ = 0;
-            mutex_.unlock();
-        }
-    }
-
-    bool is_owned() const { return count_ && owner_ == PyThread_get_thread_ident(); }
-
-    // threading.Condition's protocol: give the lock up entirely while waiting, then restore.
-    nb::tuple release_save() {
-        if (!count_) throw nb::builtin_exception(nb::exception_type::runtime_error, "cannot release un-acquired lock");
-        nb::tuple state = nb::make_tuple(count_, owner_);
-        count_ = 0;
-        owner_ = 0;
-        mutex_.unlock();
-        return state;
-    }
-
-    void acquire_restore(nb::tuple state) {
-        const auto count = nb::cast<unsigned long>(state[0]);
-        const auto owner = nb::cast<unsigned long>(state[1]);
-        take(true, -1.0);
-        count_ = count;
-        owner_ = owner;
-    }
+    bool idle() const { return holders_.load(std::memory_order_acquire) == 0; }
 
   private:
-    // The mutex itself; a blocking wait releases the GIL (the holder may need it).
-    bool take(bool blocking, double timeout) {
-        if (mutex_.try_lock()) return true;
-        if (!blocking) return false;
-        bool got = false;
-        Py_BEGIN_ALLOW_THREADS
-        if (timeout < 0) {
-            mutex_.lock();
-            got = true;
+    template <bool Exclusive>
+    friend class Access;
+    std::shared_mutex mutex_;
+    std::atomic<int> holders_{0};  // sections holding (or waiting for) mutex_
+};
+
+// Access to the kernel for one scope, called with the GIL held. Shared (Exclusive = false)
+// for queries, exclusive for inserts and clear(). always: take the mutex even when idle (a
+// scope that releases the GIL inside).
+template <bool Exclusive>
+class Access {
+  public:
+    explicit Access(KernelLock& lock, bool always = false) : lock_(lock) {
+#ifndef Py_GIL_DISABLED
+        if (!always && lock.idle()) return;
+#endif
+        taken_ = true;
+        lock.holders_.fetch_add(1, std::memory_order_acq_rel);
+        if (Exclusive ? lock.mutex_.try_lock() : lock.mutex_.try_lock_shared()) return;
+        PyThreadState* state = PyEval_SaveThread();  // never wait for the mutex holding the GIL
+        if (Exclusive) {
+            lock.mutex_.lock();
         } else {
-            got = mutex_.try_lock_for(std::chrono::duration<double>(std::min(timeout, 1e9)));
+            lock.mutex_.lock_shared();
         }
-        Py_END_ALLOW_THREADS
-        return got;
+        PyEval_RestoreThread(state);
     }
 
-    std::timed_mutex mutex_;
-    unsigned long owner_ = 0;  // written and read with the GIL held
-    unsigned long count_ = 0;
+    ~Access() {
+        if (!taken_) return;
+        if (Exclusive) {
+            lock_.mutex_.unlock();
+        } else {
+            lock_.mutex_.unlock_shared();
+        }
+        lock_.holders_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+
+    Access(const Access&) = delete;
+    Access& operator=(const Access&) = delete;
+
+  private:
+    KernelLock& lock_;
+    bool taken_ = false;
 };
+
+using Reading = Access<false>;
+using Writing = Access<true>;
+
+// Runs the scope without the GIL when `release` (a batch large enough to repay the switch).
+class WithoutGil {
+  public:
+    explicit WithoutGil(bool release) : state_(release ? PyEval_SaveThread() : nullptr) {}
+    ~WithoutGil() {
+        if (state_) PyEval_RestoreThread(state_);
+    }
+    WithoutGil(const WithoutGil&) = delete;
+    WithoutGil& operator=(const WithoutGil&) = delete;
+
+  private:
+    PyThreadState* state_;
+};
+
+// Batches at least this long run without the GIL (below it, the switch costs more than the
+// other threads gain).
+constexpr size_t kReleaseGilRows = 64;

@@ -33,6 +33,27 @@ Slots slots_of(nb::handle cls, std::initializer_list<const char*> names) {
     return out;
 }
 
+// Field names, interned once (for objects of other classes, read by attribute).
+struct MessageNames {
+    PyObject *header, *child_frame_id, *transform, *stamp, *frame_id, *translation, *rotation, *sec, *nanosec;
+    PyObject* xyzw[4];
+} g_names;
+
+void intern_names() {
+    MessageNames& n = g_names;
+    n.header = PyUnicode_InternFromString("header");
+    n.child_frame_id = PyUnicode_InternFromString("child_frame_id");
+    n.transform = PyUnicode_InternFromString("transform");
+    n.stamp = PyUnicode_InternFromString("stamp");
+    n.frame_id = PyUnicode_InternFromString("frame_id");
+    n.translation = PyUnicode_InternFromString("translation");
+    n.rotation = PyUnicode_InternFromString("rotation");
+    n.sec = PyUnicode_InternFromString("sec");
+    n.nanosec = PyUnicode_InternFromString("nanosec");
+    const char* xyzw[4] = {"x", "y", "z", "w"};
+    for (int k = 0; k < 4; ++k) n.xyzw[k] = PyUnicode_InternFromString(xyzw[k]);
+}
+
 void set_message_types(nb::handle time, nb::handle header, nb::handle vector3, nb::handle quaternion,
                        nb::handle transform, nb::handle stamped) {
     MessageTypes t;
@@ -135,52 +156,68 @@ bool fast_time_ns(PyObject* o, int64_t& out) {
     return false;
 }
 
-// The fields of a TransformStamped of tf2py's own classes with plain values: parent and
-// child ids, stamp (ns) and the 7 numbers; false for anything else (Python reads it then).
-bool read_transform(PyObject* msg, std::string& parent, std::string& child, int64_t& stamp, double* v) {
-    const MessageTypes& t = g_types;
-    if (!t.ready || Py_TYPE(msg) != t.stamped.type) return false;
-    PyObject* header = slot(msg, t.stamped.offset[0]);
-    PyObject* child_id = slot(msg, t.stamped.offset[1]);
-    PyObject* transform = slot(msg, t.stamped.offset[2]);
-    if (!header || !child_id || !transform || Py_TYPE(header) != t.header.type ||
-        Py_TYPE(transform) != t.transform.type)
+// Nanoseconds of a message's stamp: as fast_time_ns, or any object with int `sec` and
+// `nanosec` (builtin_interfaces' Time, as rclpy's messages carry).
+bool stamp_ns(PyObject* o, int64_t& out) {
+    if (fast_time_ns(o, out)) return true;
+    if (PyErr_Occurred()) return false;
+    nb::object sec = nb::steal(PyObject_GetAttr(o, g_names.sec));
+    nb::object nanosec = nb::steal(sec.is_valid() ? PyObject_GetAttr(o, g_names.nanosec) : nullptr);
+    int64_t s = 0, n = 0;
+    if (!sec.is_valid() || !nanosec.is_valid() || !PyLong_CheckExact(sec.ptr()) || !PyLong_CheckExact(nanosec.ptr()) ||
+        !plain_int64(sec, s) || !plain_int64(nanosec, n) || s > 9'000'000'000LL || s < -9'000'000'000LL ||
+        n > 9'000'000'000LL || n < -9'000'000'000LL) {
+        PyErr_Clear();
         return false;
-    PyObject* time = slot(header, t.header.offset[0]);
-    PyObject* frame_id = slot(header, t.header.offset[1]);
-    PyObject* translation = slot(transform, t.transform.offset[0]);
-    PyObject* rotation = slot(transform, t.transform.offset[1]);
-    if (!time || !frame_id || !translation || !rotation || Py_TYPE(translation) != t.vector3.type ||
-        Py_TYPE(rotation) != t.quaternion.type)
-        return false;
-    if (!PyUnicode_CheckExact(frame_id) || !PyUnicode_CheckExact(child_id) || !str_view(frame_id, parent) ||
-        !str_view(child_id, child) || !fast_time_ns(time, stamp))
-        return false;
-    for (int k = 0; k < 3; ++k) {
-        PyObject* f = slot(translation, t.vector3.offset[k]);
-        if (!f || !plain_double(f, v[k])) return false;
     }
-    for (int k = 0; k < 4; ++k) {
-        PyObject* f = slot(rotation, t.quaternion.offset[k]);
-        if (!f || !plain_double(f, v[3 + k])) return false;
-    }
+    out = s * 1'000'000'000LL + n;
     return true;
 }
 
-PyObject* g_notify_name = nullptr;  // "_notify_new_data"
-PyObject* g_notify_noop = nullptr;  // BufferCore._notify_new_data (nothing to call)
-
-void set_notify_noop(nb::handle function) {
-    Py_XDECREF(g_notify_noop);
-    g_notify_noop = function.inc_ref().ptr();
+// A field of a message: the slot of tf2py's class, else the attribute of any other object
+// (a new reference either way; nullptr, with no error set, when missing).
+PyObject* field(PyObject* o, const Slots& s, int k, PyObject* name) {
+    if (Py_TYPE(o) == s.type) {
+        PyObject* f = slot(o, s.offset[k]);
+        Py_XINCREF(f);
+        return f;
+    }
+    PyObject* f = PyObject_GetAttr(o, name);
+    if (!f) PyErr_Clear();
+    return f;
 }
 
-// True when a timeout asks for no wait (None, 0, 0.0, a zero Duration).
-bool no_wait(nb::handle timeout) {
-    if (timeout.is_none()) return true;
-    const int truth = PyObject_IsTrue(timeout.ptr());
-    if (truth < 0) throw nb::python_error();
-    return truth == 0;
+// The fields of a TransformStamped with plain values, of tf2py's classes (read through their
+// slots) or of any object of that shape (rclpy's geometry_msgs; read by attribute): parent
+// and child ids (exact str), stamp (ns) and the 7 numbers; false for anything else (Python
+// reads it then, and names what is wrong). `keep` holds the name objects the views point into.
+bool read_transform(PyObject* msg, std::string_view& parent, std::string_view& child, int64_t& stamp, double* v,
+                    nb::object keep[2]) {
+    const MessageTypes& t = g_types;
+    if (!t.ready) return false;
+    const MessageNames& n = g_names;
+    nb::object header = nb::steal(field(msg, t.stamped, 0, n.header));
+    nb::object child_id = nb::steal(field(msg, t.stamped, 1, n.child_frame_id));
+    nb::object transform = nb::steal(field(msg, t.stamped, 2, n.transform));
+    if (!header.is_valid() || !child_id.is_valid() || !transform.is_valid()) return false;
+    nb::object time = nb::steal(field(header.ptr(), t.header, 0, n.stamp));
+    nb::object frame_id = nb::steal(field(header.ptr(), t.header, 1, n.frame_id));
+    nb::object translation = nb::steal(field(transform.ptr(), t.transform, 0, n.translation));
+    nb::object rotation = nb::steal(field(transform.ptr(), t.transform, 1, n.rotation));
+    if (!time.is_valid() || !frame_id.is_valid() || !translation.is_valid() || !rotation.is_valid()) return false;
+    if (!exact_str(frame_id.ptr(), parent) || !exact_str(child_id.ptr(), child) || !stamp_ns(time.ptr(), stamp))
+        return false;
+    for (int k = 0; k < 3; ++k) {
+        nb::object f = nb::steal(field(translation.ptr(), t.vector3, k, n.xyzw[k]));
+        if (!f.is_valid() || !plain_double(f, v[k])) return false;
+    }
+    for (int k = 0; k < 4; ++k) {
+        nb::object f = nb::steal(field(rotation.ptr(), t.quaternion, k, n.xyzw[k]));
+        if (!f.is_valid() || !plain_double(f, v[3 + k])) return false;
+    }
+    keep[0] = std::move(frame_id);
+    keep[1] = std::move(child_id);
+    return true;
 }
 
 nb::tuple pose_tuple(const Pose& p, int64_t used) {

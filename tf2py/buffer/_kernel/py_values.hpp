@@ -42,8 +42,8 @@ using RowsArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::devic
 using SecondsArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using CodesArray = nb::ndarray<int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// A str's UTF-8 bytes without a copy into a std::string where possible.
-bool str_view(PyObject* o, std::string& out) {
+// A str's UTF-8 bytes, without a copy: valid while the str lives (the caller holds it).
+bool str_view(PyObject* o, std::string_view& out) {
     if (!PyUnicode_Check(o)) return false;
     Py_ssize_t size = 0;
     const char* data = PyUnicode_AsUTF8AndSize(o, &size);
@@ -51,9 +51,19 @@ bool str_view(PyObject* o, std::string& out) {
         PyErr_Clear();  // a str with lone surrogates: not a usable frame id
         return false;
     }
-    out.assign(data, static_cast<size_t>(size));
+    out = std::string_view(data, static_cast<size_t>(size));
     return true;
 }
+
+bool str_view(PyObject* o, std::string& out) {
+    std::string_view view;
+    if (!str_view(o, view)) return false;
+    out.assign(view);
+    return true;
+}
+
+// The same for an exact str only (the fast paths: no subclass with its own __eq__).
+bool exact_str(PyObject* o, std::string_view& out) { return PyUnicode_CheckExact(o) && str_view(o, out); }
 
 PyObject* g_kernel_error = nullptr;  // KernelError: args = the error tuple (see raise_error)
 
@@ -74,4 +84,45 @@ nb::tuple error_tuple(const Kernel& k, const Error& e, size_t failed) {
     nb::tuple t = error_tuple(k, e, failed);
     PyErr_SetObject(g_kernel_error, t.ptr());
     throw nb::python_error();
+}
+
+// An error with its frames' names copied, taken inside an Access scope and turned into the
+// tuple after it (building Python objects may run Python code: never inside the scope).
+struct ErrorRecord {
+    Error e;
+    std::string source, target;
+    bool has_source = false, has_target = false;
+    size_t failed = 0;
+
+    ErrorRecord() = default;
+    ErrorRecord(const Kernel& k, const Error& error, size_t failed_index = 0) : e(error), failed(failed_index) {
+        has_source = e.source >= 0 && static_cast<size_t>(e.source) < k.frame_count();
+        has_target = e.target >= 0 && static_cast<size_t>(e.target) < k.frame_count();
+        if (has_source) source = k.name(e.source);
+        if (has_target) target = k.name(e.target);
+    }
+
+    bool failed_query() const { return e.code != ErrorCode::None; }
+
+    nb::tuple tuple() const {
+        nb::object s = has_source ? nb::object(nb::str(source.data(), source.size())) : nb::none();
+        nb::object t = has_target ? nb::object(nb::str(target.data(), target.size())) : nb::none();
+        return nb::make_tuple(static_cast<int>(e.code), e.argument, static_cast<int>(e.kind), e.time, e.stamp, s, t,
+                              failed);
+    }
+
+    [[noreturn]] void raise() const {
+        nb::tuple t = tuple();
+        PyErr_SetObject(g_kernel_error, t.ptr());
+        throw nb::python_error();
+    }
+};
+
+// A Frame error for argument `argument` (0 target, 1 source, 2 fixed) that names no frame.
+Error frame_error(int argument) {
+    Error e;
+    e.code = ErrorCode::Frame;
+    e.argument = argument;
+    e.source = e.target = -1;
+    return e;
 }

@@ -24,8 +24,9 @@ struct VelocityBinding {
 
     // BufferCore.lookup_velocity / Buffer.lookup_velocity: whole in C++ for plain arguments
     // (str frames, a Time or seconds, a Duration or seconds > 0, a tuple or list of 3 finite
-    // numbers, a bool); anything else goes to Python's _lookup_velocity_slow, which checks
-    // and converts it (and names what is wrong).
+    // numbers, a bool). Returns the VelocityStamped, the error record of the lookup that
+    // failed (KernelError's tuple), or None for arguments Python must check and convert
+    // (core.py's lookup_velocity does, and names what is wrong).
     static nb::object lookup_velocity(nb::pointer_and_handle<PyKernel> self, nb::handle tracking,
                                       nb::handle observation, nb::handle time, nb::handle interval,
                                       nb::handle reference, nb::handle point, nb::handle point_frame,
@@ -46,11 +47,9 @@ struct VelocityBinding {
                 plain = false;
             }
         }
-        if (!plain)
-            return self.h.attr("_lookup_velocity_slow")(tracking, observation, time, interval, reference, point,
-                                                         point_frame, tf2_compatible);
+        if (!plain) return nb::none();
         q.tf2_compatible = tf2_compatible.ptr() == Py_True;
-        return run(self, frames, t, q);
+        return run(*self.p, frames, t, q);
     }
 
     // The slow path's call, with arguments Python has checked: str frames (all four given),
@@ -67,7 +66,7 @@ struct VelocityBinding {
         q.point[1] = py;
         q.point[2] = pz;
         q.tf2_compatible = tf2_compatible;
-        return run(self, frames, time_ns, q);
+        return run(*self.p, frames, time_ns, q);
     }
 
     // lookup_velocities' kernel: (N, 6) rows (linear xyz, angular xyz) for N int64 ns times;
@@ -88,7 +87,7 @@ struct VelocityBinding {
         if (!data) throw std::bad_alloc();
         nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
         const int64_t* ts = times.data();
-        PyKernel::Locked locked(k);
+        Reading access(k.lock_);
         keys(k.k_, frames, q);
         size_t failed_index = 0;
         tf2k::VelocityFailure failed;
@@ -106,7 +105,7 @@ struct VelocityBinding {
         m.def("set_velocity_types", &set_velocity_types, "velocity_stamped"_a, "twist"_a, "duration"_a);
         nb::handle cls = nb::type<PyKernel>();
         nb::cpp_function_def(
-            &lookup_velocity, nb::scope(cls), nb::name("lookup_velocity"), nb::is_method(), "tracking_frame"_a.none(),
+            &lookup_velocity, nb::scope(cls), nb::name("_k_lookup_velocity_plain"), nb::is_method(), "tracking_frame"_a.none(),
             "observation_frame"_a.none(), "time"_a.none(), "averaging_interval"_a.none(),
             "reference_frame"_a.none() = nb::none(), "reference_point"_a.none() = nb::make_tuple(0.0, 0.0, 0.0),
             "reference_point_frame"_a.none() = nb::none(), "tf2_compatible"_a.none() = false,
@@ -125,19 +124,20 @@ struct VelocityBinding {
     }
 
   private:
-    static nb::object run(nb::pointer_and_handle<PyKernel> self, PyObject* const* frames, int64_t t,
-                          tf2k::VelocityQuery& q) {
-        PyKernel& k = *self.p;
-        PyKernel::Locked locked(k);
-        keys(k.k_, frames, q);
-        tf2k::VelocityLookup lookup(k.k_, q);
+    // The VelocityStamped, or the error record naming the failed lookup's frames (source
+    // and target as given, at the record's places 5 and 6).
+    static nb::object run(PyKernel& k, PyObject* const* frames, int64_t t, tf2k::VelocityQuery& q) {
         tf2k::Velocity v;
         tf2k::VelocityFailure failed;
-        const tf2k::Error e = lookup.at(t, lookup.latest(k.path_), v, failed, k.path_);
-        if (e.code != tf2k::ErrorCode::None)
-            return self.h.attr("_raise_lookup_error")(nb::handle(frames[failed.target]),
-                                                       nb::handle(frames[failed.source]),
-                                                       error_of(e, frames, failed, 0));
+        tf2k::Error e;
+        {
+            Reading access(k.lock_);
+            keys(k.k_, frames, q);
+            tf2k::VelocityLookup lookup(k.k_, q);
+            tf2k::Path& path = PyKernel::path();
+            e = lookup.at(t, lookup.latest(path), v, failed, path);
+        }
+        if (e.code != tf2k::ErrorCode::None) return error_of(e, frames, failed, 0);
         return build(frames[tf2k::kReference], frames[tf2k::kTracking], v);
     }
 

@@ -1,0 +1,140 @@
+"""Batch inserts: ``BufferCore.set_transforms``' argument forms, checked and handed to the
+kernel, and the wording of the rows it refused.
+
+The common forms go to the kernel as they are: lists of frame ids (or one frame id for every
+row), an int64 stamp array and a float64 ``(N, 7)`` row array. Anything else is converted
+here first (or refused with an ``InvalidArgumentException`` naming what is wrong).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+
+import numpy as np
+
+from .errors import STAMP_MAX, check_insert
+from .exceptions import InvalidArgumentException
+
+if TYPE_CHECKING:
+    from .core import BufferCore
+
+__all__ = ["BatchResult", "store_rows"]
+
+
+class BatchResult(NamedTuple):
+    """What ``set_transforms`` did: rows stored, rows refused as too old, and the invalid
+    rows as ``(row index, InvalidArgumentException)``."""
+
+    stored: int
+    old: int
+    invalid: list[tuple[int, InvalidArgumentException]]
+
+
+def _names(names: Sequence[str] | str, n: int) -> Any:
+    """A list of N frame ids: the list itself, one name repeated, or any sequence listed."""
+    if names.__class__ is list:
+        return names
+    if isinstance(names, str):
+        return [names] * n
+    return list(names)
+
+
+def _row_count(values: Any, stamps_ns: Any) -> int:
+    shape = getattr(values, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    try:
+        return len(stamps_ns)
+    except TypeError:
+        return 0
+
+
+def store_rows(
+    core: BufferCore, parents: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
+    values: Any, authority: Any, is_static: bool,
+) -> BatchResult:
+    """``set_transforms``' work (see there); the caller notifies what was stored."""
+    if parents.__class__ is not list or children.__class__ is not list:
+        n = _row_count(values, stamps_ns)
+        parents, children = _names(parents, n), _names(children, n)
+    # The listener's, the bag loader's and the array form (lists, int64 and float64 arrays):
+    # straight into the kernel, which refuses anything else before storing a row.
+    try:
+        result = core._k_insert_rows(parents, children, stamps_ns, values, authority, is_static)
+    except (TypeError, ValueError):
+        return _store_converted(core, parents, children, stamps_ns, values, authority, is_static)
+    stored, old, invalid = result  # a BatchResult; invalid: indices of refused rows
+    if invalid:
+        result = BatchResult(stored, old, [
+            (k, _row_error(parents[k], children[k], values[k], stamps_ns[k])) for k in invalid
+        ])
+    return result  # type: ignore[no-any-return]
+
+
+def _store_converted(
+    core: BufferCore, parents: Any, children: Any, stamps_ns: Any, values: Any, authority: Any,
+    is_static: bool,
+) -> BatchResult:
+    """Any other form: converted (or refused), then stored."""
+    try:
+        values = np.ascontiguousarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException(
+            "set_transforms needs a float array of values, shape (N, 7): %s" % exc
+        ) from None
+    n = len(parents)
+    if values.ndim != 2 or values.shape[1] != 7 or values.shape[0] != n:
+        raise InvalidArgumentException(
+            "set_transforms needs values of shape (N, 7) = (%d, 7), got %s" % (n, values.shape)
+        )
+    if len(children) != n or len(stamps_ns) != n:
+        raise InvalidArgumentException(
+            "set_transforms needs as many children (%d) and stamps (%d) as parents (%d)"
+            % (len(children), len(stamps_ns), n)
+        )
+    stamps = np.asarray(stamps_ns)
+    if n and stamps.dtype.kind not in "iu":
+        raise InvalidArgumentException(
+            "set_transforms needs integer nanosecond stamps, got dtype %s" % stamps.dtype
+        )
+    if n and stamps.dtype.kind == "u" and int(stamps.max()) > STAMP_MAX:
+        return _store_one_by_one(core, parents, children, stamps.tolist(), values, authority, is_static)
+    stamps = np.ascontiguousarray(stamps, dtype=np.int64)
+    codes = np.empty(n, dtype=np.int32)
+    parents = parents if parents.__class__ is list else list(parents)
+    children = children if children.__class__ is list else list(children)
+    stored, old = core._k_insert_batch(parents, children, stamps, values, authority, is_static, codes)
+    invalid = []
+    if stored + old < n:
+        for k in np.flatnonzero(codes < 0).tolist():
+            invalid.append((k, _row_error(parents[k], children[k], values[k], stamps[k])))
+    return BatchResult(stored, old, invalid)
+
+
+def _store_one_by_one(
+    core: BufferCore, parents: Any, children: Any, stamps: list[int], values: np.ndarray,
+    authority: Any, is_static: bool,
+) -> BatchResult:
+    """Row by row (stamps beyond int64 in an unsigned array)."""
+    stored = old = 0
+    invalid = []
+    for k, row in enumerate(values.tolist()):
+        try:
+            if core._store(parents[k], children[k], stamps[k], *row, authority, is_static):
+                stored += 1
+            else:
+                old += 1
+        except InvalidArgumentException as exc:
+            invalid.append((k, exc))
+    return BatchResult(stored, old, invalid)
+
+
+def _row_error(parent: Any, child: Any, row: Any, stamp: Any) -> InvalidArgumentException:
+    """The exception naming why a batch row was refused."""
+    try:
+        check_insert(parent, child, np.asarray(row).tolist(), int(stamp))
+    except InvalidArgumentException as exc:
+        return exc
+    return InvalidArgumentException(
+        "transform of frame %r (parent %r) is invalid" % (child, parent)
+    )
