@@ -35,6 +35,18 @@ def stub_names() -> dict[str, object]:
     return out
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "[(" and 1 or c in "])" and -1 or 0
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
 def module_parameters(function: object) -> list[str] | None:
     """Parameter names from nanobind's signature line in the docstring, else None."""
     doc = getattr(function, "__doc__", None) or ""
@@ -43,7 +55,7 @@ def module_parameters(function: object) -> list[str] | None:
     if not match:
         return None
     names = []
-    for part in re.split(r",\s*(?![^\[]*\])", match.group(1)):
+    for part in _top_level_parts(match.group(1)):
         name = part.split(":")[0].split("=")[0].strip().lstrip("*")
         if name and name != "/":
             names.append(name)

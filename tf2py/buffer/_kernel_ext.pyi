@@ -78,7 +78,7 @@ class Kernel:
     # None (plain form only) for arguments Python must convert
     def _k_lookup_velocity_plain(
         self, tracking_frame: Any, observation_frame: Any, time: Any, averaging_interval: Any,
-        reference_frame: Any = None, reference_point: Any = (0.0, 0.0, 0.0),
+        reference_frame: Any = None, reference_point: Any = ...,
         reference_point_frame: Any = None, tf2_compatible: Any = False,
     ) -> VelocityStamped | ErrorRecord | None: ...
     def _k_lookup_velocity(
