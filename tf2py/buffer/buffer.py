@@ -143,18 +143,22 @@ class Buffer(WaitingRequests, BufferCore):
             stored = self._k_set_transform(transform, authority, is_static)
             if stored >= 0:
                 if self._waiting or self._requests:
-                    self._after_direct_insert(transform)
+                    self._after_direct_insert(transform, stored > 0)
                 return stored > 0
         return self._set_transform_slow(transform, authority, is_static)
 
-    def _after_direct_insert(self, transform: Any) -> None:
+    def _after_direct_insert(self, transform: Any, stored: bool) -> None:
         touched = ((transform.header.frame_id,), (transform.child_frame_id,))
         children = frozenset(c[1:] if c[:1] == "/" else c for c in touched[1])
         with self._lock:
             if self._waiting:
                 self._condition.notify_all()
             # static_before = every touched child: the stamp bound never skips a request here.
-            ready = self._recheck(touched, children) if self._requests else None
+            # An insert refused as too old stored nothing but pruned first (as tf2 does), and a
+            # pruned sample can be what made a lookup fail (a loop through old data): then
+            # every pending request is re-checked (rare: old data only).
+            ready = (self._recheck(touched if stored else None, children)
+                     if self._requests else None)
         if ready:
             _resolve(ready)
 
