@@ -28,7 +28,10 @@ MAX_SUBSCRIBERS = 64
 #: Publisher connections a core serves at once (each may have 16 MiB read ahead).
 MAX_PUBLISHERS = 256
 
-_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
+#: A peer whose handshake failed: with keys, a peer without them (or with another site's).
+_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+           | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | _FAILED
 
 
 def _event(frames: list[bytes]) -> tuple[int, int]:
@@ -72,6 +75,7 @@ class ConnectionWatch:
         self.refused_subscribers = 0
         self.refused_publishers = 0
         self.cut_publishers = 0
+        self.refused_peers = 0
         self.frontend_monitor = frontend.get_monitor_socket(_EVENTS)
         try:
             self.backend_monitor = backend.get_monitor_socket(_EVENTS)
@@ -90,6 +94,13 @@ class ConnectionWatch:
             except zmq.Again:
                 return
             event, fd = _event(frames)
+            if event & _FAILED:
+                self.refused_peers += 1
+                self.dropped.drop(
+                    "refused_peer", f"{self.where} refused a peer whose handshake failed "
+                    "(a process without this site's keys, or with another site's: give it "
+                    "keys=DIR / --keys DIR / $TF2PY_KEYS of this site)")
+                continue
             if monitor is self.backend_monitor:
                 self._subscriber_event(event, fd)
             else:
