@@ -114,8 +114,6 @@ def test_a_keyless_client_on_a_keyed_core_is_told_the_core_needs_keys(tf2py, key
     assert result.returncode == 1
     line = error_line(result)
     assert f"the core at {address} needs keys: pass --keys DIR" in line
-    # (The core's own log of refused peers, tf2py.transport.zmq.handshake.RefusalLog, is not
-    # wired into the core since the core's ConnectionWatch took its sockets' monitors.)
 
 
 def test_doctor_on_a_keyed_core_without_keys_says_so(tf2py, keyed_core):

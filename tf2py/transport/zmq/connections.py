@@ -76,6 +76,7 @@ class ConnectionWatch:
         self.refused_publishers = 0
         self.cut_publishers = 0
         self.refused_peers = 0
+        self._watched = (frontend, backend)
         self.frontend_monitor = frontend.get_monitor_socket(_EVENTS)
         try:
             self.backend_monitor = backend.get_monitor_socket(_EVENTS)
@@ -144,10 +145,19 @@ class ConnectionWatch:
                 copy.close()
 
     def close(self) -> None:
+        """Stop watching; called before the watched sockets close."""
         for copy in self.publishers.values():
             if copy is not None:
                 copy.close()
         self.publishers.clear()
+        # Monitoring stops before its reading end closes: ZeroMQ's I/O thread sends each
+        # event with a blocking send, so an event for a reader that is gone (the watched
+        # socket's own disconnections as it closes) would stall every socket of the process.
+        for sock in self._watched:
+            try:
+                sock.disable_monitor()
+            except zmq.ZMQError:
+                pass
         for monitor in self.monitors():
             monitor.close(0)
 

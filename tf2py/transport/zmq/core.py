@@ -375,11 +375,11 @@ class Core:
                 pass
         if self._forward_thread is not None:
             self._forward_thread.join(5)
+        if self._watch is not None:
+            self._watch.close()  # first: the watched sockets' monitors stop before they close
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
-        if self._watch is not None:
-            self._watch.close()
         for _ in range(self._keys_held):
             if self._keys is not None:
                 self._keys.release_server()

@@ -4,8 +4,8 @@ A process without keys that connects to a core with keys fails the ZeroMQ handsh
 core speaks CURVE, the client NULL); so does one whose key is not authorised there. ZeroMQ
 then delivers nothing and says nothing: the client sees a silent bus. Here:
 
-- ``RefusalLog``: watches a keyed core's (or server's) bound sockets and logs one warning per
-  kind of refusal (further refusals are counted), naming the fix.
+- the core's side is its connection watch (``connections.py``), which counts and logs each
+  refused peer as ``refused_peer``;
 - ``handshake_problem(endpoint, keys)``: tries one handshake with ``endpoint`` as this
   process would, and returns the line that says why it failed (``None`` if it succeeded, or
   if nothing answered at all).
@@ -13,91 +13,17 @@ then delivers nothing and says nothing: the client sees a silent bus. Here:
 
 from __future__ import annotations
 
-import threading
 import time
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from .sockets import logger, make_socket
+from .sockets import make_socket
 
-__all__ = ["RefusalLog", "handshake_problem"]
+__all__ = ["handshake_problem"]
 
 _FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
            | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-#: libzmq's ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH: one side has keys, the other not.
-_MECHANISM_MISMATCH = int(getattr(zmq, "PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH", 0x11000002))
-
-
-def _refusal(event: int, value: int) -> str:
-    """The kind of refusal of a handshake-failed monitor event, seen from the keyed side."""
-    if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-        return "its key is not authorised here"
-    if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and value == _MECHANISM_MISMATCH:
-        return "it has no keys"
-    return "its handshake failed (no keys, another site's keys, or not a tf2py peer)"
-
-
-class RefusalLog:
-    """Logs, once per kind, the peers refused by ``sockets`` (bound, keyed) of ``what``
-    ("tf2py core"): a named daemon thread reads their monitors until ``close()``."""
-
-    def __init__(self, sockets: list[zmq.Socket[bytes]], what: str):
-        self.what = what
-        self.refused = 0
-        self._said: set[str] = set()
-        self._stop = threading.Event()
-        self._monitors: list[tuple[zmq.Socket[bytes], zmq.Socket[bytes]]] = []
-        for sock in sockets:
-            self._monitors.append((sock, sock.get_monitor_socket(_FAILED)))
-        self._thread = threading.Thread(target=self._run, name="tf2py-refusal-log", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        poller = zmq.Poller()
-        endpoints = {}
-        for sock, monitor in self._monitors:
-            poller.register(monitor, zmq.POLLIN)
-            endpoints[monitor] = sock
-        try:
-            while not self._stop.is_set():
-                for monitor, _ in poller.poll(200):
-                    try:
-                        message = recv_monitor_message(monitor, zmq.NOBLOCK)
-                    except zmq.ZMQError:
-                        continue
-                    event = int(message["event"])
-                    if not event & _FAILED:
-                        continue
-                    self.refused += 1
-                    kind = _refusal(event, int(message["value"]))
-                    if kind in self._said:
-                        continue
-                    self._said.add(kind)
-                    endpoint = message["endpoint"].decode(errors="replace")
-                    logger.warning(
-                        "%s: refused a peer on %s: %s; it needs this site's keys (--keys DIR "
-                        "or TF2PY_KEYS, with its identity under DIR/authorized: `tf2py keygen "
-                        "DIR --add NAME`). Further refusals of this kind are only counted.",
-                        self.what, endpoint, kind)
-        except zmq.ZMQError:
-            pass  # the context is ending
-        finally:
-            for _, monitor in self._monitors:
-                monitor.close(0)
-
-    def close(self) -> None:
-        """Stop watching (before the watched sockets close). Idempotent."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=2.0)
-        for sock, _ in self._monitors:
-            try:
-                sock.disable_monitor()
-            except zmq.ZMQError:
-                pass
 
 
 def handshake_problem(endpoint: str, keys: object = None, timeout: float = 2.0,

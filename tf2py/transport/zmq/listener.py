@@ -229,8 +229,7 @@ class _ReceiveLoop:
                 self._thread_done = True
                 if self._abandoned:
                     # close() gave up waiting for us and left the sockets to this thread.
-                    for sock in self._sockets:
-                        sock.close(0)
+                    self._close_sockets()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -269,6 +268,18 @@ class _ReceiveLoop:
                 if not self._thread_done:
                     self._abandoned = True
                     return
+        self._close_sockets()
+
+    def _close_sockets(self) -> None:
+        # The connection monitor stops before its reading end closes: ZeroMQ's I/O thread
+        # sends monitor events with a blocking send, and one for a reader that is gone would
+        # stall every ZeroMQ socket of the process.
+        sub = getattr(self, "sub", None)
+        if sub is not None and not sub.closed:
+            try:
+                sub.disable_monitor()
+            except zmq.ZMQError:
+                pass
         for sock in self._sockets:
             sock.close(0)
         self._sockets.clear()
