@@ -19,12 +19,23 @@ from helpers import (  # noqa: F401
 )
 
 
+def _write_bytecode() -> None:
+    """Let this process and the commands the tests start cache compiled modules. With
+    PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set it), every one of the
+    hundreds of ``tf2py`` commands the suite starts compiles the package from source again,
+    and the suite's own modules are rewritten and compiled anew at every run: minutes of
+    CPU on a 2-core machine, for nothing."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
 def pytest_configure(config):
     """Behave the same however the suite was started. A shell starts a background job
     (``pytest &``) with SIGINT ignored, and ``nohup`` ignores SIGHUP; an ignored signal stays
     ignored in every child, so the tests that send Ctrl-C to this process or a signal to a
     command they started would see nothing happen. A handler set here is reset to the
     default in each child at exec, so children get the usual behaviour back."""
+    _write_bytecode()
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as usual
     if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:

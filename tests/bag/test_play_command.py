@@ -49,12 +49,28 @@ class Collector:
         with self.lock:
             return any(r[1] == child for r in self.static)
 
+    def has_dynamic_child(self, child):
+        with self.lock:
+            return any(r[1] == child for r in self.dynamic)
+
     def dynamic_count(self):
         with self.lock:
             return len(self.dynamic)
 
     def close(self):
         self.subscriber.close()
+
+
+def settle(address, collector, child="sentinel"):
+    """Wait until everything published before now has reached ``collector``: a dynamic
+    sentinel sent after it through the same core comes out behind it."""
+    from tf2py.transport.broadcaster import TransformBroadcaster
+
+    with TransformBroadcaster(core=address) as sender:
+        sender.send_transform(make_transform("sentinel_parent", child))
+        wait_for(lambda: collector.has_dynamic_child(child), timeout=20)
+    with collector.lock:
+        collector.dynamic = [r for r in collector.dynamic if r[1] != child]
 
 
 def row(t):
@@ -117,7 +133,7 @@ def test_play_start_skips_the_beginning_of_the_bag(spawn, tf2py_command, bus):
     expected = bag_rows(data, rows)
     assert 0 < len(expected) < int((~data.is_static).sum()) // 5
     wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20)
-    time.sleep(0.2)  # nothing beyond the expected may trickle in late
+    settle(address, collector)  # nothing beyond the expected may trickle in late
     with collector.lock:
         assert Counter(collector.dynamic) == Counter(expected)
 
@@ -214,10 +230,13 @@ def test_play_into_record_reproduces_the_bags_transforms(spawn, tf2py_command, b
     assert player.wait(timeout=60) == 0, player.output()
     expected = bag_rows(data, np.flatnonzero(~data.is_static).tolist())
     wait_for(lambda: collector.dynamic_count() >= len(expected), timeout=20)
-    time.sleep(0.3)  # the recorder is a second subscriber; give it the same moment
+    # The recorder is a second subscriber of the same core: a sentinel that came out behind
+    # the bag's messages at the collector was sent to the recorder behind them too.
+    settle(address, collector)
     assert recorder.stop() == 0
     replayed = read_transforms(out)
-    got = bag_rows(replayed, np.flatnonzero(~replayed.is_static).tolist())
+    got = [r for r in bag_rows(replayed, np.flatnonzero(~replayed.is_static).tolist())
+           if r[1] != "sentinel"]
     assert Counter(got) == Counter(expected)
     statics = set(bag_rows(replayed, np.flatnonzero(replayed.is_static).tolist()))
     assert set(bag_rows(data, np.flatnonzero(data.is_static).tolist())) <= statics

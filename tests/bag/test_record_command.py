@@ -73,8 +73,8 @@ def test_record_then_load_keeps_every_transform_bit_for_bit(spawn, tf2py_command
         try:
             proc = record(spawn, tf2py_command, out, core.address)
             # Let the recorder catch a good stretch of the stream, then stop it.
-            wait_for(lambda: len(sender.sent) > 600, timeout=30)
-            time.sleep(0.5)
+            ready = len(sender.sent)
+            wait_for(lambda: len(sender.sent) > ready + 250, timeout=30)
             assert proc.stop() == 0
         finally:
             sender.stop()
@@ -103,8 +103,8 @@ def test_signal_leaves_a_complete_mcap_file(spawn, tf2py_command, core, tmp_path
     sender = Sender(core.address)
     try:
         proc = record(spawn, tf2py_command, out, core.address)
-        wait_for(lambda: len(sender.sent) > 300, timeout=30)
-        time.sleep(0.3)
+        ready = len(sender.sent)
+        wait_for(lambda: len(sender.sent) > ready + 150, timeout=30)
         proc.signal(sig)
         assert proc.wait(timeout=30) == 0
     finally:

@@ -65,7 +65,7 @@ bool str_view(PyObject* o, std::string& out) {
 // The same for an exact str only (the fast paths: no subclass with its own __eq__).
 bool exact_str(PyObject* o, std::string_view& out) { return PyUnicode_CheckExact(o) && str_view(o, out); }
 
-PyObject* g_kernel_error = nullptr;  // KernelError: args = the error tuple (see raise_error)
+PyObject* g_kernel_error = nullptr;  // KernelError: args = the error tuple (error_tuple)
 
 nb::object frame_name(const Kernel& k, int32_t id) {
     if (id < 0 || static_cast<size_t>(id) >= k.frame_count()) return nb::none();
@@ -76,14 +76,6 @@ nb::object frame_name(const Kernel& k, int32_t id) {
 nb::tuple error_tuple(const Kernel& k, const Error& e, size_t failed) {
     return nb::make_tuple(static_cast<int>(e.code), e.argument, static_cast<int>(e.kind), e.time, e.stamp,
                           frame_name(k, e.source), frame_name(k, e.target), failed);
-}
-
-// A query that failed raises KernelError(*error_tuple): no error state is kept between
-// calls, so concurrent threads never see each other's errors.
-[[noreturn]] void raise_error(const Kernel& k, const Error& e, size_t failed = 0) {
-    nb::tuple t = error_tuple(k, e, failed);
-    PyErr_SetObject(g_kernel_error, t.ptr());
-    throw nb::python_error();
 }
 
 // An error with its frames' names copied, taken inside an Access scope and turned into the
