@@ -407,3 +407,19 @@ def test_request_before_the_first_sample_is_resolved_by_older_data(buffer):
     assert not future.done()
     buffer.set_transform(make_transform("map", "odom", (0.0, 0.0, 0.0), stamp=0.25), "test")
     assert future.result(0).transform.translation.x == pytest.approx(1.0 / 3.0)
+
+
+def test_a_loop_elsewhere_in_the_tree_does_not_stop_the_wake_up():
+    """A loop above the fixed frame (a -> b -> a) makes tf2 refuse the latest-common-time
+    walk, but a full lookup from d to a through a needs none of it: the insertion that gives
+    d data at the requested time answers the request (found by the property test)."""
+    buffer = Buffer(cache_time=4.0)
+    buffer.set_transform(make_transform("a", "b", (0.5, 0, 0), stamp=0.5), "p")
+    buffer.set_transform_static(make_transform("b", "a", (1, 2, 3)), "p")
+    buffer.set_transform(make_transform("a", "d", (7.0, 0, 0), stamp=7.0), "p")
+    future = buffer.wait_for_transform_full_async("d", 3.0, "a", 0.0, "a")
+    assert not future.done()
+    buffer.set_transform(make_transform("a", "d", (3.0, 0, 0), stamp=3.0), "p")
+    assert future.done()
+    assert future.result().transform.translation.x == pytest.approx(-3.0)
+    assert buffer.pending_request_count == 0

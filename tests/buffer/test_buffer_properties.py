@@ -8,7 +8,7 @@ import math
 import os
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tf2py.buffer.buffer import Buffer
@@ -67,11 +67,14 @@ operation = st.one_of(
 
 
 # TF2PY_PROPERTY_EXAMPLES=20000 searches harder (minutes) than the default CI run (seconds).
-EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "150"))
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=40), st.sampled_from([4.0, 100.0]))
+# Found by a 3000-example run: a loop above the fixed frame once left this request waiting.
+@example([("insert", "a", "b", 0.5), ("static", "b", "a"), ("insert", "a", "d", 7.0),
+          ("full", "d", 3.0, "a", 0.0, "a"), ("insert", "a", "d", 3.0)], 4.0)
 def test_no_pending_request_is_possible_after_any_insertion(operations, cache_time):
     """Requests skipped by the index must be exactly those no insertion has made possible:
     after every step, a still-pending request is one the core says is impossible now."""

@@ -14,6 +14,7 @@ from concurrent.futures import Future, InvalidStateError
 
 from .apply import copy_transform_stamped
 from .core import BufferCore, KernelError, _clamp
+from .errors import _CONNECTIVITY
 from .exceptions import (
     BackwardExtrapolationException,
     ConnectivityException,
@@ -247,8 +248,14 @@ class WaitingRequests:
         for frame_a, frame_b, _ in request.pairs:
             try:
                 self._k_common_time(frame_a, frame_b)
-            except (KernelError, TypeError):
+            except TypeError:
                 return ConnectivityException
+            except KernelError as exc:
+                # Only a pair with no common ancestor is disconnected; a loop elsewhere in
+                # the tree (tf2 refuses the walk) says nothing of what new data may answer.
+                if exc.args and exc.args[0] == _CONNECTIVITY:
+                    return ConnectivityException
+                return None
         if not request.full and request.earliest_ns == 0:
             return BackwardExtrapolationException
         return None
