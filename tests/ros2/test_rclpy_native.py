@@ -18,6 +18,10 @@ from helpers import REPO
 import peer_env
 import peer_tf2py
 
+# The first run on a machine compiles the kernel for the peer's Python 3.12 inside the
+# session fixture (.ci/run builds it beforehand); give that build time.
+pytestmark = pytest.mark.timeout(900)
+
 
 @pytest.fixture(scope="session")
 def peer_tf2py_path(peer_python, tmp_path_factory) -> str:
