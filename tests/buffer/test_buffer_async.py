@@ -423,3 +423,17 @@ def test_a_loop_elsewhere_in_the_tree_does_not_stop_the_wake_up():
     assert future.done()
     assert future.result().transform.translation.x == pytest.approx(-3.0)
     assert buffer.pending_request_count == 0
+
+
+def test_a_sample_under_another_parent_at_an_older_time_wakes_a_disconnected_request():
+    """c's latest parent is d (at 1.0); a sample at 0.5 under a gives c another parent at
+    that time only, which connects a lookup at 0.5 although c's latest parent is unchanged."""
+    buffer = Buffer()
+    buffer.set_transform(make_transform("a", "b", (1, 0, 0), stamp=0.5), "p")
+    buffer.set_transform(make_transform("d", "c", (2, 0, 0), stamp=1.0), "p")
+    future = buffer.wait_for_transform_full_async("a", 0.0, "c", 0.5, "a")
+    assert not future.done()
+    buffer.set_transform(make_transform("a", "c", (3, 0, 0), stamp=0.5), "p")
+    assert future.done()
+    assert future.result().transform.translation.x == pytest.approx(3.0)
+    assert buffer.pending_request_count == 0

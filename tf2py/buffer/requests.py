@@ -458,6 +458,7 @@ class WaitingRequests:
         """
         watch, watch_any = self._watch, self._watch_any
         keys: set = set()
+        named_parents = None  # the insertion's parent ids, '/'-stripped (when needed)
         for name in children:
             if name and name[0] == "/":  # BufferCore strips one leading '/'
                 name = name[1:]
@@ -465,9 +466,14 @@ class WaitingRequests:
             if watchers is not None:
                 keys |= watchers.untimed
                 if watchers.parents:  # re-checked only if this frame's parent changed
+                    # (its latest parent, or its parent at some other time: a sample under
+                    # another parent, even older than the latest, may connect a lookup at
+                    # that time)
                     now = self._k_get_parent(name, 0)
+                    if named_parents is None:
+                        named_parents = {p[1:] if p and p[0] == "/" else p for p in parents}
                     for parent, held in watchers.parents.items():
-                        if parent != now:
+                        if parent != now or any(p != parent for p in named_parents):
                             keys |= held
                 timed = watchers.timed
                 if timed:
