@@ -435,8 +435,7 @@ def test_static_broadcaster_restores_a_set_the_core_lost(core):
     with StaticTransformBroadcaster(core.address) as static:
         static.send_transform(make_transform("world", "kept"))
         wait_for(lambda: core.latched_frames() == ["kept"])
-        with core._lock:
-            core._forget(static.publisher_id)  # as if the set had been lost
+        core._latch.forget_publisher(static.publisher_id)  # as if the set had been lost
         assert core.latched_frames() == []
         wait_for(lambda: core.latched_frames() == ["kept"], timeout=10)
 
