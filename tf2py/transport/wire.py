@@ -56,6 +56,7 @@ from .wire_common import (
     TOPIC_TF,
     TOPIC_TF_STATIC,
     WIRE_VERSION,
+    Body,
     Columns,
     FrameIdTooLongError,
     UnknownVersionError,
@@ -86,6 +87,8 @@ __all__ = [
     "MAX_FRAME_ID_LENGTH",
     "MAX_PIECE_BYTES",
     "MAX_STRING",
+    "Body",
+    "Columns",
     "FrameIdTooLongError",
     "check_message_size",
     "split_body",
@@ -233,7 +236,7 @@ def encode_arrays(
 _join = "".join
 
 
-def decode_columns(data: bytes) -> Columns:
+def decode_columns(data: Body) -> Columns:
     """``(authority, parents, children, stamps_bin, values_bin)`` of a /tf or /tf_static
     message body (version 1, or version 2 with its sequence), validated (types, counts, block
     sizes) but not converted: the raw blocks are N little-endian int64 stamps and N x 7
@@ -246,7 +249,7 @@ def decode_columns(data: bytes) -> Columns:
     return _columns(_unpack_body(data))
 
 
-def decode_sequenced(data: bytes) -> tuple[Columns, int | None, int]:
+def decode_sequenced(data: Body) -> tuple[Columns, int | None, int]:
     """``(columns, stream, sequence)`` of a message body: ``columns`` as ``decode_columns``
     returns them; ``stream`` and ``sequence`` of a version-2 message (its sender's stream id
     and the message's number in it), ``(None, 0)`` for version 1. Errors as
@@ -281,7 +284,7 @@ def sequenced(body: bytes, stream_packed: bytes, sequence: int) -> bytes:
     return b"\x98\x02" + body[2:] + stream_packed + _UINT64(0xCF, sequence)
 
 
-def _unpack_body(data: bytes) -> object:
+def _unpack_body(data: Body) -> object:
     if len(data) > MAX_MESSAGE_BYTES:
         raise WireError(
             f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES} bytes", "too_large"
@@ -386,7 +389,7 @@ def _without_long_ids(
     raise FrameIdTooLongError(message, dropped, columns)
 
 
-def decode_transforms(data: bytes) -> TransformArrays:
+def decode_transforms(data: Body) -> TransformArrays:
     """The columns of a /tf or /tf_static message body as arrays (see ``decode_columns``
     for the errors): stamps int64 (N,), values float64 (N, 7)."""
     authority, parents, children, stamps_bin, values_bin = decode_columns(data)

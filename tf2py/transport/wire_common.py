@@ -10,9 +10,12 @@ definition of the limits and errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sized
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import msgpack
+
+if TYPE_CHECKING:
+    import zmq
 
 from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
 from ..buffer.time import Time, to_nanoseconds
@@ -29,6 +32,7 @@ __all__ = [
     "MAX_STRING",
     "MAX_PIECE_BYTES",
     "MAX_FRAME_ID_LENGTH",
+    "Body",
     "Columns",
     "WireError",
     "FrameIdTooLongError",
@@ -69,6 +73,8 @@ MAX_FRAME_ID_LENGTH = 4096
 #: A decoded /tf or /tf_static message before conversion: ``(authority, parents, children,
 #: stamps_bin, values_bin)`` (N little-endian int64 stamps, N x 7 little-endian float64).
 Columns = tuple[str, list[str], list[str], bytes, bytes]
+#: A received message body: bytes, or any buffer msgpack reads (a ZeroMQ frame, a memoryview).
+Body = Union[bytes, bytearray, memoryview, "zmq.Frame"]
 
 
 class WireError(ValueError):
@@ -123,7 +129,7 @@ class UnknownVersionError(WireError):
 #: msgpack's packb with its defaults (use_bin_type=True: str as str, bytes as bin).
 packb: Callable[[object], bytes] = msgpack.packb
 #: msgpack's unpackb with its defaults (raw=False, strict_map_key, lengths bounded by input).
-unpackb: Callable[[bytes], object] = msgpack.unpackb
+unpackb: Callable[[Body], object] = msgpack.unpackb
 
 _UNPACK_LIMITS: dict[str, Any] = dict(
     raw=False,
@@ -171,8 +177,9 @@ def stamp_ns(stamp: object) -> int:
     return stamp._ns if type(stamp) is Time else to_nanoseconds(stamp, "stamp")
 
 
-def transform_to_wire(ts: TransformStamped) -> list[str | int | float]:
-    """``[parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw]`` for a TransformStamped."""
+def transform_to_wire(ts: TransformStamped) -> list[Any]:
+    """``[parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw]`` for a TransformStamped (a list:
+    msgpack's array; its items' types vary by position: str, str, int, then floats)."""
     h = ts.header
     t = ts.transform.translation
     r = ts.transform.rotation
