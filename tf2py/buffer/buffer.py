@@ -55,15 +55,8 @@ from .apply import (
     transform_point_array,
 )
 from .core import BatchResult, BufferCore, TimeLike
-from .requests import (
-    Ready,
-    RequestKey,
-    WaitingRequests,
-    _cancel_all,
-    _Request,
-    _resolve,
-    _Watchers,
-)
+from .pending import Ready, RequestKey, _cancel_all, _Request, _resolve, _Watchers
+from .requests import WaitingRequests
 from .messages import Header, TransformStamped
 from .time import Duration, Time, to_nanoseconds
 from .waits import wait_until_can, wait_until_looked_up
@@ -226,9 +219,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             lambda: (set(parents), set(children)),
         )
 
-    def _insert(
-        self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]
-    ) -> _R:
+    def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]) -> _R:
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
         the pending requests that name a touched frame (``named()`` = (parents, children));
         resolve them, and tell the insert listeners, after unlocking."""
@@ -290,9 +281,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             self._direct = self._clock is None and not self._insert_listeners
 
     @staticmethod
-    def _tell_insert_listeners(
-        listeners: tuple[InsertListener, ...], named: Callable[[], Named]
-    ) -> None:
+    def _tell_insert_listeners(listeners: tuple[InsertListener, ...], named: Callable[[], Named]) -> None:
         parents: Collection[str] | None
         children: Collection[str] | None
         try:
@@ -351,9 +340,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             return result
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def can_transform(
-        self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
-    ) -> bool:
+    def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
         """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
         never raises for missing data."""
         if timeout:

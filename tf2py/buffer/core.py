@@ -20,7 +20,7 @@ Not thread-safe: ``Buffer`` adds the lock.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -39,10 +39,8 @@ from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, 
 from .batch import BatchResult, store_rows
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
-from .velocity_arguments import lookup_velocities as _lookup_velocities, velocity_arguments
-
-if TYPE_CHECKING:
-    from ._kernel_ext import ErrorRecord
+from .velocity_arguments import lookup_velocities as _lookup_velocities
+from .velocity_arguments import lookup_velocity as _lookup_velocity
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -157,11 +155,8 @@ class BufferCore(_kernel_ext.Kernel):
             return True
         return False
 
-    def _store(
-        self, parent: object, child: object, stamp_ns: object, tx: object, ty: object,
-        tz: object, qx: object, qy: object, qz: object, qw: object, authority: object,
-        is_static: bool,
-    ) -> bool:
+    def _store(self, parent: object, child: object, stamp_ns: object, tx: object, ty: object, tz: object,
+               qx: object, qy: object, qz: object, qw: object, authority: object, is_static: bool) -> bool:
         """Check and store one sample (no notification): True if stored, False if too old."""
         r = self._k_insert(
             parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
@@ -220,9 +215,7 @@ class BufferCore(_kernel_ext.Kernel):
             return result
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def _lookup_transform_other(
-        self, target_frame: str, source_frame: str, time: TimeLike, result: object
-    ) -> TransformStamped:
+    def _lookup_transform_other(self, target_frame: str, source_frame: str, time: TimeLike, result: object) -> TransformStamped:
         """What the kernel's lookup handed back: an error record to word, or None for
         arguments Python converts."""
         if result is None:
@@ -236,9 +229,7 @@ class BufferCore(_kernel_ext.Kernel):
             return self._can_transform_slow(target_frame, source_frame, time)
         return bool(possible)
 
-    def _lookup_transform_slow(
-        self, target_frame: str, source_frame: str, time: TimeLike
-    ) -> TransformStamped:
+    def _lookup_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
         ids that are not str, times of other types or beyond 64-bit nanoseconds."""
         t = _time_ns(time)
@@ -283,10 +274,8 @@ class BufferCore(_kernel_ext.Kernel):
             target_time,
         )
 
-    def _lookup_full_values(
-        self, target_frame: str, target_time: TimeLike, source_frame: str,
-        source_time: TimeLike, fixed_frame: str,
-    ) -> tuple[float, ...]:
+    def _lookup_full_values(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                            source_time: TimeLike, fixed_frame: str) -> tuple[float, ...]:
         tt = _time_ns(target_time)
         st = _time_ns(source_time)
         frames = (target_frame, source_frame, fixed_frame)
@@ -315,9 +304,7 @@ class BufferCore(_kernel_ext.Kernel):
             target_frame, target_time, source_frame, source_time, fixed_frame
         )[0]
 
-    def _can_transform_core(
-        self, target_frame: str, source_frame: str, time: TimeLike
-    ) -> tuple[bool, str]:
+    def _can_transform_core(self, target_frame: str, source_frame: str, time: TimeLike) -> tuple[bool, str]:
         """``(True, "")`` or ``(False, tf2's error message)``; never raises for missing
         data (like tf2_py's ``can_transform_core``)."""
         if target_frame == source_frame:
@@ -330,10 +317,8 @@ class BufferCore(_kernel_ext.Kernel):
         error = self._transform_error(target_frame, source_frame, time)
         return (True, "") if error is None else (False, str(error))
 
-    def _can_transform_full_core(
-        self, target_frame: str, target_time: TimeLike, source_frame: str,
-        source_time: TimeLike, fixed_frame: str,
-    ) -> tuple[bool, str]:
+    def _can_transform_full_core(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                                 source_time: TimeLike, fixed_frame: str) -> tuple[bool, str]:
         """``(True, "")`` or ``(False, message)`` for the full form."""
         _time_ns(target_time)
         _time_ns(source_time)
@@ -350,9 +335,7 @@ class BufferCore(_kernel_ext.Kernel):
         )
         return (True, "") if error is None else (False, str(error))
 
-    def _transform_error(
-        self, target_frame: str, source_frame: str, time: TimeLike
-    ) -> TransformException | None:
+    def _transform_error(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformException | None:
         """The exception ``lookup_transform`` would raise now, or None if it would succeed
         (for ``Buffer``: an ``InvalidArgumentException`` cannot be cured by waiting)."""
         try:
@@ -361,10 +344,8 @@ class BufferCore(_kernel_ext.Kernel):
             return exc
         return None
 
-    def _transform_full_error(
-        self, target_frame: str, target_time: TimeLike, source_frame: str,
-        source_time: TimeLike, fixed_frame: str,
-    ) -> TransformException | None:
+    def _transform_full_error(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                              source_time: TimeLike, fixed_frame: str) -> TransformException | None:
         """The exception ``lookup_transform_full`` would raise now, or None."""
         try:
             self._lookup_full_values(target_frame, target_time, source_frame, source_time, fixed_frame)
@@ -397,9 +378,7 @@ class BufferCore(_kernel_ext.Kernel):
 
     # -- batch lookups --------------------------------------------------------------------
 
-    def lookup_transforms(
-        self, target_frame: str, source_frame: str, times: Any
-    ) -> npt.NDArray[np.float64]:
+    def lookup_transforms(self, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
         """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
         ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
         or Times; zero = the latest common time).
@@ -500,16 +479,8 @@ class BufferCore(_kernel_ext.Kernel):
         ``reference_point_frame``, default ``tracking_frame``), in ``reference_frame``'s axes
         (default ``observation_frame``); m/s and rad/s. ``tf2_compatible=True``: tf2 0.39's
         numbers. Raises what ``lookup_transform`` raises."""
-        result = self._k_lookup_velocity_plain(
-            tracking_frame, observation_frame, time, averaging_interval, reference_frame,
-            reference_point, reference_point_frame, tf2_compatible)
-        if result is None:  # arguments Python checks and converts (and names what is wrong)
-            result = self._k_lookup_velocity(*velocity_arguments(
-                tracking_frame, observation_frame, time, averaging_interval, reference_frame,
-                reference_point, reference_point_frame, tf2_compatible))
-        if result.__class__ is tuple:  # the failed lookup's error record (source, target at 5, 6)
-            raise query_error(self, result, (result[6], result[5]))
-        return result
+        return _lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
+                                reference_frame, reference_point, reference_point_frame, tf2_compatible)
 
     def lookup_velocities(
         self, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,
