@@ -26,7 +26,6 @@ from . import cdr, discovery, types
 from ._dds import dds
 
 if TYPE_CHECKING:
-    from cyclonedds.domain import Domain
     from cyclonedds.idl import IdlStruct
     from cyclonedds.internal import SampleInfo
     from cyclonedds.pub import DataWriter
