@@ -23,8 +23,13 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import NoReturn
 
 import tf2py
+from tf2py.buffer.messages import TransformStamped
+from tf2py.buffer.time import Time
 
 CIRCLE_RADIUS = 2.0  # m
 SPEED = 0.5  # m/s
@@ -33,7 +38,7 @@ WHEEL_SEPARATION = 0.4  # m
 MAP_ODOM_RATE = 10.0  # Hz
 
 
-def static_transforms(stamp) -> list:
+def static_transforms(stamp: Time | float) -> list[TransformStamped]:
     """The robot's fixed frames: sensors on the body, and the camera's optical frame."""
     return [
         tf2py.make_transform("base_link", "laser", (0.2, 0.0, 0.3), stamp=stamp),
@@ -44,7 +49,7 @@ def static_transforms(stamp) -> list:
     ]
 
 
-def map_to_odom(t: float, stamp):
+def map_to_odom(t: float, stamp: Time | float) -> TransformStamped:
     """Localisation drift: a few tens of centimetres and a few degrees, slowly, bounded."""
     return tf2py.make_transform(
         "map", "odom",
@@ -54,7 +59,7 @@ def map_to_odom(t: float, stamp):
     )
 
 
-def moving_transforms(t: float, stamp) -> list:
+def moving_transforms(t: float, stamp: Time | float) -> list[TransformStamped]:
     """odom -> base_link on a circle (counter-clockwise, starting at the origin facing +x),
     and the wheels, turning at the speed each one covers on its own circle."""
     omega = SPEED / CIRCLE_RADIUS  # rad/s
@@ -76,11 +81,11 @@ def moving_transforms(t: float, stamp) -> list:
     return transforms
 
 
-def _stop(signum, frame):
+def _stop(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tf2py.demo",
         description="A simulated mobile robot broadcasting map, odom, base_link, wheel, laser "

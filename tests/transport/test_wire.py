@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tf2py import Time, make_transform
-from tf2py.transport import wire
+from tf2py.transport import wire, wire_common
 
 
 def test_transforms_round_trip_as_columns():
@@ -104,7 +104,8 @@ def test_future_version_raises_unknown_version_before_reading_the_layout():
 
 
 def test_oversized_message_is_refused_without_decoding(monkeypatch):
-    monkeypatch.setattr(wire, "MAX_MESSAGE_BYTES", 100)
+    # The bound lives in wire_common (wire re-exports it); unpack reads it there.
+    monkeypatch.setattr(wire_common, "MAX_MESSAGE_BYTES", 100)
     with pytest.raises(wire.WireError) as info:
         wire.unpack(b"\x00" * 101)
     assert info.value.cause == "too_large"

@@ -12,11 +12,19 @@ function raises ``BagDependencyError`` saying so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from .errors import INSTALL_HINT, BagDependencyError, BagError, BagWarning
 from .reader import TRANSFORM_TYPES, BagTransforms, read_transforms
 from .writer import BagWriter
+
+if TYPE_CHECKING:
+    from ..buffer.buffer import Buffer
+    from ..buffer.core import BufferCore
+
+_B = TypeVar("_B", bound="BufferCore")
 
 __all__ = [
     "load",
@@ -35,15 +43,39 @@ _CACHE_MARGIN_S = 1.0
 _MIN_CACHE_S = 10.0
 
 
+@overload
 def load(
-    path,
-    buffer=None,
-    cache_time=None,
+    path: str | os.PathLike[str],
+    buffer: None = None,
+    cache_time: float | None = None,
     tf_topic: str = "/tf",
     tf_static_topic: str = "/tf_static",
     *,
     strict: bool = True,
-):
+) -> Buffer: ...
+
+
+@overload
+def load(
+    path: str | os.PathLike[str],
+    buffer: _B,
+    cache_time: None = None,
+    tf_topic: str = "/tf",
+    tf_static_topic: str = "/tf_static",
+    *,
+    strict: bool = True,
+) -> _B: ...
+
+
+def load(
+    path: str | os.PathLike[str],
+    buffer: BufferCore | None = None,
+    cache_time: float | None = None,
+    tf_topic: str = "/tf",
+    tf_static_topic: str = "/tf_static",
+    *,
+    strict: bool = True,
+) -> BufferCore:
     """Load every transform of a bag's ``tf_topic`` and ``tf_static_topic`` into a Buffer.
 
     ``path``: an MCAP file, a ROS 2 bag folder (sqlite3 or MCAP storage) or a ROS 1 ``.bag``.

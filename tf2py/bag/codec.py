@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Sequence
+
+#: A serialized message (its bytes; a read-only buffer over them works alike).
+Raw = bytes
 
 __all__ = [
     "Columns",
@@ -69,7 +73,7 @@ class Columns:
 
     __slots__ = ("parents", "children", "stamps", "values", "_names", "layouts")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parents: list[str] = []
         self.children: list[str] = []
         # Compact typed arrays (8 bytes a number, not a Python object each): a long recording
@@ -83,7 +87,7 @@ class Columns:
         # frame pair seen before costs two unpacks instead of a walk through the message.
         self.layouts: dict[bytes, tuple[str, str]] = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.stamps)
 
     def truncate(self, n: int) -> None:
@@ -113,7 +117,7 @@ _BE = {
 }
 
 
-def decode_ros2(raw, out: Columns) -> int:
+def decode_ros2(raw: Raw, out: Columns) -> int:
     """Append the transforms of one CDR-encoded ``tf2_msgs/msg/TFMessage``; returns how many.
 
     Raises ``ValueError`` (and appends nothing) if the bytes are not exactly one such message.
@@ -132,6 +136,7 @@ def decode_ros2(raw, out: Columns) -> int:
             return 1
     s = _LE if raw[1] == 1 else _BE
     u32, stamp, f7 = s["u32"].unpack_from, s["stamp"].unpack_from, s["f7"].unpack_from
+    count: int
     (count,) = u32(raw, 4)
     # Each transform takes at least 4+4+4+1 + 4+1 + 56 bytes; reject absurd counts early.
     if count * 72 > size:
@@ -186,7 +191,7 @@ _ROS1_F7 = struct.Struct("<7d")
 _ROS1_SEC_NSEC = struct.Struct("<II").unpack_from
 
 
-def decode_ros1(raw, out: Columns) -> int:
+def decode_ros1(raw: Raw, out: Columns) -> int:
     """Append the transforms of one ROS 1 ``tf2_msgs/TFMessage`` or ``tf/tfMessage``.
 
     Raises ``ValueError`` (and appends nothing) if the bytes are not exactly one such message.
@@ -210,6 +215,7 @@ def decode_ros1(raw, out: Columns) -> int:
         out.values,
         out.name,
     )
+    count: int
     try:
         (count,) = u32(raw, 0)
         if count * 76 > size:
@@ -248,7 +254,7 @@ _ENC_STAMP = struct.Struct("<iII")
 _ENC_F7 = struct.Struct("<7d")
 
 
-def encode_ros2(rows) -> bytes:
+def encode_ros2(rows: Sequence[tuple[str, str, int, Sequence[float]]]) -> bytes:
     """CDR (little-endian) bytes of a ``tf2_msgs/msg/TFMessage``.
 
     ``rows`` is a sequence of ``(parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw))``.

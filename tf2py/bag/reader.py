@@ -8,9 +8,12 @@ half-way raises ``BagError`` and leaves no half-filled buffer behind.
 
 from __future__ import annotations
 
+import os
 import stat
 import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +21,9 @@ from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, V
 from ..buffer.time import Time
 from .codec import ROS1_TFMESSAGE_MD5, Columns, decode_ros1, decode_ros2
 from .errors import BagError, BagWarning, require
+
+if TYPE_CHECKING:
+    from ..buffer.core import BufferCore
 
 __all__ = ["BagTransforms", "read_transforms", "TRANSFORM_TYPES"]
 
@@ -51,7 +57,10 @@ class BagTransforms:
     it), ``message_offsets`` (``M + 1`` row offsets), ``message_static`` (bool).
     """
 
-    def __init__(self, path, columns: Columns, log_ns, offsets, static, skipped, topics):
+    def __init__(
+        self, path: str | os.PathLike[str], columns: Columns, log_ns: Sequence[int],
+        offsets: Sequence[int], static: Sequence[bool], skipped: int, topics: dict[str, str],
+    ) -> None:
         self.path = str(path)
         self.name = Path(path).name
         self.parents = columns.parents
@@ -109,11 +118,11 @@ class BagTransforms:
         start, stop = int(self.message_offsets[index]), int(self.message_offsets[index + 1])
         return [self.transform(row) for row in range(start, stop)]
 
-    def insert_into(self, buffer, authority: str) -> None:
+    def insert_into(self, buffer: BufferCore, authority: str) -> None:
         """Store every transform in ``buffer`` (a ``BufferCore`` or ``Buffer``) with the batch
         insert: statics first, then the dynamic ones. Warns (``BagWarning``) with counts if
         some were invalid or older than the buffer's cache window."""
-        invalid = []
+        invalid: list[tuple[int, Exception]] = []
         old = 0
         for static in (True, False):
             rows = np.flatnonzero(self.is_static == static)
@@ -149,7 +158,7 @@ class BagTransforms:
             )
 
 
-def _open(path: Path):
+def _open(path: Path) -> tuple[Any, str]:  # (a rosbags reader, or _RecoveredMcap)
     """An unopened rosbags reader for ``path`` and its kind: "ros1", "mcap" or "ros2",
     recognised by content (magic bytes; a folder with metadata.yaml), whatever the name."""
     try:
@@ -183,7 +192,7 @@ def _open(path: Path):
     )
 
 
-def _rosbag2_reader(path: Path, storage: str):
+def _rosbag2_reader(path: Path, storage: str) -> Any:  # a rosbags.rosbag2.Reader
     """rosbags' ROS 2 reader for a single storage file of the kind ``storage`` (".mcap" or
     ".db3") found by content: rosbags picks the storage by the file's extension, so map this
     file's own extension (whatever it is, or none) to the storage its content is."""
@@ -203,7 +212,7 @@ class _RecoveredMcap:
 
     def __init__(self, path: Path):
         self.path = path
-        self.connections: list = []
+        self.connections: list[Any] = []  # rosbags-like connections (SimpleNamespace)
         self._messages: list[tuple[int, int, bytes]] = []
         self.error: Exception | None = None
 
@@ -212,8 +221,8 @@ class _RecoveredMcap:
 
         stream_reader = require("mcap.stream_reader")
         records = require("mcap.records")
-        schemas = {}
-        seen = set()
+        schemas: dict[int, Any] = {}
+        seen: set[int] = set()
         try:
             with open(self.path, "rb") as f:
                 for record in stream_reader.StreamReader(f).records:
@@ -238,7 +247,7 @@ class _RecoveredMcap:
                 f"({_one_line(self.error)})"
             )
 
-    def messages(self, connections):
+    def messages(self, connections: Iterable[Any]) -> Iterator[tuple[Any, int, bytes]]:
         by_id = {c.id: c for c in connections}
         for channel_id, log_time, data in self._messages:
             connection = by_id.get(channel_id)
@@ -251,7 +260,7 @@ class _RecoveredMcap:
         self._messages = []
 
 
-def _check_connection(path: Path, connection, is_ros1: bool) -> None:
+def _check_connection(path: Path, connection: Any, is_ros1: bool) -> None:
     """Raise ``BagError`` unless ``connection`` carries tf2_msgs/TFMessage (or tf/tfMessage)."""
     msgtype = connection.msgtype
     if msgtype not in TRANSFORM_TYPES:
@@ -275,7 +284,7 @@ def _check_connection(path: Path, connection, is_ros1: bool) -> None:
 
 
 def read_transforms(
-    path,
+    path: str | os.PathLike[str],
     tf_topic: str = "/tf",
     tf_static_topic: str = "/tf_static",
     strict: bool = True,
@@ -323,10 +332,10 @@ def read_transforms(
         wanted = {tf_topic: False, tf_static_topic: True}
         connections = [c for c in reader.connections if c.topic in wanted]
         if not connections:
-            topics = sorted({c.topic for c in reader.connections})
+            names = sorted({c.topic for c in reader.connections})
             raise BagError(
                 f"{path.name}: no {tf_topic} or {tf_static_topic} topic in the bag "
-                f"(topics: {', '.join(topics) or 'none'})"
+                f"(topics: {', '.join(names) or 'none'})"
             )
         for connection in connections:
             _check_connection(path, connection, is_ros1)

@@ -5,11 +5,22 @@ transient-local), which ``ros2 bag``, the ``mcap`` tools and Foxglove read back.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .codec import TFMESSAGE_ROS2_DEFINITION, encode_ros2
 from .errors import BagError, require
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..buffer.messages import TransformStamped
+
+#: One transform as the writer takes it: (parent, child, stamp ns, (tx, ty, tz, qx, qy, qz, qw)).
+Row = tuple[str, str, int, Sequence[float]]
 
 __all__ = ["BagWriter"]
 
@@ -35,7 +46,8 @@ class BagWriter:
     that was not closed lacks them). Thread-safe; a context manager.
     """
 
-    def __init__(self, path, tf_topic: str = "/tf", tf_static_topic: str = "/tf_static"):
+    def __init__(self, path: str | os.PathLike[str], tf_topic: str = "/tf",
+                 tf_static_topic: str = "/tf_static") -> None:
         writer_mod = require("mcap.writer")
         self.path = str(path)
         self._lock = threading.Lock()
@@ -86,10 +98,11 @@ class BagWriter:
             raise
         self._sequence = 0
 
-    def write(self, transforms, is_static: bool = False, log_ns: int | None = None) -> None:
+    def write(self, transforms: Iterable[TransformStamped], is_static: bool = False,
+              log_ns: int | None = None) -> None:
         """Add one ``TFMessage`` holding ``transforms`` (``TransformStamped`` objects) on the
         static or dynamic topic; ``log_ns`` is the receive time (ns, default: now)."""
-        rows = []
+        rows: list[Row] = []
         for t in transforms:
             tr, q = t.transform.translation, t.transform.rotation
             rows.append(
@@ -102,15 +115,19 @@ class BagWriter:
             )
         self.write_rows(rows, is_static, log_ns)
 
-    def write_columns(self, parents, children, stamps_ns, values, is_static: bool = False,
-                      log_ns: int | None = None) -> None:
+    def write_columns(self, parents: Sequence[str], children: Sequence[str],
+                      stamps_ns: npt.NDArray[Any] | Iterable[int],
+                      values: npt.NDArray[Any] | Iterable[Sequence[float]],
+                      is_static: bool = False, log_ns: int | None = None) -> None:
         """Like ``write`` with columns: frame id lists, stamps (int ns) and an ``(N, 7)``
         array of [tx, ty, tz, qx, qy, qz, qw] (the transport's and reader's layout)."""
-        stamps = stamps_ns.tolist() if hasattr(stamps_ns, "tolist") else list(stamps_ns)
-        rows = values.tolist() if hasattr(values, "tolist") else list(values)
+        stamps: list[int] = (stamps_ns.tolist() if hasattr(stamps_ns, "tolist")
+                             else list(stamps_ns))
+        rows: list[Sequence[float]] = values.tolist() if hasattr(values, "tolist") else list(values)
         self.write_rows(list(zip(parents, children, stamps, rows)), is_static, log_ns)
 
-    def write_rows(self, rows, is_static: bool = False, log_ns: int | None = None) -> None:
+    def write_rows(self, rows: Sequence[Row], is_static: bool = False,
+                   log_ns: int | None = None) -> None:
         """Like ``write`` with rows ``(parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw))``."""
         data = encode_ros2(rows)
         if log_ns is None:
@@ -130,7 +147,8 @@ class BagWriter:
             self.transform_count += len(rows)
 
     def add_channel(self, topic: str, schema_name: str, schema_encoding: str,
-                    schema_data: bytes, message_encoding: str, metadata=None) -> int:
+                    schema_data: bytes, message_encoding: str,
+                    metadata: Mapping[str, str] | None = None) -> int:
         """Register one more channel (for messages other than ``TFMessage``, e.g.
         ``foxglove.FrameTransforms`` in protobuf); returns its id for ``write_message``."""
         with self._lock:
@@ -138,9 +156,10 @@ class BagWriter:
                 raise BagError(f"{self.path}: the bag writer is closed")
             schema_id = self._writer.register_schema(
                 name=schema_name, encoding=schema_encoding, data=bytes(schema_data))
-            return self._writer.register_channel(
+            channel_id: int = self._writer.register_channel(
                 topic=topic, message_encoding=message_encoding, schema_id=schema_id,
                 metadata=dict(metadata or {}))
+            return channel_id
 
     def write_message(self, channel_id: int, data: bytes, log_ns: int | None = None) -> None:
         """Add one already encoded message on a channel from ``add_channel`` (not counted in
@@ -165,8 +184,8 @@ class BagWriter:
             finally:
                 self._file.close()
 
-    def __enter__(self):
+    def __enter__(self) -> BagWriter:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -14,8 +14,11 @@ Single objects use plain float arithmetic (numpy costs more than it saves on one
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ._kernel_ext import compose as _compose  # the kernel's: one implementation of the maths
 from .convert import convert, message_fields
@@ -48,7 +51,7 @@ __all__ = [
 ]
 
 
-def _unit_quaternion(q) -> tuple[float, float, float, float]:
+def _unit_quaternion(q: Quaternion) -> tuple[float, float, float, float]:
     """(x, y, z, w) of ``q`` scaled to unit length (lookups return unit quaternions; this
     keeps a hand-made, slightly off one from scaling the data)."""
     x, y, z, w = float(q.x), float(q.y), float(q.z), float(q.w)
@@ -123,8 +126,13 @@ def do_transform_transform(
     )
 
 
+#: A ``do_transform_*`` function: (data, transform) -> the data in the transform's parent frame.
+#: The table below holds one per message type, so its argument and result types vary.
+ApplyFunction = Callable[[Any, TransformStamped], Any]
+_T = TypeVar("_T")
+
 # type -> function; the frame the data is in is always obj.header.frame_id.
-_DISPATCH = {
+_DISPATCH: dict[type, ApplyFunction] = {
     PointStamped: do_transform_point,
     Vector3Stamped: do_transform_vector3,
     PoseStamped: do_transform_pose,
@@ -134,7 +142,7 @@ _DISPATCH = {
 SUPPORTED_TYPES: tuple[type, ...] = tuple(_DISPATCH)
 
 
-def _unsupported(obj) -> TypeError:
+def _unsupported(obj: object) -> TypeError:
     names = ", ".join(cls.__name__ for cls in SUPPORTED_TYPES)
     return TypeError(
         f"cannot transform an object of type {type(obj).__module__}.{type(obj).__qualname__}; "
@@ -152,7 +160,7 @@ _BY_SHAPE = (
 )
 
 
-def _same_shape(obj):
+def _same_shape(obj: object) -> ApplyFunction | None:
     """The function for an object of another class shaped like one of ours; its result
     comes back in ``obj``'s own class (e.g. rclpy's) when that class can be filled by
     ``convert``, else as the tf2py type."""
@@ -167,7 +175,7 @@ def _same_shape(obj):
     return None
 
 
-def transform_function(obj):
+def transform_function(obj: _T) -> Callable[[_T, TransformStamped], _T]:
     """The ``do_transform_*`` function for ``obj``'s type (or shape: rclpy's messages too);
     ``TypeError`` naming the supported types when there is none."""
     function = _DISPATCH.get(obj.__class__)
@@ -181,13 +189,13 @@ def transform_function(obj):
     return function
 
 
-def do_transform(obj, transform: TransformStamped):
+def do_transform(obj: _T, transform: TransformStamped) -> _T:
     """Apply ``transform`` to a PointStamped, Vector3Stamped, PoseStamped or
     TransformStamped; a new object of the same type comes back."""
     return transform_function(obj)(obj, transform)
 
 
-def as_point_array(points) -> np.ndarray:
+def as_point_array(points: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``points`` as a float64 ``(N, 3)`` array; ``ValueError`` for any other shape."""
     try:
         array = np.asarray(points, dtype=np.float64)
@@ -203,12 +211,14 @@ def as_point_array(points) -> np.ndarray:
     return array
 
 
-def transform_point_array(points, transform: TransformStamped) -> np.ndarray:
+def transform_point_array(
+    points: npt.ArrayLike, transform: TransformStamped
+) -> npt.NDArray[np.float64]:
     """Points ``(N, 3)`` in the transform's child frame, expressed in
     ``transform.header.frame_id``: a new ``(N, 3)`` float64 array (vectorised)."""
     array = as_point_array(points)
     t = transform.transform.translation
-    out = array @ rotation_matrix(transform).T
+    out: npt.NDArray[np.float64] = array @ rotation_matrix(transform).T
     out += (float(t.x), float(t.y), float(t.z))
     return out
 

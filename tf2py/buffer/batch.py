@@ -8,7 +8,7 @@ here first (or refused with an ``InvalidArgumentException`` naming what is wrong
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, cast
 
 import numpy as np
 
@@ -30,9 +30,9 @@ class BatchResult(NamedTuple):
     invalid: list[tuple[int, InvalidArgumentException]]
 
 
-def _names(names: Sequence[str] | str, n: int) -> Any:
+def _names(names: Sequence[str] | str, n: int) -> list[str]:
     """A list of N frame ids: the list itself, one name repeated, or any sequence listed."""
-    if names.__class__ is list:
+    if type(names) is list:
         return names
     if isinstance(names, str):
         return [names] * n
@@ -54,21 +54,27 @@ def store_rows(
     values: Any, authority: Any, is_static: bool,
 ) -> BatchResult:
     """``set_transforms``' work (see there); the caller notifies what was stored."""
-    if parents.__class__ is not list or children.__class__ is not list:
+    names_p: list[str]
+    names_c: list[str]
+    if type(parents) is list and type(children) is list:
+        names_p, names_c = parents, children
+    else:
         n = _row_count(values, stamps_ns)
-        parents, children = _names(parents, n), _names(children, n)
+        names_p, names_c = _names(parents, n), _names(children, n)
     # The listener's, the bag loader's and the array form (lists, int64 and float64 arrays):
     # straight into the kernel, which refuses anything else before storing a row.
     try:
-        result = core._k_insert_rows(parents, children, stamps_ns, values, authority, is_static)
+        result: BatchResult = core._k_insert_rows(
+            names_p, names_c, stamps_ns, values, authority, is_static)
     except (TypeError, ValueError):
-        return _store_converted(core, parents, children, stamps_ns, values, authority, is_static)
-    stored, old, invalid = result  # a BatchResult; invalid: indices of refused rows
-    if invalid:
+        return _store_converted(core, names_p, names_c, stamps_ns, values, authority, is_static)
+    stored, old, refused = result  # a BatchResult; its invalid: indices of refused rows
+    if refused:
         result = BatchResult(stored, old, [
-            (k, _row_error(parents[k], children[k], values[k], stamps_ns[k])) for k in invalid
+            (k, _row_error(names_p[k], names_c[k], values[k], stamps_ns[k]))
+            for k in cast("list[int]", refused)
         ])
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _store_converted(
@@ -117,10 +123,12 @@ def _store_one_by_one(
 ) -> BatchResult:
     """Row by row (stamps beyond int64 in an unsigned array)."""
     stored = old = 0
-    invalid = []
+    invalid: list[tuple[int, InvalidArgumentException]] = []
     for k, row in enumerate(values.tolist()):
+        tx, ty, tz, qx, qy, qz, qw = row  # values is (N, 7): checked by the caller
         try:
-            if core._store(parents[k], children[k], stamps[k], *row, authority, is_static):
+            if core._store(parents[k], children[k], stamps[k], tx, ty, tz, qx, qy, qz, qw,
+                           authority, is_static):
                 stored += 1
             else:
                 old += 1

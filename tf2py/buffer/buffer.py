@@ -42,16 +42,22 @@ import threading
 import weakref
 from concurrent.futures import Future
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 from .apply import (
     as_point_array,
     transform_function,
     transform_point_array,
 )
-from .core import BatchResult, BufferCore
-from .requests import WaitingRequests, _cancel_all, _Request, _resolve, _Watchers
-from .messages import TransformStamped
+from .core import BatchResult, BufferCore, TimeLike
+from .pending import Ready, RequestKey, _cancel_all, _Request, _resolve, _Watchers
+from .requests import WaitingRequests
+from .messages import Header, TransformStamped
 from .time import Duration, Time, to_nanoseconds
 from .waits import wait_until_can, wait_until_looked_up
 from . import lookup_async as _lookup_async
@@ -67,23 +73,43 @@ _core_can_transform_full = BufferCore.can_transform_full
 _core_get_latest_common_time = BufferCore.get_latest_common_time
 
 
-def _named_by_transform(transform):
+_R = TypeVar("_R")
+#: The frame ids an insertion call named: (parents, children).
+Named = tuple[Collection[str], Collection[str]]
+#: Called after an insertion that stored data with the (parents, children) it named, both
+#: None when they could not be told (see Buffer.add_insert_listener).
+InsertListener = Callable[[Collection[str] | None, Collection[str] | None], object]
+#: A wait's timeout: a Duration or seconds (0: do not wait).
+Timeout = Duration | float
+
+
+class _Stamped(Protocol):
+    """Data with a header (frame id and stamp): what ``Buffer.transform`` takes."""
+
+    @property
+    def header(self) -> Header: ...
+
+
+_S = TypeVar("_S", bound=_Stamped)
+
+
+def _named_by_transform(transform: TransformStamped) -> Callable[[], Named]:
     """``named()`` of an insertion of one TransformStamped: (parents, children)."""
     return lambda: ((transform.header.frame_id,), (transform.child_frame_id,))
 
 
-def _on_clock_jump(buffer_ref):
+def _on_clock_jump(buffer_ref: weakref.ref[WaitingRequests]) -> Callable[..., None]:
     """A clock's jump callback that clears the buffer (held weakly) at once."""
 
-    def on_jump(*args, **kwargs):
+    def on_jump(*args: object, **kwargs: object) -> None:
         buffer = buffer_ref()
-        if buffer is not None:
+        if isinstance(buffer, Buffer):  # (the reference is always to a Buffer, or dead)
             buffer._clock_jumped()
 
     return on_jump
 
 
-class Buffer(WaitingRequests, BufferCore):
+class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
     """A ``BufferCore`` that is safe to share between threads and can wait for data.
 
     Every ``BufferCore`` method is available and runs under one lock. Lookups and
@@ -101,10 +127,10 @@ class Buffer(WaitingRequests, BufferCore):
         self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
         self._new_data = False  # set by _notify_new_data, consumed by _insert
-        self._requests: dict[tuple, _Request] = {}
+        self._requests: dict[RequestKey, _Request] = {}
         # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
         self._watch: dict[str, _Watchers] = {}
-        self._watch_any: dict[str, set[tuple]] = {}
+        self._watch_any: dict[str, set[RequestKey]] = {}
         self._self_ref = weakref.ref(self)
         finalizer = weakref.finalize(self, _cancel_all, self._requests)
         finalizer.atexit = False
@@ -116,7 +142,7 @@ class Buffer(WaitingRequests, BufferCore):
         if clock is not None:
             if not callable(getattr(clock, "now", None)):
                 raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
-        self._insert_listeners: tuple = ()  # see add_insert_listener
+        self._insert_listeners: tuple[InsertListener, ...] = ()  # see add_insert_listener
         self._direct = clock is None  # inserts skip the lock: no clock, no insert listener
         if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
@@ -183,8 +209,8 @@ class Buffer(WaitingRequests, BufferCore):
         )
 
     def set_transforms(
-        self, parents: Sequence[str], children: Sequence[str], stamps_ns, values, authority: str,
-        is_static: bool = False,
+        self, parents: Sequence[str], children: Sequence[str], stamps_ns: npt.ArrayLike,
+        values: npt.ArrayLike, authority: str, is_static: bool = False,
     ) -> BatchResult:
         """``BufferCore.set_transforms`` under the lock; wakes the waits it can satisfy."""
         return self._insert(
@@ -193,7 +219,7 @@ class Buffer(WaitingRequests, BufferCore):
             lambda: (set(parents), set(children)),
         )
 
-    def _insert(self, function, args, named):
+    def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]) -> _R:
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
         the pending requests that name a touched frame (``named()`` = (parents, children));
         resolve them, and tell the insert listeners, after unlocking."""
@@ -202,7 +228,8 @@ class Buffer(WaitingRequests, BufferCore):
         now_ns = self._clock_ns() if self._clock is not None else None
         with self._lock:
             ready = None if now_ns is None else self._clock_moved(now_ns)
-            touched = static_before = None
+            touched: Named | None = None
+            static_before: frozenset[str] = frozenset()  # (unused while touched is None)
             if self._requests:
                 try:
                     touched = named()
@@ -217,7 +244,8 @@ class Buffer(WaitingRequests, BufferCore):
                 # Refused as older than the cache window (tf2's TF_OLD_DATA): nothing stored,
                 # but the cache was pruned first, as tf2 prunes, and a pruned sample can have
                 # been what made a lookup fail (a loop through old data).
-                if not (result is False or getattr(result, "old", 0)):
+                outcome: object = result  # a bool, or a BatchResult (with .old)
+                if not (outcome is False or bool(getattr(outcome, "old", 0))):
                     if ready:
                         _resolve(ready)
                     return result
@@ -235,7 +263,7 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- insert listeners (BufferServer's goal index) --------------------------------------
 
-    def add_insert_listener(self, listener) -> None:
+    def add_insert_listener(self, listener: InsertListener) -> None:
         """Call ``listener(parents, children)`` after every insertion call that stored data,
         outside the buffer's lock, on the inserting thread: the frame ids the call named as
         parents and as children (collections; both None when they could not be told). It
@@ -245,7 +273,7 @@ class Buffer(WaitingRequests, BufferCore):
             self._insert_listeners = self._insert_listeners + (listener,)
             self._direct = False
 
-    def remove_insert_listener(self, listener) -> None:
+    def remove_insert_listener(self, listener: InsertListener) -> None:
         """Stop calling ``listener`` (no error if it was not added)."""
         with self._lock:
             self._insert_listeners = tuple(
@@ -253,7 +281,9 @@ class Buffer(WaitingRequests, BufferCore):
             self._direct = self._clock is None and not self._insert_listeners
 
     @staticmethod
-    def _tell_insert_listeners(listeners, named) -> None:
+    def _tell_insert_listeners(listeners: tuple[InsertListener, ...], named: Callable[[], Named]) -> None:
+        parents: Collection[str] | None
+        children: Collection[str] | None
         try:
             parents, children = named()
         except Exception:  # an unusual call form: "anything may have changed"
@@ -270,7 +300,7 @@ class Buffer(WaitingRequests, BufferCore):
         now = self._clock.now()
         return now.nanoseconds if hasattr(now, "nanoseconds") else to_nanoseconds(now, "clock")
 
-    def _clock_moved(self, now_ns: int):
+    def _clock_moved(self, now_ns: int) -> Ready | None:
         """Under the lock, before an insertion: clear if the clock went back since the last
         reading. Returns the requests that clearing resolved (to resolve after unlocking)."""
         last = self._clock_last
@@ -294,24 +324,23 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    def lookup_transform(  # type: ignore[override]
+    def lookup_transform(
         self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
     ) -> TransformStamped:
         """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
         for the data, woken by its insertion; when the wait runs out, tf2's exception with
         the wait in its message."""
         if timeout:
-            return wait_until_looked_up(self,   # type: ignore[no-any-return]
-                _core_lookup_transform, (target_frame, source_frame, time), timeout
+            looked_up: TransformStamped = wait_until_looked_up(
+                self, _core_lookup_transform, (target_frame, source_frame, time), timeout
             )
+            return looked_up
         result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
         if result.__class__ is TransformStamped:
-            return result  # type: ignore[no-any-return]
-        return self._lookup_transform_other(target_frame, source_frame, time, result)  # type: ignore[no-any-return]
+            return result
+        return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def can_transform(  # type: ignore[override]
-        self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
-    ) -> bool:
+    def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
         """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
         never raises for missing data."""
         if timeout:
@@ -325,8 +354,9 @@ class Buffer(WaitingRequests, BufferCore):
         return bool(possible)
 
     def lookup_transform_full(
-        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
-    ):
+        self, target_frame: str, target_time: TimeLike, source_frame: str,
+        source_time: TimeLike, fixed_frame: str, timeout: Timeout = 0.0,
+    ) -> TransformStamped:
         """The time-travel lookup: data in ``source_frame`` at ``source_time`` into
         ``target_frame`` at ``target_time``, through ``fixed_frame`` (assumed constant over
         time); waits up to ``timeout`` like ``lookup_transform``."""
@@ -336,7 +366,8 @@ class Buffer(WaitingRequests, BufferCore):
         return wait_until_looked_up(self, _core_lookup_transform_full, args, timeout)
 
     def can_transform_full(
-        self, target_frame, target_time, source_frame, source_time, fixed_frame, timeout=0.0
+        self, target_frame: str, target_time: TimeLike, source_frame: str,
+        source_time: TimeLike, fixed_frame: str, timeout: Timeout = 0.0,
     ) -> bool:
         """Whether ``lookup_transform_full`` would succeed, waiting up to ``timeout``."""
         args = (target_frame, target_time, source_frame, source_time, fixed_frame)
@@ -348,7 +379,9 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- asynchronous requests -------------------------------------------------------------
 
-    def wait_for_transform_async(self, target_frame, source_frame, time) -> Future:
+    def wait_for_transform_async(
+        self, target_frame: str, source_frame: str, time: TimeLike
+    ) -> Future[TransformStamped]:
         """A ``concurrent.futures.Future`` resolved with the ``TransformStamped`` of
         ``lookup_transform(target_frame, source_frame, time)``: at once if it is possible
         now, else by the first insertion that makes it possible. Errors no data can cure (an
@@ -370,8 +403,9 @@ class Buffer(WaitingRequests, BufferCore):
         )
 
     def wait_for_transform_full_async(
-        self, target_frame, target_time, source_frame, source_time, fixed_frame
-    ) -> Future:
+        self, target_frame: str, target_time: TimeLike, source_frame: str,
+        source_time: TimeLike, fixed_frame: str,
+    ) -> Future[TransformStamped]:
         """The time-travel form of ``wait_for_transform_async``: resolved with
         ``lookup_transform_full(target_frame, target_time, source_frame, source_time,
         fixed_frame)`` as soon as it is possible."""
@@ -389,13 +423,13 @@ class Buffer(WaitingRequests, BufferCore):
             (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
         )
 
-    def _registered_request(self, *args: Any) -> Future:
+    def _registered_request(self, *args: Any) -> Future[TransformStamped]:
         """``_request``, counted in ``_waiting`` meanwhile: an insert that skipped the lock
         (see set_transform) re-checks it once it is indexed."""
         with self._lock:
             self._waiting += 1
         try:
-            return self._request(*args)  # type: ignore[no-any-return]
+            return self._request(*args)
         finally:
             with self._lock:
                 self._waiting -= 1
@@ -421,12 +455,12 @@ class Buffer(WaitingRequests, BufferCore):
         if ready:
             _resolve(ready)
 
-    def drop_static(self, frames) -> int:
+    def drop_static(self, frames: Iterable[str]) -> int:
         """``BufferCore.drop_static`` under the lock (nothing waiting can become answerable)."""
         with self._lock:
             return BufferCore.drop_static(self, frames)
 
-    def _clear_locked(self):
+    def _clear_locked(self) -> Ready | None:
         BufferCore.clear(self)
         if self._waiting:
             self._condition.notify_all()
@@ -434,7 +468,7 @@ class Buffer(WaitingRequests, BufferCore):
 
     # -- applying transforms ---------------------------------------------------------------
 
-    def transform(self, obj, target_frame, timeout=0.0):
+    def transform(self, obj: _S, target_frame: str, timeout: Timeout = 0.0) -> _S:
         """``obj`` (a PointStamped, Vector3Stamped, PoseStamped or TransformStamped, in
         ``obj.header.frame_id`` at ``obj.header.stamp``) expressed in ``target_frame``: a new
         object of the same type whose header is (target_frame, the lookup's stamp). A
@@ -445,7 +479,10 @@ class Buffer(WaitingRequests, BufferCore):
         transform = self.lookup_transform(target_frame, header.frame_id, header.stamp, timeout)
         return apply(obj, transform)
 
-    def transform_points(self, points, target_frame, source_frame, time, timeout=0.0):
+    def transform_points(
+        self, points: npt.ArrayLike, target_frame: str, source_frame: str, time: TimeLike,
+        timeout: Timeout = 0.0,
+    ) -> npt.NDArray[np.float64]:
         """Points ``(N, 3)`` in ``source_frame`` at ``time``, expressed in ``target_frame``: a
         new float64 ``(N, 3)`` array (one lookup, vectorised over the points). Waits up to
         ``timeout`` for the data; ``ValueError`` for any other shape."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _kernel_ext
 from .errors import (
@@ -38,7 +39,8 @@ from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, 
 from .batch import BatchResult, store_rows
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
-from .velocity_arguments import lookup_velocities as _lookup_velocities, velocity_arguments
+from .velocity_arguments import lookup_velocities as _lookup_velocities
+from .velocity_arguments import lookup_velocity as _lookup_velocity
 
 __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 
@@ -54,9 +56,9 @@ _NS_PER_S = 1_000_000_000
 TimeLike = Any  # a Time, or a number of seconds (int or float)
 
 
-def _time_ns(time, name="time") -> int:
+def _time_ns(time: object, name: str = "time") -> int:
     """Integer nanoseconds of a Time or seconds; InvalidArgumentException otherwise."""
-    if time.__class__ is Time:
+    if type(time) is Time:
         return time._ns
     try:
         return to_nanoseconds(time, name)
@@ -153,7 +155,8 @@ class BufferCore(_kernel_ext.Kernel):
             return True
         return False
 
-    def _store(self, parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static) -> bool:
+    def _store(self, parent: object, child: object, stamp_ns: object, tx: object, ty: object, tz: object,
+               qx: object, qy: object, qz: object, qw: object, authority: object, is_static: bool) -> bool:
         """Check and store one sample (no notification): True if stored, False if too old."""
         r = self._k_insert(
             parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
@@ -209,10 +212,10 @@ class BufferCore(_kernel_ext.Kernel):
         (Backward/Forward/NoData) or InvalidArgumentException with tf2's messages."""
         result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
         if result.__class__ is TransformStamped:
-            return result  # type: ignore[no-any-return]
+            return result
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def _lookup_transform_other(self, target_frame: Any, source_frame: Any, time: Any, result: Any) -> Any:
+    def _lookup_transform_other(self, target_frame: str, source_frame: str, time: TimeLike, result: object) -> TransformStamped:
         """What the kernel's lookup handed back: an error record to word, or None for
         arguments Python converts."""
         if result is None:
@@ -226,7 +229,7 @@ class BufferCore(_kernel_ext.Kernel):
             return self._can_transform_slow(target_frame, source_frame, time)
         return bool(possible)
 
-    def _lookup_transform_slow(self, target_frame, source_frame, time) -> TransformStamped:
+    def _lookup_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
         ids that are not str, times of other types or beyond 64-bit nanoseconds."""
         t = _time_ns(time)
@@ -245,7 +248,7 @@ class BufferCore(_kernel_ext.Kernel):
             ) from None
         return stamped(target_frame, source_frame, r if t == _clamp(t) else (*r[:7], t), time)
 
-    def _can_transform_slow(self, target_frame, source_frame, time) -> bool:
+    def _can_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
         """``can_transform`` for arguments the kernel does not take as they are."""
         t = _time_ns(time)
         if target_frame == source_frame:
@@ -271,7 +274,8 @@ class BufferCore(_kernel_ext.Kernel):
             target_time,
         )
 
-    def _lookup_full_values(self, target_frame, target_time, source_frame, source_time, fixed_frame):
+    def _lookup_full_values(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                            source_time: TimeLike, fixed_frame: str) -> tuple[float, ...]:
         tt = _time_ns(target_time)
         st = _time_ns(source_time)
         frames = (target_frame, source_frame, fixed_frame)
@@ -300,7 +304,7 @@ class BufferCore(_kernel_ext.Kernel):
             target_frame, target_time, source_frame, source_time, fixed_frame
         )[0]
 
-    def _can_transform_core(self, target_frame, source_frame, time):
+    def _can_transform_core(self, target_frame: str, source_frame: str, time: TimeLike) -> tuple[bool, str]:
         """``(True, "")`` or ``(False, tf2's error message)``; never raises for missing
         data (like tf2_py's ``can_transform_core``)."""
         if target_frame == source_frame:
@@ -313,7 +317,8 @@ class BufferCore(_kernel_ext.Kernel):
         error = self._transform_error(target_frame, source_frame, time)
         return (True, "") if error is None else (False, str(error))
 
-    def _can_transform_full_core(self, target_frame, target_time, source_frame, source_time, fixed_frame):
+    def _can_transform_full_core(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                                 source_time: TimeLike, fixed_frame: str) -> tuple[bool, str]:
         """``(True, "")`` or ``(False, message)`` for the full form."""
         _time_ns(target_time)
         _time_ns(source_time)
@@ -330,7 +335,7 @@ class BufferCore(_kernel_ext.Kernel):
         )
         return (True, "") if error is None else (False, str(error))
 
-    def _transform_error(self, target_frame, source_frame, time):
+    def _transform_error(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformException | None:
         """The exception ``lookup_transform`` would raise now, or None if it would succeed
         (for ``Buffer``: an ``InvalidArgumentException`` cannot be cured by waiting)."""
         try:
@@ -339,7 +344,8 @@ class BufferCore(_kernel_ext.Kernel):
             return exc
         return None
 
-    def _transform_full_error(self, target_frame, target_time, source_frame, source_time, fixed_frame):
+    def _transform_full_error(self, target_frame: str, target_time: TimeLike, source_frame: str,
+                              source_time: TimeLike, fixed_frame: str) -> TransformException | None:
         """The exception ``lookup_transform_full`` would raise now, or None."""
         try:
             self._lookup_full_values(target_frame, target_time, source_frame, source_time, fixed_frame)
@@ -352,7 +358,9 @@ class BufferCore(_kernel_ext.Kernel):
         link between the two frames is known (``Time()`` when all are static)."""
         for name in (target_frame, source_frame):
             if not isinstance(name, str) or not self._k_exists(name):
-                raise frame_error(name, None, "get_latest_common_time", self._k_exists)
+                error = frame_error(name, None, "get_latest_common_time", self._k_exists)
+                if error is not None:  # (None only if the frame appeared meanwhile)
+                    raise error
         try:
             t = self._k_common_time(target_frame, source_frame)
         except KernelError as exc:
@@ -366,11 +374,11 @@ class BufferCore(_kernel_ext.Kernel):
         t = _clamp(_time_ns(time))
         if not isinstance(frame, str):
             return None
-        return self._k_get_parent(frame, t)  # type: ignore[no-any-return]
+        return self._k_get_parent(frame, t)
 
     # -- batch lookups --------------------------------------------------------------------
 
-    def lookup_transforms(self, target_frame: str, source_frame: str, times) -> np.ndarray:
+    def lookup_transforms(self, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
         """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
         ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
         or Times; zero = the latest common time).
@@ -421,16 +429,16 @@ class BufferCore(_kernel_ext.Kernel):
             if error is not None:
                 raise error
         try:  # both halves in one kernel call (one state of the tree)
-            return self._k_chain(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)  # type: ignore[no-any-return]
+            return self._k_chain(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
         except KernelError as exc:
-            error = exc.args
-            first_half = error[5] == source_frame and error[6] == fixed_frame
+            record = exc.args
+            first_half = record[5] == source_frame and record[6] == fixed_frame
             t = st if first_half else tt
             half = (fixed_frame, source_frame) if first_half else (target_frame, fixed_frame)
             requested = t if t != _clamp(t) else None
-            raise query_error(self, error, half, requested=requested) from None
+            raise query_error(self, record, half, requested=requested) from None
 
-    def samples(self, frame: str) -> list:
+    def samples(self, frame: str) -> list[tuple[Any, ...]]:
         """Every stored sample of ``frame`` as ``(stamp_ns, (tx, ty, tz, qx, qy, qz, qw),
         parent)``, oldest first (for tests and tools; not a hot path)."""
         return self._k_samples(frame) if isinstance(frame, str) else []
@@ -447,7 +455,7 @@ class BufferCore(_kernel_ext.Kernel):
         that has a cache, in registration order."""
         return frames_as_string(self._k_frame_table())
 
-    def frames_info(self) -> dict:
+    def frames_info(self) -> dict[str, dict[str, Any]]:
         """Per child frame with data: ``parent``, ``broadcaster`` (authority), ``rate`` (Hz,
         as tf2's yaml), ``most_recent_ns``, ``oldest_ns``, ``buffer_length`` (samples),
         ``buffer_seconds`` (latest - oldest, s, as tf2 computes it; what tf2's yaml calls
@@ -471,16 +479,8 @@ class BufferCore(_kernel_ext.Kernel):
         ``reference_point_frame``, default ``tracking_frame``), in ``reference_frame``'s axes
         (default ``observation_frame``); m/s and rad/s. ``tf2_compatible=True``: tf2 0.39's
         numbers. Raises what ``lookup_transform`` raises."""
-        result = self._k_lookup_velocity_plain(
-            tracking_frame, observation_frame, time, averaging_interval, reference_frame,
-            reference_point, reference_point_frame, tf2_compatible)
-        if result is None:  # arguments Python checks and converts (and names what is wrong)
-            result = self._k_lookup_velocity(*velocity_arguments(
-                tracking_frame, observation_frame, time, averaging_interval, reference_frame,
-                reference_point, reference_point_frame, tf2_compatible))
-        if result.__class__ is tuple:  # the failed lookup's error record (source, target at 5, 6)
-            raise query_error(self, result, (result[6], result[5]))
-        return result
+        return _lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
+                                reference_frame, reference_point, reference_point_frame, tf2_compatible)
 
     def lookup_velocities(
         self, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,

@@ -7,7 +7,9 @@ tf2's exception with tf2's wording (tf2-reference.md §3.3, §4), which users gr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from math import sqrt
+from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex, cast, overload
 
 from .exceptions import (
     BackwardExtrapolationException,
@@ -19,6 +21,13 @@ from .exceptions import (
     TransformException,
 )
 from .time import format_seconds
+
+if TYPE_CHECKING:
+    from ._kernel_ext import ErrorRecord
+    from .core import BufferCore
+
+#: The seven values of a transform: tx, ty, tz, qx, qy, qz, qw.
+Values7 = tuple[float, float, float, float, float, float, float]
 
 __all__ = ["check_insert", "frame_error", "can_frame_message", "query_error", "cache_error"]
 
@@ -46,7 +55,9 @@ def _strip_slash(frame_id: str) -> str:
     return frame_id[1:] if frame_id.startswith("/") else frame_id
 
 
-def check_insert(parent, child, values, stamp_ns):
+def check_insert(
+    parent: object, child: object, values: Sequence[object], stamp_ns: object
+) -> tuple[str, str, Values7, int]:
     """Raise ``InvalidArgumentException`` naming the bad field; return the stripped
     ``(parent, child, values, stamp_ns)`` with the quaternion normalized."""
     if not isinstance(parent, str):
@@ -80,12 +91,12 @@ def check_insert(parent, child, values, stamp_ns):
             "transform of frame \"%s\" (parent \"%s\") needs 7 values, got %d"
             % (child, parent, len(values))
         )
-    out = []
+    out: list[float] = []
     for name, v in zip(_FIELDS, values):
         try:
             if isinstance(v, (str, bytes)):
                 raise TypeError
-            f = float(v)
+            f = float(cast("SupportsFloat", v))  # anything float() takes; else TypeError
         except (TypeError, ValueError):
             raise InvalidArgumentException(
                 "%s of frame \"%s\" (parent \"%s\") is not a number: %r" % (name, child, parent, v)
@@ -106,20 +117,23 @@ def check_insert(parent, child, values, stamp_ns):
     if norm2 != 1.0:
         s = 1.0 / sqrt(norm2)
         out[3:] = [qx * s, qy * s, qz * s, qw * s]
+    stamp: int
     if stamp_ns.__class__ is not int:
         try:
-            stamp_ns = stamp_ns.__index__()
+            stamp = cast("SupportsIndex", stamp_ns).__index__()  # AttributeError: no integer
         except (AttributeError, TypeError):
             raise InvalidArgumentException(
                 "stamp of frame \"%s\" (parent \"%s\") must be integer nanoseconds, got %r"
                 % (child, parent, stamp_ns)
             ) from None
-    if not STAMP_MIN <= stamp_ns <= STAMP_MAX:
+    else:
+        stamp = stamp_ns
+    if not STAMP_MIN <= stamp <= STAMP_MAX:
         raise InvalidArgumentException(
             "stamp of frame \"%s\" (parent \"%s\") is outside 64-bit nanoseconds: %d"
-            % (child, parent, stamp_ns)
+            % (child, parent, stamp)
         )
-    return parent, child, out, stamp_ns
+    return parent, child, (out[0], out[1], out[2], out[3], out[4], out[5], out[6]), stamp
 
 
 #: Frames compared for a "did you mean" (difflib is quadratic in the name length, linear in
@@ -127,7 +141,7 @@ def check_insert(parent, child, values, stamp_ns):
 _SUGGEST_MAX_FRAMES = 2000
 
 
-def did_you_mean_sentence(name: str, frames) -> str:
+def did_you_mean_sentence(name: str, frames: Collection[str]) -> str:
     """``"Did you mean 'base_link'?"`` for a frame id close to ``name`` among ``frames``, or
     ``""``. Appended after tf2's own message, which stays intact (users grep for it)."""
     if not isinstance(name, str) or len(name) > 256 or len(frames) > _SUGGEST_MAX_FRAMES:
@@ -138,7 +152,33 @@ def did_you_mean_sentence(name: str, frames) -> str:
     return f"Did you mean '{close[0]}'?" if close else ""
 
 
-def frame_error(name, argument, function="lookupTransform", exists=None, frames=None):
+@overload
+def frame_error(
+    name: object,
+    argument: str | None,
+    function: str = "lookupTransform",
+    exists: None = None,
+    frames: Callable[[], Collection[str]] | None = None,
+) -> TransformException: ...
+
+
+@overload
+def frame_error(
+    name: object,
+    argument: str | None,
+    function: str = "lookupTransform",
+    exists: Callable[[str], bool] | None = None,
+    frames: Callable[[], Collection[str]] | None = None,
+) -> TransformException | None: ...
+
+
+def frame_error(
+    name: object,
+    argument: str | None,
+    function: str = "lookupTransform",
+    exists: Callable[[str], bool] | None = None,
+    frames: Callable[[], Collection[str]] | None = None,
+) -> TransformException | None:
     """The exception tf2 raises for a frame id a lookup cannot use (``exists(name)``
     says whether it is known; ``frames()``, if given, lists the known ones for a "did you
     mean"); ``argument`` None names no argument (tf2_py's get_latest_common_time)."""
@@ -162,7 +202,7 @@ def frame_error(name, argument, function="lookupTransform", exists=None, frames=
     return None
 
 
-def can_frame_message(name, argument, exists):
+def can_frame_message(name: object, argument: str, exists: Callable[[str], bool]) -> str | None:
     """canTransform's non-throwing validation message, or None if ``name`` is usable."""
     if not isinstance(name, str):
         return (
@@ -187,7 +227,7 @@ def can_frame_message(name, argument, exists):
     return None
 
 
-def cache_error(kind: int, t: int, stamp: int):
+def cache_error(kind: int, t: int, stamp: int) -> tuple[type[TransformException], str]:
     """``(exception class, message)`` of a cache that cannot answer at ``t`` ns."""
     if kind == _FORWARD:
         return (
@@ -208,14 +248,22 @@ def cache_error(kind: int, t: int, stamp: int):
     )
 
 
-def query_error(core, error, frames, function="lookupTransform", requested=None):
+def query_error(
+    core: BufferCore,
+    error: object,  # the kernel's error record (an ErrorRecord)
+    frames: Sequence[object],
+    function: str = "lookupTransform",
+    requested: int | None = None,
+) -> TransformException:
     """tf2's exception for the kernel's ``error()`` tuple after a query on ``frames``
     (target, source[, fixed]). ``requested``: the time asked for when it was clamped to
     int64 for the kernel (the message names it)."""
-    code, argument, kind, t, stamp, source, target, _ = error
+    code, argument, kind, t, stamp, source, target, _ = cast("ErrorRecord", error)
     if code == _FRAME:
         name = frames[argument]
-        return frame_error(name, _ARGUMENTS[argument], function, core._k_exists, core._k_frames)
+        refused = frame_error(name, _ARGUMENTS[argument], function, core._k_exists, core._k_frames)
+        if refused is not None:
+            return refused
     if code == _LOOP:
         return LookupException(
             "The tf tree is invalid because it contains a loop.\n"

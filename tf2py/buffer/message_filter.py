@@ -29,18 +29,34 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, Future
 from functools import partial
 from time import monotonic
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 from .exceptions import BackwardExtrapolationException
-from .message_filter_delivery import DROP_REASONS, _WAITING, _READY, _FAILED, _Delivery, _Entry
-from .time import Time, duration_to_nanoseconds, to_nanoseconds
+from .message_filter_delivery import (
+    _FAILED,
+    _READY,
+    _WAITING,
+    DROP_REASONS,
+    Callback,
+    DropCallback,
+    Wait,
+    _Delivery,
+    _Entry,
+)
+from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+
+if TYPE_CHECKING:
+    from .buffer import Buffer
+    from .messages import TransformStamped
 
 __all__ = ["MessageFilter", "DROP_REASONS"]
 
 
-def _target_frames(target_frames) -> tuple:
+def _target_frames(target_frames: str | Iterable[str]) -> tuple[str, ...]:
     frames = (target_frames,) if isinstance(target_frames, str) else tuple(target_frames)
     if not frames:
         raise ValueError("MessageFilter needs at least one target frame")
@@ -70,7 +86,10 @@ class MessageFilter(_Delivery):
     the timer thread.
     """
 
-    def __init__(self, buffer, target_frames, queue_size, callback, timeout=None):
+    def __init__(
+        self, buffer: Buffer, target_frames: str | Iterable[str], queue_size: int,
+        callback: Callback, timeout: Duration | float | None = None,
+    ) -> None:
         if not hasattr(buffer, "wait_for_transform_async"):
             raise TypeError(
                 f"MessageFilter needs a Buffer (with wait_for_transform_async), got "
@@ -97,26 +116,26 @@ class MessageFilter(_Delivery):
         self._lock = threading.Lock()
         self._timer_wake = threading.Condition(self._lock)
         self._queue: dict[_Entry, None] = {}  # every queued entry, in arrival order
-        self._by_frame: dict[str, deque] = {}  # frame id -> its queued entries, in order
-        self._outbox: deque = deque()  # (message, outcome) ready to be called back, in order
-        self._to_cancel: list = []  # futures to cancel once our lock is released
+        self._by_frame: dict[str, deque[_Entry]] = {}  # frame id -> its queued entries, in order
+        self._outbox = deque()  # (message, outcome) ready to be called back, in order
+        self._to_cancel = []  # futures to cancel once our lock is released
         self._delivering = False
         self._closed = False
-        self._timer = None
+        self._timer: threading.Thread | None = None
         self.received = 0
         self.passed = 0
         self.cleared = 0
         self.callback_errors = 0
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
-        self._logged: set = set()
+        self._logged = set()
 
     # -- configuration ------------------------------------------------------------------------
 
     @property
-    def target_frames(self) -> tuple:
+    def target_frames(self) -> tuple[str, ...]:
         return self._targets
 
-    def set_target_frames(self, target_frames) -> None:
+    def set_target_frames(self, target_frames: str | Iterable[str]) -> None:
         """Wait for these frames from now on; messages waiting for the old ones are
         forgotten, as ``clear()`` does."""
         targets = _target_frames(target_frames)
@@ -124,7 +143,7 @@ class MessageFilter(_Delivery):
         with self._lock:
             self._targets = targets
 
-    def set_tolerance(self, tolerance) -> None:
+    def set_tolerance(self, tolerance: Duration | float) -> None:
         """Also wait until every target can be transformed at ``stamp + tolerance`` (seconds
         or a Duration; 0: only at the stamp), as tf2_ros's setTolerance. Applies to messages
         added from now on."""
@@ -134,7 +153,7 @@ class MessageFilter(_Delivery):
         with self._lock:
             self._tolerance_ns = tolerance_ns
 
-    def register_drop_callback(self, on_drop) -> None:
+    def register_drop_callback(self, on_drop: DropCallback | None) -> None:
         """Call ``on_drop(message, reason)`` for every message dropped from now on (reason:
         one of ``DROP_REASONS``). None removes it."""
         if on_drop is not None and not callable(on_drop):
@@ -143,7 +162,7 @@ class MessageFilter(_Delivery):
 
     # -- input --------------------------------------------------------------------------------
 
-    def add(self, message) -> None:
+    def add(self, message: Any) -> None:
         """Queue ``message`` (any object with ``header.frame_id`` and ``header.stamp``); its
         callback may run before this returns, when its transforms are already there."""
         try:
@@ -217,7 +236,7 @@ class MessageFilter(_Delivery):
         if self._outbox or self._to_cancel:
             self._deliver()
 
-    def _waits(self, targets, stamp) -> tuple:
+    def _waits(self, targets: tuple[str, ...], stamp: Time) -> tuple[Wait, ...]:
         """(target, time) pairs a message at ``stamp`` waits for: each target at the stamp,
         and at stamp + tolerance when one is set (tf2_ros's setTolerance)."""
         if not self._tolerance_ns:
@@ -227,7 +246,9 @@ class MessageFilter(_Delivery):
         later = Time.from_nanoseconds(stamp.nanoseconds + self._tolerance_ns)
         return tuple(pair for t in targets for pair in ((t, stamp), (t, later)))
 
-    def _enqueue_locked(self, message, frame_id, waits, stamp) -> _Entry:
+    def _enqueue_locked(
+        self, message: Any, frame_id: str, waits: tuple[Wait, ...], stamp: Time
+    ) -> _Entry:
         if self.queue_size and len(self._queue) >= self.queue_size:
             self._remove_locked(next(iter(self._queue)), "QueueFull")
         deadline = None if self._timeout_s is None else monotonic() + self._timeout_s
@@ -268,7 +289,7 @@ class MessageFilter(_Delivery):
 
     # -- completion ---------------------------------------------------------------------------
 
-    def _on_future(self, entry: _Entry, future) -> None:
+    def _on_future(self, entry: _Entry, future: Future[TransformStamped]) -> None:
         try:
             exc = future.exception()  # (done: it does not wait)
         except CancelledError:
@@ -316,7 +337,8 @@ class MessageFilter(_Delivery):
                 if head is None:
                     self._timer = None
                     return
-                remaining = head.deadline - monotonic()
+                # (the timer runs only with a timeout: every entry has a deadline)
+                remaining = cast(float, head.deadline) - monotonic()
                 if remaining > 0:
                     self._timer_wake.wait(remaining)
                     continue
@@ -330,7 +352,7 @@ class MessageFilter(_Delivery):
         with self._lock:
             return len(self._queue)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Counters: received, passed, dropped per reason, cleared, callback errors, queued."""
         with self._lock:
             return {
@@ -366,7 +388,7 @@ class MessageFilter(_Delivery):
     def __enter__(self) -> "MessageFilter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -5,8 +5,17 @@ never under the filter's lock."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Union, cast
 
-from .time import format_seconds
+from .time import Time, format_seconds
+
+if TYPE_CHECKING:
+    from .buffer import Buffer
+    from .messages import TransformStamped
 
 __all__ = ["DROP_REASONS"]
 
@@ -24,6 +33,13 @@ DROP_REASONS = {
 
 _WAITING, _READY, _FAILED = 0, 1, 2
 
+#: A (target frame, time) pair a message waits for.
+Wait = tuple[str, Time]
+#: The user's callbacks: ``callback(message)`` and ``on_drop(message, reason)``. Messages are
+#: the caller's own objects (anything with a header), so their type is the caller's.
+Callback = Callable[[Any], object]
+DropCallback = Callable[[Any, str], object]
+
 
 class _Entry:
     """One queued message: its futures and how far they got."""
@@ -31,22 +47,45 @@ class _Entry:
     __slots__ = ("message", "frame_id", "stamp", "futures", "waits", "remaining", "state",
                  "reason", "deadline", "waited")
 
-    def __init__(self, message, frame_id, stamp, waits, deadline):
+    def __init__(
+        self, message: Any, frame_id: str, stamp: Time, waits: tuple[Wait, ...],
+        deadline: float | None,
+    ) -> None:
         self.message = message
         self.frame_id = frame_id
         self.stamp = stamp
-        self.futures = []
+        self.futures: list[Future[TransformStamped]] = []
         self.waits = waits  # (target frame, time) pairs that must all become possible
         self.remaining = len(waits)
         self.state = _WAITING
-        self.reason = None
+        self.reason: str | None = None
         self.deadline = deadline
         self.waited = False  # made ready by a later insertion (re-checked before delivery)
+
+
+#: What became of a message in the outbox: its entry (to re-check, then pass on), None (pass
+#: on), or the reason it is dropped.
+_Outcome = Union[_Entry, str, None]
 
 
 class _Delivery:
     """The filter's queue bookkeeping and callbacks (a part of ``MessageFilter``, whose
     ``__init__`` creates the attributes used here)."""
+
+    buffer: Buffer
+    passed: int
+    callback_errors: int
+    dropped: dict[str, int]
+    _lock: threading.Lock
+    _targets: tuple[str, ...]
+    _callback: Callback
+    _on_drop: DropCallback | None
+    _queue: dict[_Entry, None]
+    _by_frame: dict[str, deque[_Entry]]
+    _outbox: deque[tuple[Any, _Outcome]]
+    _to_cancel: list[Future[TransformStamped]]
+    _delivering: bool
+    _logged: set[str]
 
     def _release_locked(self, frame_id: str) -> None:
         """Move the finished entries at the head of a frame's line to the outbox."""
@@ -55,7 +94,7 @@ class _Delivery:
             entry = line.popleft()
             del self._queue[entry]
             if entry.state == _FAILED:
-                self._drop_locked(entry, entry.reason)
+                self._drop_locked(entry, cast(str, entry.reason))  # set by _fail_locked
             else:
                 self._outbox.append((entry.message, entry))
         if line is not None and not line:
@@ -96,9 +135,9 @@ class _Delivery:
             to_cancel, deliver = self._claim_locked()
         self._deliver_from(to_cancel, deliver)
 
-    def _claim_locked(self) -> tuple:
+    def _claim_locked(self) -> tuple[Iterable[Future[TransformStamped]], bool]:
         """Take the futures to cancel, and the delivery unless another thread has it."""
-        to_cancel = self._to_cancel
+        to_cancel: Iterable[Future[TransformStamped]] = self._to_cancel
         if to_cancel:
             self._to_cancel = []
         else:
@@ -108,19 +147,21 @@ class _Delivery:
         self._delivering = True
         return to_cancel, True
 
-    def _deliver_from(self, to_cancel, deliver) -> None:
+    def _deliver_from(self, to_cancel: Iterable[Future[TransformStamped]], deliver: bool) -> None:
         """The unlocked half of ``_deliver``: cancel, then deliver if claimed."""
         for future in to_cancel:
             future.cancel()  # its done-callback sees it cancelled and returns
         if deliver:
             self._deliver_claimed(None, None)
 
-    def _deliver_claimed(self, function, args) -> None:
+    def _deliver_claimed(
+        self, function: Callable[..., object] | None, args: tuple[Any, ...] | None
+    ) -> None:
         """The delivery loop of the thread that set ``_delivering``: ``function(*args)``
         first when given (a message passed on with nothing queued before it), then the
         outbox until it is empty."""
         try:
-            if function is not None:
+            if function is not None and args is not None:
                 self._call(function, args)
             while True:
                 with self._lock:
@@ -128,7 +169,7 @@ class _Delivery:
                         self._delivering = False
                         return
                     message, outcome = self._outbox.popleft()
-                if outcome.__class__ is _Entry:
+                if isinstance(outcome, _Entry):
                     # tf2_ros re-checks before passing on: the data may be gone by now.
                     if outcome.waited and not self._still_possible(outcome):
                         with self._lock:
@@ -149,7 +190,7 @@ class _Delivery:
                 self._delivering = False
             raise
 
-    def _call(self, function, args) -> None:
+    def _call(self, function: Callable[..., object], args: tuple[Any, ...]) -> None:
         """A callback; what it raises is counted and logged once, never passed on."""
         try:
             function(*args)

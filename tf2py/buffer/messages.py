@@ -7,9 +7,11 @@ Quaternions are ``(x, y, z, w)``; a default one is the identity (``w=1``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ._kernel_ext import build_transform as _build_transform
 from ._kernel_ext import matrix as _matrix
@@ -40,21 +42,25 @@ class _Message:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__slots__:
             cls._fields = tuple(cls.__slots__)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
-    __hash__ = None
+    # Mutable, so unhashable (as rclpy's messages); mypy cannot express None here.
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({fields})"
+
+
+_X = TypeVar("_X", bound="_XYZ")
 
 
 class _XYZ(_Message):
@@ -65,10 +71,10 @@ class _XYZ(_Message):
         self.y = y
         self.z = z
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[float]:
         return iter((self.x, self.y, self.z))
 
-    def __copy__(self):
+    def __copy__(self: _X) -> _X:
         return type(self)(self.x, self.y, self.z)
 
 
@@ -95,22 +101,22 @@ class Quaternion(_Message):
         self.z = z
         self.w = w
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[float]:
         return iter((self.x, self.y, self.z, self.w))
 
-    def __copy__(self):
+    def __copy__(self) -> Quaternion:
         return Quaternion(self.x, self.y, self.z, self.w)
 
 
-def _matrix_from_quaternion(x, y, z, w) -> np.ndarray:
+def _matrix_from_quaternion(x: float, y: float, z: float, w: float) -> npt.NDArray[np.float64]:
     """The 3x3 rotation matrix of a quaternion (scale 2/|q|², as tf2), computed by the
     kernel's own function."""
     return np.array(_matrix((0.0, 0.0, 0.0, x, y, z, w))).reshape(4, 4)[:3, :3]
 
 
-def _quaternion_from_matrix(m) -> tuple[float, float, float, float]:
+def _quaternion_from_matrix(m: npt.ArrayLike) -> tuple[float, float, float, float]:
     """Shepperd's method: the largest of w, x, y, z is computed first for stability."""
-    m = np.asarray(m, dtype=float)
+    m = np.asarray(m, dtype=np.float64)
     trace = m[0, 0] + m[1, 1] + m[2, 2]
     if trace > 0.0:
         s = math.sqrt(trace + 1.0) * 2.0
@@ -183,7 +189,7 @@ class Transform(_Message):
         return m
 
     @classmethod
-    def from_matrix(cls, m) -> "Transform":
+    def from_matrix(cls, m: npt.ArrayLike) -> Transform:
         """A Transform from a 4x4 homogeneous matrix of a rigid transform: a rotation block
         that is orthonormal with determinant +1 (no scale, shear or reflection) and a bottom
         row (0, 0, 0, 1); anything else is a ``ValueError`` saying which."""
@@ -196,7 +202,7 @@ class Transform(_Message):
             Vector3(float(m[0, 3]), float(m[1, 3]), float(m[2, 3])), Quaternion(x, y, z, w)
         )
 
-    def __copy__(self):
+    def __copy__(self) -> Transform:
         return Transform(self.translation.__copy__(), self.rotation.__copy__())
 
 
@@ -218,9 +224,9 @@ class Header(_Message):
     def __init__(self, stamp: Time | float | None = None, frame_id: str = ""):
         if stamp is None:
             stamp = Time()
-        elif stamp.__class__ is not Time:
+        elif type(stamp) is not Time:
             stamp = Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
-        self.stamp = stamp
+        self.stamp: Time = stamp
         self.frame_id = frame_id
 
 
@@ -294,10 +300,10 @@ def rpy_from_quaternion(x: float, y: float, z: float, w: float) -> tuple[float, 
 def make_transform(
     parent: str,
     child: str,
-    translation=(0.0, 0.0, 0.0),
-    rotation=(0.0, 0.0, 0.0, 1.0),
-    stamp=0,
-    rpy=None,
+    translation: Sequence[float] = (0.0, 0.0, 0.0),
+    rotation: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+    stamp: Time | float = 0,
+    rpy: Sequence[float] | None = None,
 ) -> TransformStamped:
     """A TransformStamped that maps data in ``child`` into ``parent``.
 
@@ -309,7 +315,7 @@ def make_transform(
         # module); None for anything else, checked and converted below.
         message = _build_transform(parent, child, translation, rotation, stamp)
         if message is not None:
-            return message  # type: ignore[no-any-return]
+            return message
     return _make_transform_checked(parent, child, translation, rotation, stamp, rpy)
 
 
@@ -340,16 +346,21 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def stamped(target_frame, source_frame, values, time) -> TransformStamped:
+def stamped(
+    target_frame: str, source_frame: str, values: Sequence[Any], time: object
+) -> TransformStamped:
     """The ``TransformStamped`` of a lookup, built without the constructors' checks (the
     lookup hot path): ``values`` = ``(tx, ty, tz, qx, qy, qz, qw, stamp_ns)``; ``time``, the
     time asked for, is reused as the stamp when it is that ``Time``."""
     t = values[7]
-    if time.__class__ is not Time or time._ns != t:
-        time = _new(Time)
-        _set(time, "_ns", t)
+    stamp: Time
+    if type(time) is not Time or time._ns != t:
+        stamp = _new(Time)
+        _set(stamp, "_ns", t)
+    else:
+        stamp = time
     header = _new(Header)
-    header.stamp = time
+    header.stamp = stamp
     header.frame_id = target_frame
     translation = _new(Vector3)
     translation.x = values[0]

@@ -4,20 +4,23 @@ oldest stamp ns, is_static, authority) per frame with a cache, in registration o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from .time import seconds_tf2
 
 __all__ = ["frames_as_string", "frames_info", "frames_as_yaml"]
 
 
-def frames_as_string(table) -> str:
+def frames_as_string(table: Iterable[tuple[Any, ...]]) -> str:
     """``Frame <child> exists with parent <parent>.`` per frame that has a cache."""
     return "".join("Frame %s exists with parent %s.\n" % (row[0], row[1]) for row in table)
 
 
-def frames_info(table) -> dict:
+def frames_info(table: Iterable[tuple[Any, ...]]) -> dict[str, dict[str, Any]]:
     """Per child frame with data: parent, broadcaster, rate (Hz, as tf2's yaml), the stamps,
     the sample count and the span in seconds (computed as tf2 does)."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, parent, length, latest, oldest, is_static, authority in table:
         if length == 0:
             continue
@@ -35,7 +38,7 @@ def frames_info(table) -> dict:
     return out
 
 
-def frames_as_yaml(info: dict) -> str:
+def frames_as_yaml(info: dict[str, dict[str, Any]]) -> str:
     """tf2's allFramesAsYAML layout from ``frames_info``: times as tf2 prints them."""
     parts = []
     for child, entry in info.items():

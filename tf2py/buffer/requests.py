@@ -9,19 +9,32 @@ here runs under the buffer's lock, and futures are resolved outside it.
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_left, bisect_right, insort
-from concurrent.futures import Future, InvalidStateError
+import threading
+import weakref
+from typing import Any
+from bisect import bisect_right
+from collections.abc import Collection, Iterable, Sequence
+from concurrent.futures import Future
 
-from .apply import copy_transform_stamped
 from .core import BufferCore, KernelError, _clamp
 from .errors import _CONNECTIVITY
+from .messages import TransformStamped
 from .exceptions import (
     BackwardExtrapolationException,
     ConnectivityException,
     InvalidArgumentException,
     TransformException,
 )
-from .time import format_seconds, to_nanoseconds
+from .pending import (
+    Outcome,
+    Ready,
+    RequestKey,
+    _forget_cancelled,
+    _Request,
+    _resolve,
+    _Watchers,
+)
+from .time import Time, format_seconds, to_nanoseconds
 
 __all__ = ["WaitingRequests"]
 
@@ -33,136 +46,17 @@ _core_can_transform_full = BufferCore.can_transform_full
 _core_get_latest_common_time = BufferCore.get_latest_common_time
 
 
-class _Request:
-    """The futures waiting for one (target, source, times, fixed) lookup."""
-
-    __slots__ = (
-        "key", "full", "frames", "times", "pairs", "args", "futures", "watch", "watch_any",
-        "earliest_ns", "serial", "watch_parent",
-    )
-
-    def __init__(self, key, full, frames, times, pairs, args):
-        self.key = key
-        self.full = full
-        self.frames = frames  # the frame ids the lookup validates
-        self.times = times  # the requested times, as Time
-        self.pairs = pairs  # (frame_a, frame_b, time_ns) per lookup half, for the too-old rule
-        self.args = args  # the arguments of the core lookup
-        # The earliest requested time, or 0 when one is time 0 ("latest", which any new
-        # sample on the path can move).
-        stamps = [t.nanoseconds for t in times]
-        self.earliest_ns = 0 if 0 in stamps else min(stamps)
-        self.serial = next(_serials)  # orders requests with equal times in _Watchers.timed
-        self.futures: dict[Future, None] = {}
-        # Frames whose new data (as a child) could change the lookup's answer...
-        self.watch: frozenset[str] = frozenset()
-        # ... and requested frames that do not exist yet (created as a parent or a child).
-        self.watch_any: frozenset[str] = frozenset()
-        # Frames whose new data can change the answer only by giving them another parent:
-        # frame -> its parent when indexed (see WaitingRequests._watched_frames).
-        self.watch_parent: dict[str, str | None] = {}
-
-
-_serials = itertools.count()
-
-
-class _Watchers:
-    """The pending requests watching one child frame, split so an insertion finds the ones
-    it can affect without visiting the others: ``untimed`` (a requested time is 0, so any
-    new sample may move "latest") and ``timed``, sorted by earliest requested time (a
-    sample can only help requests whose times the frame's newest sample has reached)."""
-
-    __slots__ = ("untimed", "timed", "parents")
-
-    def __init__(self):
-        self.untimed: set = set()
-        self.timed: list = []  # (earliest_ns, serial, key), sorted
-        self.parents: dict = {}  # the frame's parent when indexed -> keys (watch_parent)
-
-    def add(self, request):
-        if request.earliest_ns:
-            insort(self.timed, (request.earliest_ns, request.serial, request.key))
-        else:
-            self.untimed.add(request.key)
-
-    def remove(self, request):
-        if request.earliest_ns:
-            timed = self.timed
-            i = bisect_left(timed, (request.earliest_ns, request.serial))
-            if i < len(timed) and timed[i][1] == request.serial:
-                del timed[i]
-        else:
-            self.untimed.discard(request.key)
-
-    def add_parent(self, request, parent):
-        keys = self.parents.get(parent)
-        if keys is None:
-            keys = self.parents[parent] = set()
-        keys.add(request.key)
-
-    def remove_parent(self, request, parent):
-        keys = self.parents.get(parent)
-        if keys is not None:
-            keys.discard(request.key)
-            if not keys:
-                del self.parents[parent]
-
-    def __bool__(self):
-        return bool(self.untimed) or bool(self.timed) or bool(self.parents)
-
-
-def _forget_cancelled(buffer_ref, key):
-    """A done-callback that drops a cancelled future from its buffer's pending requests.
-    It holds the buffer weakly, so a pending future never keeps a buffer alive."""
-
-    def on_done(future):
-        if future.cancelled():
-            buffer = buffer_ref()
-            if buffer is not None:
-                buffer._forget(key, future)
-
-    return on_done
-
-
-def _cancel_all(requests: dict):
-    """When a buffer is collected, its pending futures are cancelled rather than left
-    waiting for data that can no longer come."""
-    for request in list(requests.values()):
-        for future in list(request.futures):
-            future.cancel()
-    requests.clear()
-
-
-def _copy_exception(exc: BaseException) -> BaseException:
-    try:
-        return type(exc)(*exc.args)
-    except Exception:  # an exception class with an unusual constructor: share it
-        return exc
-
-
-def _resolve(ready):
-    """Resolve futures (outside the lock: their callbacks may use the buffer). Each future
-    gets its own copy of the result, so no two callers share a mutable message."""
-    for futures, outcome in ready:
-        failed = isinstance(outcome, BaseException)
-        first = True
-        for future in futures:
-            value = outcome if first else (
-                _copy_exception(outcome) if failed else copy_transform_stamped(outcome)
-            )
-            try:
-                if failed:
-                    future.set_exception(value)
-                else:
-                    future.set_result(value)
-            except InvalidStateError:  # cancelled by its owner meanwhile
-                continue
-            first = False
-
-
-class WaitingRequests:
+class WaitingRequests(BufferCore):
     """The pending requests of a ``Buffer`` and the frames they watch (``_requests``,
     ``_watch``, ``_watch_any``, created by ``Buffer.__init__``)."""
+
+    # Created by Buffer.__init__ (see there).
+    _lock: threading.RLock
+    _requests: dict[RequestKey, _Request]
+    _watch: dict[str, _Watchers]
+    _watch_any: dict[str, set[RequestKey]]
+    _self_ref: weakref.ref[WaitingRequests]
+    _window_ns: int
 
     _rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
 
@@ -172,11 +66,20 @@ class WaitingRequests:
         request is only re-checked by an insertion that can have changed its answer)."""
         return self._rechecks
 
-    def _request(self, key, full, frames, times, pairs, args) -> Future:
+    def _request(
+        self,
+        key: RequestKey,
+        full: bool,
+        frames: Sequence[str],
+        times: Sequence[Time],
+        pairs: Sequence[tuple[str, str, int]],
+        args: tuple[Any, ...],  # the core lookup's positional arguments
+    ) -> Future[TransformStamped]:
         for frame in frames:
             if not isinstance(frame, str):
                 raise TypeError(f"frame ids are strings, got {frame!r}")
-        future = Future()
+        future: Future[TransformStamped] = Future()
+        ready: Ready | None
         with self._lock:
             request = self._requests.get(key)
             if request is None:
@@ -199,7 +102,7 @@ class WaitingRequests:
             _resolve(ready)
         return future
 
-    def _attempt(self, request: _Request):
+    def _attempt(self, request: _Request) -> Outcome | None:
         """Under the lock: the lookup's TransformStamped, an exception no data can cure, or
         None while it is still worth waiting."""
         try:
@@ -225,7 +128,7 @@ class WaitingRequests:
         except Exception as exc:  # a bug must fail its future, never the inserting thread
             return exc
 
-    def _recheck_one(self, request: _Request):
+    def _recheck_one(self, request: _Request) -> Outcome | None:
         """``_attempt`` for a pending request, cheaper while it still fails: can_transform
         builds neither a result nor an exception message. Only a request that may have
         become too old (its times are all non-zero) needs the exception's kind."""
@@ -240,7 +143,7 @@ class WaitingRequests:
             return None
         return self._attempt(request)
 
-    def _failure_kind(self, request: _Request):
+    def _failure_kind(self, request: _Request) -> type[TransformException] | None:
         """Why a request whose frames all exist still fails, told without building an
         error: ConnectivityException when a pair has no common ancestor, else, for a simple
         lookup at time 0, BackwardExtrapolationException (time 0 resolves to the latest
@@ -260,7 +163,7 @@ class WaitingRequests:
             return BackwardExtrapolationException
         return None
 
-    def _too_old(self, request: _Request):
+    def _too_old(self, request: _Request) -> tuple[int, int] | None:
         """tf2's rule for a request that can never succeed: its time is more than the cache
         time older than the latest common time of its frames (new data that old is refused)."""
         for frame_a, frame_b, time_ns in request.pairs:
@@ -274,11 +177,13 @@ class WaitingRequests:
                 return time_ns, latest_ns
         return None
 
-    def _frame_usable(self, frame_id) -> bool:
+    def _frame_usable(self, frame_id: object) -> bool:
         """Whether a lookup accepts this frame id now."""
         return isinstance(frame_id, str) and self._k_exists(frame_id)
 
-    def _watched_frames(self, request: _Request):
+    def _watched_frames(
+        self, request: _Request
+    ) -> tuple[frozenset[str], frozenset[str], dict[str, str | None]]:
         """``(watch, watch_any, watch_parent)`` for a request whose lookup just failed.
 
         While a requested frame does not exist, nothing but its creation can help: watch
@@ -317,7 +222,7 @@ class WaitingRequests:
             names.update(self._k_ancestors(frames, _clamp(time_ns)))
         failure = self._failure_kind(request)
         if failure is ConnectivityException:
-            held: set = names
+            held: set[str] = names
         elif failure is BackwardExtrapolationException and latest and latest[0] > 0:
             held = {f for f in names if not 0 < self._newest_ns(f) <= latest[0]}
         else:
@@ -333,7 +238,7 @@ class WaitingRequests:
         except TransformException:
             return 0
 
-    def _index(self, request: _Request):
+    def _index(self, request: _Request) -> None:
         watch, watch_any, watch_parent = self._watched_frames(request)
         if watch_parent != request.watch_parent:
             index = self._watch
@@ -364,20 +269,20 @@ class WaitingRequests:
                 watchers.add(request)
             request.watch = watch
         if watch_any != request.watch_any:
-            index = self._watch_any
+            any_index = self._watch_any
             key = request.key
             for name in request.watch_any - watch_any:
-                keys = index.get(name)
+                keys = any_index.get(name)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
-                        del index[name]
+                        del any_index[name]
             for name in watch_any - request.watch_any:
-                index.setdefault(name, set()).add(key)
+                any_index.setdefault(name, set()).add(key)
             request.watch_any = watch_any
 
-    def _unindex(self, request: _Request):
-        empty = frozenset()
+    def _unindex(self, request: _Request) -> None:
+        empty: frozenset[str] = frozenset()
         for name, parent in request.watch_parent.items():
             watchers = self._watch.get(name)
             if watchers is not None:
@@ -399,14 +304,19 @@ class WaitingRequests:
                     del self._watch_any[name]
         request.watch = request.watch_any = empty
 
-    def _recheck(self, touched, static_before=frozenset()):
+    def _recheck(
+        self,
+        touched: tuple[Iterable[str], Collection[str]] | None,
+        static_before: frozenset[str] = frozenset(),
+    ) -> Ready:
         """Under the lock, after an insertion naming ``touched`` = (parents, children) (None:
         unknown): try the pending requests it can have affected; return those now done."""
+        keys: Iterable[RequestKey]
         if touched is None:
             keys = list(self._requests)
         else:
             keys = self._affected(touched[0], touched[1], static_before)
-        ready = []
+        ready: Ready = []
         for key in keys:
             request = self._requests.get(key)
             if request is None:
@@ -421,7 +331,7 @@ class WaitingRequests:
             ready.append((list(request.futures), outcome))
         return ready
 
-    def _static_before(self, children) -> frozenset:
+    def _static_before(self, children: Iterable[str]) -> frozenset[str]:
         """Before an insertion: the touched children that timed requests watch and that hold
         a static sample (or one stamped 0) now. Such a frame answers at every time before the
         insertion; if it becomes dynamic, its new samples' stamps say nothing about what
@@ -429,7 +339,7 @@ class WaitingRequests:
         watch = self._watch
         if not watch:
             return frozenset()
-        static = set()
+        static: set[str] = set()
         for name in children:
             if name and name[0] == "/":
                 name = name[1:]
@@ -444,7 +354,12 @@ class WaitingRequests:
                 static.add(name)  # cannot tell: do not skip
         return frozenset(static)
 
-    def _affected(self, parents, children, static_before=frozenset()) -> set:
+    def _affected(
+        self,
+        parents: Iterable[str],
+        children: Iterable[str],
+        static_before: frozenset[str] = frozenset(),
+    ) -> set[RequestKey]:
         """Keys of the pending requests an insertion of these (parent, child) frame ids can
         have made possible.
 
@@ -457,8 +372,8 @@ class WaitingRequests:
         the common ancestor, whose own link is never needed).
         """
         watch, watch_any = self._watch, self._watch_any
-        keys: set = set()
-        named_parents = None  # the insertion's parent ids, '/'-stripped (when needed)
+        keys: set[RequestKey] = set()
+        named_parents: set[str] | None = None  # the insertion's parent ids, '/'-stripped
         for name in children:
             if name and name[0] == "/":  # BufferCore strips one leading '/'
                 name = name[1:]
@@ -495,7 +410,7 @@ class WaitingRequests:
                 keys |= watch_any.get(name, set())
         return keys
 
-    def _forget(self, key, future):
+    def _forget(self, key: RequestKey, future: Future[TransformStamped]) -> None:
         """Drop a cancelled future; the request goes when its last future does."""
         with self._lock:
             request = self._requests.get(key)

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import time as _time
 from functools import total_ordering
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "Time",
@@ -46,6 +53,7 @@ class _Nanoseconds:
     """
 
     __slots__ = ("_ns",)
+    _ns: int
 
     def __init__(self, sec: int = 0, nanosec: int = 0):
         if not isinstance(sec, int) or not isinstance(nanosec, int):
@@ -56,21 +64,21 @@ class _Nanoseconds:
         object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
 
     @classmethod
-    def from_nanoseconds(cls, nanoseconds: int):
+    def from_nanoseconds(cls: type[_N], nanoseconds: int) -> _N:
         """From an integer number of nanoseconds."""
         value = object.__new__(cls)
         object.__setattr__(value, "_ns", int(nanoseconds))
         return value
 
     @classmethod
-    def from_seconds(cls, seconds: float):
+    def from_seconds(cls: type[_N], seconds: float) -> _N:
         """From seconds, rounded to the nearest nanosecond."""
         return cls.from_nanoseconds(seconds_to_nanoseconds(seconds))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
         return (type(self).from_nanoseconds, (self._ns,))
 
     @property
@@ -88,27 +96,30 @@ class _Nanoseconds:
     def to_seconds(self) -> float:
         return self._ns / _NS_PER_S
 
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Nanoseconds) and other.__class__ is self.__class__:
             return self._ns == other._ns
         return NotImplemented
 
-    def __lt__(self, other):
-        if other.__class__ is self.__class__:
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, _Nanoseconds) and other.__class__ is self.__class__:
             return self._ns < other._ns
         return NotImplemented
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, self._ns))
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self._ns != 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(sec={self.sec}, nanosec={self.nanosec})"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return format_seconds(self._ns)
+
+
+_N = TypeVar("_N", bound="_Nanoseconds")
 
 
 class Time(_Nanoseconds):
@@ -125,7 +136,7 @@ class Time(_Nanoseconds):
         """The wall-clock time now."""
         return cls.from_nanoseconds(_time.time_ns())
 
-    def __add__(self, other):
+    def __add__(self, other: object) -> Time:
         if isinstance(other, Duration):
             return Time.from_nanoseconds(self._ns + other._ns)
         if isinstance(other, (int, float)) and not isinstance(other, bool):
@@ -134,7 +145,13 @@ class Time(_Nanoseconds):
 
     __radd__ = __add__
 
-    def __sub__(self, other):
+    @overload
+    def __sub__(self, other: Time) -> Duration: ...
+
+    @overload
+    def __sub__(self, other: Duration | float) -> Time: ...
+
+    def __sub__(self, other: object) -> Time | Duration:
         if isinstance(other, Time):
             return Duration.from_nanoseconds(self._ns - other._ns)
         if isinstance(other, Duration):
@@ -149,32 +166,37 @@ class Duration(_Nanoseconds):
 
     __slots__ = ()
 
-    def __add__(self, other):
+    @overload
+    def __add__(self, other: Duration) -> Duration: ...
+
+    @overload
+    def __add__(self, other: Time) -> Time: ...
+
+    def __add__(self, other: object) -> Time | Duration:
         if isinstance(other, Duration):
             return Duration.from_nanoseconds(self._ns + other._ns)
         if isinstance(other, Time):
             return Time.from_nanoseconds(self._ns + other._ns)
         return NotImplemented
 
-    def __sub__(self, other):
+    def __sub__(self, other: object) -> Duration:
         if isinstance(other, Duration):
             return Duration.from_nanoseconds(self._ns - other._ns)
         return NotImplemented
 
-    def __neg__(self):
+    def __neg__(self) -> Duration:
         return Duration.from_nanoseconds(-self._ns)
 
 
-def to_nanoseconds(value, name: str = "time") -> int:
+def to_nanoseconds(value: object, name: str = "time") -> int:
     """Integer nanoseconds from a ``Time``, or a plain number of seconds.
 
     Also accepts anything with ``nanoseconds`` (rclpy's Time) or ``sec``/``nanosec``
     (builtin_interfaces' Time), as tf2_py does.
     """
-    cls = value.__class__
-    if cls is Time:
+    if type(value) is Time:
         return value._ns
-    if cls is float or cls is int:
+    if type(value) is float or type(value) is int:
         return seconds_to_nanoseconds(value)
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a Time or a number of seconds, got a bool")
@@ -201,9 +223,9 @@ def to_nanoseconds(value, name: str = "time") -> int:
     raise TypeError(f"{name} must be a Time or a number of seconds, got {value!r}")
 
 
-def duration_to_nanoseconds(value, name: str = "duration") -> int:
+def duration_to_nanoseconds(value: object, name: str = "duration") -> int:
     """Integer nanoseconds from a ``Duration``, or a plain number of seconds."""
-    if value.__class__ is Duration:
+    if type(value) is Duration:
         return value._ns
     return to_nanoseconds(value, name)
 
@@ -228,7 +250,7 @@ def _clamp_int64(v: int) -> int:
     return _INT64_MAX if v > _INT64_MAX else _INT64_MIN if v < _INT64_MIN else v
 
 
-def times_to_nanoseconds(times):
+def times_to_nanoseconds(times: object) -> tuple[npt.NDArray[np.int64], dict[int, int]]:
     """``(int64 array, {index: ns})`` from N times (an array of float or int seconds, or a
     sequence of Times or seconds): nanoseconds, with the times beyond int64 clamped in the
     array and given exactly in the dict (never wrapped). TypeError / ValueError for a
@@ -242,9 +264,9 @@ def times_to_nanoseconds(times):
         except (TypeError, ValueError):
             arr = None
     if arr is None or arr.dtype.kind not in "fiub":
-        ns = [to_nanoseconds(t, "times") for t in times]
-        huge = {k: v for k, v in enumerate(ns) if not _INT64_MIN <= v <= _INT64_MAX}
-        return np.array([_clamp_int64(v) for v in ns], dtype=np.int64), huge
+        exact = [to_nanoseconds(t, "times") for t in cast("Iterable[object]", times)]
+        huge = {k: v for k, v in enumerate(exact) if not _INT64_MIN <= v <= _INT64_MAX}
+        return np.array([_clamp_int64(v) for v in exact], dtype=np.int64), huge
     arr = arr.reshape(-1)
     if arr.dtype.kind == "b":
         raise TypeError("times must be seconds, not bools")

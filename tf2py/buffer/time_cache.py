@@ -16,8 +16,11 @@ lerp + shortest-path slerp, unless their parents differ (the older sample wins).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import _kernel_ext
 from .errors import cache_error
+from .exceptions import TransformException
 
 __all__ = ["TimeCache", "StaticCache", "DEFAULT_CACHE_TIME_NS"]
 
@@ -37,24 +40,27 @@ class TimeCache:
     def is_static(self) -> bool:
         return self._static
 
-    def insert(self, stamp, tx, ty, tz, qx, qy, qz, qw, parent) -> bool:
+    def insert(
+        self, stamp: int, tx: float, ty: float, tz: float, qx: float, qy: float, qz: float,
+        qw: float, parent: int,
+    ) -> bool:
         """Store one sample; False if it is older than the window (tf2's TF_OLD_DATA)."""
         return self._cache.insert(stamp, tx, ty, tz, qx, qy, qz, qw, parent)
 
-    def get(self, t):
+    def get(self, t: int) -> tuple[Any, ...] | None:
         """``(tx, ty, tz, qx, qy, qz, qw, parent)`` at ``t`` ns, or None (see ``error``)."""
         return self._cache.get(t)
 
-    def parent_at(self, t) -> int:
+    def parent_at(self, t: int) -> int:
         """The parent id at ``t``, or 0 when ``get(t)`` would fail."""
         return self._cache.parent_at(t)
 
-    def error(self, t):
+    def error(self, t: int) -> tuple[type[TransformException], str]:
         """``(exception class, tf2 message)`` explaining why ``get(t)`` failed."""
         kind, stamp = self._cache.error(t)
         return cache_error(kind, t, stamp)
 
-    def latest(self):
+    def latest(self) -> tuple[int, int]:
         """``(latest stamp, its parent)``, or ``(0, 0)`` when empty."""
         return self._cache.latest()
 
@@ -71,7 +77,7 @@ class TimeCache:
     def __len__(self) -> int:
         return len(self._cache)
 
-    def samples(self):
+    def samples(self) -> list[tuple[Any, ...]]:
         """Every stored sample as ``(stamp, (tx, ty, tz, qx, qy, qz, qw), parent)``, oldest
         first."""
         return self._cache.samples()
@@ -83,5 +89,5 @@ class StaticCache(TimeCache):
     __slots__ = ()
     _static = True
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(0)

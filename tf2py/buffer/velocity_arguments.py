@@ -21,7 +21,7 @@ from .exceptions import InvalidArgumentException
 from .messages import Twist, VelocityStamped
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
-__all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocities"]
+__all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocity", "lookup_velocities"]
 
 # (errors.py and time.py are not annotated: typed names for what is used here)
 frame_error: Callable[..., Exception] = errors.frame_error
@@ -137,6 +137,27 @@ def velocity_arguments(
         raise InvalidArgumentException(str(exc)) from None
     t = STAMP_MAX if t > STAMP_MAX else STAMP_MIN if t < STAMP_MIN else t
     return (tracking, observation, reference, point_frame, t, interval, *point, flag)
+
+
+def lookup_velocity(
+    core: Any, tracking_frame: Any, observation_frame: Any, time: Any, averaging_interval: Any,
+    reference_frame: Any = None, reference_point: Any = (0.0, 0.0, 0.0),
+    reference_point_frame: Any = None, tf2_compatible: Any = False,
+) -> VelocityStamped:
+    """``BufferCore.lookup_velocity`` (see there): the kernel's plain form first, else the
+    arguments checked and converted here; a failed lookup's error record becomes tf2's
+    exception."""
+    result = core._k_lookup_velocity_plain(
+        tracking_frame, observation_frame, time, averaging_interval, reference_frame,
+        reference_point, reference_point_frame, tf2_compatible)
+    if result is None:  # arguments Python checks and converts (and names what is wrong)
+        result = core._k_lookup_velocity(*velocity_arguments(
+            tracking_frame, observation_frame, time, averaging_interval, reference_frame,
+            reference_point, reference_point_frame, tf2_compatible))
+    if result.__class__ is tuple:  # the failed lookup's error record (source, target at 5, 6)
+        raise errors.query_error(core, result, (result[6], result[5]))
+    velocity: VelocityStamped = result
+    return velocity
 
 
 def lookup_velocities(

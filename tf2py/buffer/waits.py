@@ -4,12 +4,14 @@ possible, until it succeeds or its timeout runs out (tf2_ros polls instead)."""
 from __future__ import annotations
 
 from time import monotonic
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from .exceptions import InvalidArgumentException, TransformException
 from .time import duration_to_nanoseconds
 
 __all__ = ["wait_until_can", "wait_until_looked_up"]
+
+_R = TypeVar("_R")
 
 _NS_PER_S = 1_000_000_000
 
@@ -36,7 +38,9 @@ def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
     return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
 
 
-def wait_until_looked_up(buffer: Any, lookup: Callable[..., Any], args: tuple[Any, ...], timeout: Any) -> Any:
+def wait_until_looked_up(
+    buffer: Any, lookup: Callable[..., _R], args: tuple[Any, ...], timeout: Any
+) -> _R:
     """``lookup(buffer, *args)`` until it succeeds or ``timeout`` (a Duration or seconds) runs
     out: then tf2's exception, its message saying how long it waited. Woken by inserts
     (under the buffer's condition, counted in its ``_waiting``)."""

@@ -49,7 +49,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from .common import cut
 

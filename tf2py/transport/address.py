@@ -28,7 +28,7 @@ DEFAULT_SERVER_ADDRESS = "tcp://127.0.0.1:7402"
 _TCP = re.compile(r"^tcp://(?P<host>\[[^\]]+\]|[^:/\[\]]+):(?P<port>\d+)$")
 
 
-def core_address(core=None) -> str:
+def core_address(core: object = None) -> str:
     """The bus address: ``core`` if given (a string, or a running ``Core``), else
     ``$TF2PY_CORE``, else tcp://127.0.0.1:7400."""
     if core is not None and not isinstance(core, str) and hasattr(core, "address"):

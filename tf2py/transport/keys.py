@@ -29,9 +29,13 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import zmq
 import zmq.auth
+
+if TYPE_CHECKING:
+    from zmq.auth.thread import ThreadAuthenticator
 
 from ._sockets import context, logger
 from .address import is_loopback
@@ -55,7 +59,7 @@ class KeysError(ValueError):
     """A keys folder that cannot be used (missing, incomplete, unreadable)."""
 
 
-def keys_folder(keys=None) -> str | None:
+def keys_folder(keys: Keys | str | os.PathLike[str] | None = None) -> str | None:
     """The keys folder to use: ``keys`` (a folder or a loaded ``Keys``), else
     ``$TF2PY_KEYS``, else None (plain traffic)."""
     if isinstance(keys, Keys):
@@ -65,7 +69,7 @@ def keys_folder(keys=None) -> str | None:
     return os.environ.get("TF2PY_KEYS") or None
 
 
-def _read_pair(folder: Path, name: str, need_secret: bool):
+def _read_pair(folder: Path, name: str, need_secret: bool) -> tuple[bytes, bytes | None]:
     public_file = folder / f"{name}.key"
     secret_file = folder / f"{name}.key_secret"
     try:
@@ -90,7 +94,7 @@ def _read_pair(folder: Path, name: str, need_secret: bool):
 class Keys:
     """A loaded keys folder: the site's public (and maybe secret) key, this identity."""
 
-    def __init__(self, folder):
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
         path = Path(folder)
         if not path.is_dir():
             raise KeysError(f"keys folder {folder} does not exist (make one with "
@@ -107,7 +111,7 @@ class Keys:
 
     # -- socket set-up ----------------------------------------------------------------------
 
-    def apply_server(self, sock: zmq.Socket, what: str = "this socket") -> None:
+    def apply_server(self, sock: zmq.Socket[Any], what: str = "this socket") -> None:
         """Make ``sock`` (before it binds) a CURVE server that accepts only authorised keys.
         Holds the authenticator of the socket's context until ``release_server`` is called."""
         if self.server_secret is None:
@@ -124,12 +128,12 @@ class Keys:
             _authenticator.release(sock.context)
             raise
 
-    def release_server(self, ctx: zmq.Context | None = None) -> None:
+    def release_server(self, ctx: zmq.Context[Any] | None = None) -> None:
         """Give back what ``apply_server`` took (call once per keyed socket, after closing
         it, before terminating its context)."""
         _authenticator.release(ctx if ctx is not None else context())
 
-    def apply_client(self, sock: zmq.Socket) -> None:
+    def apply_client(self, sock: zmq.Socket[Any]) -> None:
         """Make ``sock`` (before it connects) a CURVE client of this site, with this identity."""
         sock.curve_secretkey = self.client_secret
         sock.curve_publickey = self.client_public
@@ -139,7 +143,7 @@ class Keys:
         return f"Keys({self.folder!r})"
 
 
-def load_keys(keys=None) -> Keys | None:
+def load_keys(keys: Keys | str | os.PathLike[str] | None = None) -> Keys | None:
     """``Keys`` of ``keys`` (folder or Keys), else of ``$TF2PY_KEYS``, else None."""
     if isinstance(keys, Keys):
         return keys
@@ -159,10 +163,10 @@ class _Authorized:
     def __init__(self, folder: Path):
         self.folder = folder
         self.keys: set[bytes] = set()
-        self.stamp = None
+        self.stamp: tuple[int, int, int] | None = None
         self._read()
 
-    def _stamp(self):
+    def _stamp(self) -> tuple[int, int, int] | None:
         try:
             st = os.stat(self.folder)
             return (st.st_mtime_ns, st.st_ino, st.st_size)
@@ -171,7 +175,7 @@ class _Authorized:
 
     def _read(self) -> None:
         self.stamp = self._stamp()
-        keys = set()
+        keys: set[bytes] = set()
         try:
             names = sorted(os.listdir(self.folder))
         except OSError:
@@ -187,7 +191,7 @@ class _Authorized:
                 keys.add(public)
         self.keys = keys
 
-    def callback(self, domain, key) -> bool:
+    def callback(self, domain: str, key: bytes) -> bool:
         # ``key`` is the client's public key in Z85, as the certificate files hold it.
         if key in self.keys:
             return True
@@ -200,11 +204,11 @@ class _Authorized:
 
 
 class _RefusedLog:
-    def __init__(self):
+    def __init__(self) -> None:
         self.count = 0
         self._lock = threading.Lock()
 
-    def note(self, domain) -> None:
+    def note(self, domain: str) -> None:
         with self._lock:
             self.count += 1
             first = self.count == 1
@@ -221,12 +225,12 @@ class _ProcessAuthenticator:
     own), running while at least one keyed bound socket of that context is open; one CURVE
     domain per keys folder."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         # id(context) -> [authenticator, users, domains]
-        self._running: dict[int, list] = {}
+        self._running: dict[int, list[Any]] = {}
 
-    def acquire(self, keys: Keys, ctx: zmq.Context) -> None:
+    def acquire(self, keys: Keys, ctx: zmq.Context[Any]) -> None:
         with self._lock:
             entry = self._running.get(id(ctx))
             if entry is None:
@@ -237,7 +241,7 @@ class _ProcessAuthenticator:
                 entry[2].add(keys.domain)
             entry[1] += 1
 
-    def release(self, ctx: zmq.Context) -> None:
+    def release(self, ctx: zmq.Context[Any]) -> None:
         with self._lock:
             entry = self._running.get(id(ctx))
             if entry is None:
@@ -249,7 +253,7 @@ class _ProcessAuthenticator:
         entry[0].stop()
 
 
-def _start_authenticator(ctx: zmq.Context):
+def _start_authenticator(ctx: zmq.Context[Any]) -> ThreadAuthenticator:
     """A started ThreadAuthenticator on ``ctx``. ZeroMQ frees the ZAP endpoint of one that
     was just stopped asynchronously: retry the bind for a moment."""
     from zmq.auth.thread import ThreadAuthenticator
@@ -286,7 +290,7 @@ def _write_pair(folder: Path, name: str) -> None:
     os.chmod(secret_file, 0o600)
 
 
-def create_site(folder) -> Path:
+def create_site(folder: str | os.PathLike[str]) -> Path:
     """Make ``folder`` a new site: its server keys, its own client identity, authorised.
     Refuses a folder that already holds keys."""
     path = Path(folder)
@@ -310,7 +314,7 @@ def _write_public(file: Path, public: bytes) -> None:
     )
 
 
-def add_identity(folder, name: str) -> Path:
+def add_identity(folder: str | os.PathLike[str], name: str) -> Path:
     """Make ``folder/NAME/`` (a connect-only keys folder for another identity) and authorise
     it in ``folder/authorized/NAME.key``. Returns the new folder."""
     path = Path(folder)

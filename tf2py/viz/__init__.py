@@ -8,12 +8,17 @@ never needs the extra.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import INSTALL_HINT, VizDependencyError
+
+if TYPE_CHECKING:
+    from .foxglove import FoxgloveServer
 
 __all__ = ["FoxgloveServer", "VizDependencyError", "INSTALL_HINT"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> type[FoxgloveServer]:
     # The server module is imported on first use, so `import tf2py.viz` stays cheap.
     if name == "FoxgloveServer":
         from .foxglove import FoxgloveServer

@@ -18,13 +18,22 @@ that message again; re-receiving a static transform changes nothing for them.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 from ..transport._sockets import DropCounter
 from ..transport.address import core_address
 from .errors import require_foxglove
 from .frame_transforms import FrameTransformsBuilder
+
+if TYPE_CHECKING:
+    from foxglove.websocket import WebSocketServer
+    from foxglove.channels import FrameTransformsChannel
+    from foxglove.messages import FrameTransform
+
+    from ..transport.listener import TransformBatch
 
 __all__ = ["FoxgloveServer", "TOPIC", "DEFAULT_HOST", "DEFAULT_PORT"]
 
@@ -35,18 +44,17 @@ DEFAULT_PORT = 8765
 logger = logging.getLogger("tf2py.viz")
 
 
-def server_sockets(port: int):
+def server_sockets(port: int) -> list[socket.socket]:
     """This process's TCP sockets whose local port is ``port`` (the WebSocket server's
     listening socket and its connections), as duplicated ``socket.socket`` objects for the
     caller to close. Linux only (reads /proc/self/fd); elsewhere none."""
     import os
-    import socket
 
     try:
         fds = os.listdir("/proc/self/fd")
     except OSError:
         return []
-    found = []
+    found: list[socket.socket] = []
     for name in fds:
         try:
             if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
@@ -73,8 +81,6 @@ def disable_nagle(port: int) -> int:
     loopback instead of ~0.1 ms (docs/performance.md). Set on the listening socket, the
     option is inherited by every connection Linux accepts from it; each new subscription
     sets it again on the connections, in case it was not."""
-    import socket
-
     count = 0
     for sock in server_sockets(port):
         try:
@@ -102,17 +108,17 @@ def _listening(port: int) -> bool:
 class _Listener:
     """The SDK's server listener: sends the statics to each new subscriber of ``/tf``."""
 
-    def __init__(self, server: "FoxgloveServer"):
+    def __init__(self, server: FoxgloveServer) -> None:
         self._server = server
 
-    def on_subscribe(self, client, channel) -> None:
+    def on_subscribe(self, client: Any, channel: Any) -> None:  # the SDK's Client, ChannelView
         port = getattr(self._server, "_port", None)
         if port is not None:
             disable_nagle(port)
         if channel.topic == TOPIC:
             self._server._send_statics()
 
-    def on_unsubscribe(self, client, channel) -> None:
+    def on_unsubscribe(self, client: Any, channel: Any) -> None:
         return None
 
 
@@ -132,22 +138,22 @@ class FoxgloveServer:
     close_timeout = 2.0
 
     def __init__(self, core: str | None = None, host: str = DEFAULT_HOST,
-                 port: int = DEFAULT_PORT, *, name: str = "tf2py", keys=None):
+                 port: int = DEFAULT_PORT, *, name: str = "tf2py", keys: Any = None) -> None:
         foxglove = require_foxglove()
         from ..transport.listener import TransformSubscriber
 
         self.core = core_address(core)
         self.host = host
         self._builder = FrameTransformsBuilder()
-        self._statics: dict[str, object] = {}  # child frame -> latest static FrameTransform
+        self._statics: dict[str, FrameTransform] = {}  # child frame -> latest static one
         self._static_lock = threading.Lock()
         self._closed = False
         self.dropped = DropCounter("tf2py foxglove")
         self.forwarded_messages = 0
         self.forwarded_transforms = 0
-        self._server = None
-        self._channel = None
-        self._subscriber = None
+        self._server: WebSocketServer | None = None
+        self._channel: FrameTransformsChannel | None = None
+        self._subscriber: Any = None  # a TransformSubscriber of the bus's scheme
         try:
             # A context of our own: two servers in one process never share a channel.
             self._context = foxglove.Context()
@@ -165,7 +171,7 @@ class FoxgloveServer:
             except Exception as exc:
                 reason = str(exc).removeprefix("FoxgloveError: ")
                 raise OSError(f"cannot serve on {host}:{port}: {reason}") from None
-            self._port = self._server.port
+            self._port: int = self._server.port
             disable_nagle(self._port)
         except BaseException:
             self.close()
@@ -192,7 +198,7 @@ class FoxgloveServer:
         return ("https://app.foxglove.dev/?ds=foxglove-websocket&ds.url="
                 + quote(self.url, safe=""))
 
-    def _on_batch(self, batch) -> None:
+    def _on_batch(self, batch: TransformBatch) -> None:
         # On the subscriber's thread: one bus message -> one FrameTransforms message.
         arrays = batch.arrays
         transforms, children, left_out = self._builder.build(
@@ -204,21 +210,24 @@ class FoxgloveServer:
         if not transforms:
             return
         message = self._builder.message(transforms)
+        channel = self._channel
+        if channel is None:  # (set before the subscriber that calls this exists)
+            return
         if batch.is_static:
             # Under the lock, so a subscriber's snapshot never overtakes a newer static.
             with self._static_lock:
                 if self._closed:
                     return
                 self._statics.update(zip(children, transforms))
-                self._channel.log(message, log_time=batch.received_ns)
+                channel.log(message, log_time=batch.received_ns)
         else:
-            self._channel.log(message, log_time=batch.received_ns)
+            channel.log(message, log_time=batch.received_ns)
         self.forwarded_messages += 1
         self.forwarded_transforms += len(transforms)
 
     def _send_statics(self) -> None:
         with self._static_lock:
-            if self._closed or not self._statics:
+            if self._closed or not self._statics or self._channel is None:
                 return
             message = self._builder.message(list(self._statics.values()))
             self._channel.log(message)
@@ -228,7 +237,7 @@ class FoxgloveServer:
         with self._static_lock:
             return sorted(self._statics)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Counters: bus messages and transforms forwarded, left out per cause, and the
         bus subscriber's own counters."""
         return {
@@ -261,8 +270,8 @@ class FoxgloveServer:
             if self._channel is not None:
                 self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> FoxgloveServer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

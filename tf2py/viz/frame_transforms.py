@@ -12,8 +12,15 @@ off by 0.01 or more) is left out and counted, as is a stamp Foxglove's timestamp
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from foxglove import Schema
+    from foxglove.messages import FrameTransform, FrameTransforms
 
 from .errors import require_foxglove
 
@@ -22,6 +29,12 @@ __all__ = ["FrameTransformsBuilder", "SCHEMA_NAME"]
 SCHEMA_NAME = "foxglove.FrameTransforms"
 _NS_PER_S = 1_000_000_000
 _MAX_STAMP_NS = (2**32) * _NS_PER_S  # Foxglove's Timestamp.sec is a uint32
+
+#: Transforms left out of a message: (cause, detail, count) per cause.
+LeftOut = list[tuple[str, str, int]]
+#: What ``build`` returns: the FrameTransforms of the valid rows, their child frame ids, and
+#: the causes of the rows left out (None when none was).
+Built = tuple[list["FrameTransform"], list[str], "LeftOut | None"]
 
 
 class FrameTransformsBuilder:
@@ -34,7 +47,7 @@ class FrameTransformsBuilder:
     list into one ``FrameTransforms``. Stateless and thread-safe.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         foxglove = require_foxglove()
         messages = foxglove.messages
         self._frame_transforms = messages.FrameTransforms
@@ -43,35 +56,39 @@ class FrameTransformsBuilder:
         self._vector3 = messages.Vector3
         self._quaternion = messages.Quaternion
 
-    def schema(self):
+    def schema(self) -> Schema:
         """The channel schema (``foxglove.Schema``: name, encoding ``protobuf``, data: the
         serialized FileDescriptorSet), as written into MCAP files and WebSocket adverts."""
-        return self._frame_transforms.get_schema()
+        schema: Schema = self._frame_transforms.get_schema()
+        return schema
 
-    def build(self, parents, children, stamps_ns, values):
+    def build(
+        self, parents: Sequence[str], children: Sequence[str],
+        stamps_ns: Sequence[int] | npt.NDArray[np.int64], values: npt.ArrayLike,
+    ) -> Built:
         if len(parents) == 1:
             return self._build_one(parents[0], children[0], int(stamps_ns[0]),
                                    [float(v) for v in np.ravel(values)])
-        values = np.asarray(values, dtype=np.float64).reshape(-1, 7)
+        array = np.asarray(values, dtype=np.float64).reshape(-1, 7)
         stamps = np.asarray(stamps_ns, dtype=np.int64)
-        left_out = None
-        quaternions = values[:, 3:]
+        left_out: LeftOut | None = None
+        quaternions = array[:, 3:]
         norm2 = np.einsum("ij,ij->i", quaternions, quaternions)
-        good = np.isfinite(values).all(axis=1) & (np.abs(norm2 - 1.0) < 0.01)
+        good = np.isfinite(array).all(axis=1) & (np.abs(norm2 - 1.0) < 0.01)
         good &= (stamps >= 0) & (stamps < _MAX_STAMP_NS)
-        parents = [p[1:] if p.startswith("/") else p for p in parents]
-        children = [c[1:] if c.startswith("/") else c for c in children]
+        parent_ids = [p[1:] if p.startswith("/") else p for p in parents]
+        child_ids = [c[1:] if c.startswith("/") else c for c in children]
         if not good.all():
-            left_out = self._causes(values, norm2, stamps, good)
-        rows = values.copy()
+            left_out = self._causes(array, norm2, stamps, good)
+        rows = array.copy()
         rows[:, 3:] /= np.sqrt(np.where(good, norm2, 1.0))[:, None]
         frame_transform, timestamp = self._frame_transform, self._timestamp
         vector3, quaternion = self._vector3, self._quaternion
-        out = []
-        kept = []
+        out: list[FrameTransform] = []
+        kept: list[str] = []
         named_bad = 0
         for parent, child, ok, ns, (tx, ty, tz, qx, qy, qz, qw) in zip(
-                parents, children, good.tolist(), stamps.tolist(), rows.tolist()):
+                parent_ids, child_ids, good.tolist(), stamps.tolist(), rows.tolist()):
             if not ok:
                 continue
             if not parent or not child or parent == child:
@@ -89,18 +106,23 @@ class FrameTransformsBuilder:
                  named_bad)]
         return out, kept, left_out
 
-    def message(self, transforms):
+    def message(self, transforms: list[FrameTransform]) -> FrameTransforms:
         """One ``foxglove.messages.FrameTransforms`` holding ``transforms``."""
-        return self._frame_transforms(transforms=transforms)
+        message: FrameTransforms = self._frame_transforms(transforms=transforms)
+        return message
 
-    def encode(self, parents, children, stamps_ns, values):
+    def encode(
+        self, parents: Sequence[str], children: Sequence[str],
+        stamps_ns: Sequence[int] | npt.NDArray[np.int64], values: npt.ArrayLike,
+    ) -> tuple[bytes | None, LeftOut | None]:
         """``(protobuf bytes or None when nothing is valid, left_out)``."""
         transforms, _, left_out = self.build(parents, children, stamps_ns, values)
         if not transforms:
             return None, left_out
-        return self._frame_transforms(transforms=transforms).encode(), left_out
+        encoded: bytes = self._frame_transforms(transforms=transforms).encode()
+        return encoded, left_out
 
-    def _build_one(self, parent, child, ns, row):
+    def _build_one(self, parent: str, child: str, ns: int, row: list[float]) -> Built:
         # One transform (a broadcaster per frame): the same rules without numpy's per-call
         # overhead, which is most of the cost for a single row.
         tx, ty, tz, qx, qy, qz, qw = row
@@ -127,8 +149,11 @@ class FrameTransformsBuilder:
             rotation=self._quaternion(x=qx, y=qy, z=qz, w=qw))], [child], None
 
     @staticmethod
-    def _causes(values, norm2, stamps, good):
-        causes = []
+    def _causes(
+        values: npt.NDArray[np.float64], norm2: npt.NDArray[np.float64],
+        stamps: npt.NDArray[np.int64], good: npt.NDArray[np.bool_],
+    ) -> LeftOut:
+        causes: LeftOut = []
         not_finite = ~np.isfinite(values).all(axis=1)
         if not_finite.any():
             causes.append(("invalid", "a NaN or infinite value", int(not_finite.sum())))

@@ -148,7 +148,7 @@ class Ingest:
         for robot, topic, payload in batch:
             decoder = self._decoders.get((robot, topic))
             if decoder is None:
-                decoder = self._decoders[(robot, topic)] = TfDecoder()  # type: ignore[no-untyped-call]
+                decoder = self._decoders[(robot, topic)] = TfDecoder()
             try:
                 parents, children, stamps, values = decoder.decode(payload)
             except CdrError as exc:

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 __all__ = ["WorldError", "WorldStatic", "load_world", "parse_world", "world_columns"]
 

@@ -14,29 +14,35 @@ class ExtraMissing(ImportError):
     one_line = True
 
 
-def require():
-    """The cyclonedds modules tf2py uses, as one namespace; ExtraMissing if not installed."""
-    try:
-        import cyclonedds.core
-        import cyclonedds.domain
-        import cyclonedds.pub
-        import cyclonedds.qos
-        import cyclonedds.sub
-        import cyclonedds.topic
-        from cyclonedds._clayer import ddspy_take, ddspy_write
-    except ImportError as exc:
-        raise ExtraMissing(MISSING_EXTRA) from exc
+try:
+    import cyclonedds.core
+    import cyclonedds.domain
+    import cyclonedds.pub
+    import cyclonedds.qos
+    import cyclonedds.sub
+    import cyclonedds.topic
+    from cyclonedds._clayer import ddspy_take as _ddspy_take
+    from cyclonedds._clayer import ddspy_write as _ddspy_write
+except ImportError as exc:
+    raise ExtraMissing(MISSING_EXTRA) from exc
 
-    class _Namespace:
-        core = cyclonedds.core
-        domain = cyclonedds.domain
-        pub = cyclonedds.pub
-        qos = cyclonedds.qos
-        sub = cyclonedds.sub
-        topic = cyclonedds.topic
 
-    _Namespace.ddspy_take = staticmethod(ddspy_take)
-    _Namespace.ddspy_write = staticmethod(ddspy_write)
+class _Namespace:
+    """The cyclonedds modules tf2py uses, and the two C-layer calls for raw samples."""
+
+    core = cyclonedds.core
+    domain = cyclonedds.domain
+    pub = cyclonedds.pub
+    qos = cyclonedds.qos
+    sub = cyclonedds.sub
+    topic = cyclonedds.topic
+    ddspy_take = staticmethod(_ddspy_take)
+    ddspy_write = staticmethod(_ddspy_write)
+
+
+def require() -> type[_Namespace]:
+    """The cyclonedds modules tf2py uses, as one namespace (importing this module raised
+    ExtraMissing already if they are not installed)."""
     return _Namespace
 
 

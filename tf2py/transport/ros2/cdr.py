@@ -18,8 +18,14 @@ Every decoding error is a ``CdrError`` naming what is wrong.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from ...buffer.messages import TransformStamped
 
 __all__ = [
     "CdrError",
@@ -50,17 +56,26 @@ _STRING_AND_STAMP_MIN = 8 + 4 + 1 + 4 + 1  # a transform's bytes before its valu
 _TRANSFORM_MIN = _STRING_AND_STAMP_MIN + 56
 _OFFSETS_56 = np.arange(56, dtype=np.intp)
 
+#: A received sample: bytes, or a buffer over them.
+Data = bytes | bytearray | memoryview
+#: A decoded TFMessage: parents, children, int64 (N,) nanoseconds, float64 (N, 7) values.
+TfColumns = tuple[list[str], list[str], npt.NDArray[np.int64], npt.NDArray[np.float64]]
+#: Where a message's frame-id bytes, stamps and values are (see TfDecoder).
+_Layout = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]
+#: One transform of a single-transform message: parent, child, stamp ns, (tx..qw).
+SingleTransform = tuple[str, str, int, tuple[float, ...]]
+
 
 class CdrError(ValueError):
     """Bytes that are not the CDR of the expected message; ``cause`` names the kind for
     counters (``"garbage"``, ``"too_large"``, ``"encoding"``)."""
 
-    def __init__(self, message: str, cause: str = "garbage"):
+    def __init__(self, message: str, cause: str = "garbage") -> None:
         super().__init__(message)
         self.cause = cause
 
 
-def _check_header(data) -> None:
+def _check_header(data: Data) -> None:
     if len(data) < 8:
         raise CdrError(f"a sample of {len(data)} bytes is too short for a TFMessage")
     header = bytes(data[:4])
@@ -71,13 +86,13 @@ def _check_header(data) -> None:
                        "encoding")
 
 
-def decode_tf(data) -> tuple[list, list, np.ndarray, np.ndarray]:
+def decode_tf(data: Data) -> TfColumns:
     """``(parents, children, stamps_ns, values)`` of a TFMessage sample (header included):
     N frame ids twice, int64 (N,) nanoseconds, float64 (N, 7) ``[tx ty tz qx qy qz qw]``."""
     return _decode_tf(data)[0]
 
 
-def _decode_tf(data):
+def _decode_tf(data: Data) -> tuple[TfColumns, _Layout]:
     """decode_tf's result and the layout it found: (string byte positions, stamp offsets,
     value offsets), which TfDecoder reuses for the next message of the same frames."""
     _check_header(data)
@@ -88,11 +103,11 @@ def _decode_tf(data):
                        "too_large")
     if n * _TRANSFORM_MIN > size - 8:
         raise CdrError(f"a TFMessage that says {n} transforms has only {size} bytes")
-    parents = [None] * n
-    children = [None] * n
+    parents = [""] * n  # (every item is set below, or the message refused)
+    children = [""] * n
     stamp_offsets = np.empty(n, dtype=np.intp)
     value_offsets = np.empty(n, dtype=np.intp)
-    string_spans = []  # (start, end) of each string with its length field, padding excluded
+    string_spans: list[tuple[int, int]] = []  # (start, end) of each string with its length field, padding excluded
     unpack_u32 = _U32.unpack_from
     position = 8  # absolute offset; the payload (and its alignment) starts at 4
     try:
@@ -131,7 +146,10 @@ def _decode_tf(data):
     return (parents, children, stamps, values), (strings, stamp_offsets, value_offsets)
 
 
-def _numbers(raw, n, stamp_offsets, value_offsets):
+def _numbers(
+    raw: npt.NDArray[np.uint8], n: int, stamp_offsets: npt.NDArray[np.intp],
+    value_offsets: npt.NDArray[np.intp],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     values = raw[value_offsets[:, None] + _OFFSETS_56].view("<f8").reshape(n, 7)
     stamp_bytes = raw[stamp_offsets[:, None] + _OFFSETS_56[:8]]
     seconds = stamp_bytes[:, :4].copy().view("<i4")[:, 0].astype(np.int64)
@@ -145,13 +163,14 @@ class TfDecoder:
     its numbers are read (two numpy gathers), not its strings one by one. Most /tf traffic
     repeats the same frames message after message. One decoder per receiving thread."""
 
-    def __init__(self):
-        self._size = -1
-        self._layout = None
-        self._frames = None
-        self._string_bytes = None
+    def __init__(self) -> None:
+        self._size = -1  # no message yet: the fields below are read only once it is set
+        empty = np.empty(0, dtype=np.intp)
+        self._layout: _Layout = (empty, empty, empty)
+        self._frames: tuple[list[str], list[str]] = ([], [])
+        self._string_bytes: npt.NDArray[np.uint8] = np.empty(0, dtype=np.uint8)
 
-    def decode(self, data) -> tuple[list, list, np.ndarray, np.ndarray]:
+    def decode(self, data: Data) -> TfColumns:
         size = len(data)
         if size == self._size and bytes(data[:4]) == HEADER_LE:
             strings, stamp_offsets, value_offsets = self._layout
@@ -168,13 +187,15 @@ class TfDecoder:
         return list(decoded[0]), list(decoded[1]), decoded[2], decoded[3]
 
 
-def decode_tf_single(data):
+def decode_tf_single(data: Data) -> SingleTransform | None:
     """``(parent, child, stamp_ns, values tuple)`` if the sample holds exactly one transform,
     else None: the cheap path for the most common message."""
     if len(data) < 8 + _TRANSFORM_MIN or _U32.unpack_from(data, 4)[0] != 1:
         return None
     _check_header(data)
     size = len(data)
+    sec: int
+    nanosec: int
     try:
         sec, nanosec = _STAMP.unpack_from(data, 8)
         (length,) = _U32.unpack_from(data, 16)
@@ -216,7 +237,10 @@ def _split_stamp(stamp_ns: int) -> tuple[int, int]:
     return seconds, nanoseconds
 
 
-def encode_tf_columns(parents, children, stamps_ns, values) -> bytes:
+def encode_tf_columns(
+    parents: Sequence[str], children: Sequence[str], stamps_ns: Iterable[int],
+    values: npt.ArrayLike,
+) -> bytes:
     """The TFMessage sample (header included) of N transforms given as columns."""
     n = len(parents)
     out = bytearray(HEADER_LE)
@@ -233,11 +257,14 @@ def encode_tf_columns(parents, children, stamps_ns, values) -> bytes:
     return bytes(out)
 
 
-def encode_tf(transforms) -> bytes:
+def encode_tf(transforms: Iterable[TransformStamped]) -> bytes:
     """The TFMessage sample of TransformStamped objects (tf2py's or anything shaped alike)."""
     from ...buffer.time import to_nanoseconds
 
-    parents, children, stamps, rows = [], [], [], []
+    parents: list[str] = []
+    children: list[str] = []
+    stamps: list[int] = []
+    rows: list[tuple[float, ...]] = []
     for ts in transforms:
         t = ts.transform
         parents.append(str(ts.header.frame_id))
@@ -248,12 +275,14 @@ def encode_tf(transforms) -> bytes:
     return encode_tf_columns(parents, children, stamps, np.array(rows, dtype=np.float64))
 
 
-def decode_time(data) -> int:
+def decode_time(data: Data) -> int:
     """Nanoseconds of a ``builtin_interfaces/Time``-first sample (``rosgraph_msgs/Clock``)."""
     if len(data) < 12:
         raise CdrError(f"a sample of {len(data)} bytes is too short for a Clock")
     if bytes(data[:2]) != HEADER_LE[:2]:
         raise CdrError("not XCDR1 little-endian", "encoding")
+    sec: int
+    nanosec: int
     sec, nanosec = _STAMP.unpack_from(data, 4)
     if nanosec >= 1_000_000_000:
         raise CdrError(f"nanosec {nanosec} is not below 1e9")
@@ -265,7 +294,9 @@ def encode_time(stamp_ns: int) -> bytes:
     return HEADER_LE + _STAMP.pack(*_split_stamp(stamp_ns))
 
 
-def encode_participant_entities_info(participant_gid: bytes, nodes) -> bytes:
+def encode_participant_entities_info(
+    participant_gid: bytes, nodes: Sequence[tuple[str, str, Sequence[bytes], Sequence[bytes]]]
+) -> bytes:
     """A ``rmw_dds_common/msg/ParticipantEntitiesInfo`` sample: the participant's GID (16
     bytes) and, per node, ``(namespace, name, reader_gids, writer_gids)``."""
     out = bytearray(HEADER_LE)

@@ -5,7 +5,9 @@ with the API of tf2py's SimClock (``now``, ``wait_for_time``, jump callbacks, ``
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from time import monotonic
+from typing import Any
 
 from ...buffer.time import Time, to_nanoseconds
 from ..counters import DropCounter
@@ -14,7 +16,7 @@ from ..clock import ClockPublisher, SimClock, TimeJump
 __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
 
 
-def _refuse_keys(keys) -> None:
+def _refuse_keys(keys: Any) -> None:
     if keys is not None:
         raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
                          "(ros2://), whose traffic is plain DDS")
@@ -24,7 +26,7 @@ class Ros2ClockPublisher:
     """Publishes simulated time on ROS 2's ``/clock`` (rosgraph_msgs/Clock, best effort, as
     ``ros2 bag play --clock`` does), with the API of tf2py's ClockPublisher. Never blocks."""
 
-    def __init__(self, core: str | None = None, keys=None):
+    def __init__(self, core: str | None = None, keys: Any = None) -> None:
         from ..address import core_address
         from . import types
         from .participant import CLOCK_WRITER_QOS, Participant
@@ -41,7 +43,7 @@ class Ros2ClockPublisher:
             self._participant.release()
             raise
 
-    def publish(self, time) -> None:
+    def publish(self, time: Time | float) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""
         self.publish_ns(to_nanoseconds(time, "time"))
 
@@ -63,10 +65,10 @@ class Ros2ClockPublisher:
         self._writer.close()
         self._participant.release()
 
-    def __enter__(self):
+    def __enter__(self) -> Ros2ClockPublisher:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -78,7 +80,7 @@ class Ros2SimClock:
     receive thread as the tick arrives. ``close()``; a context manager.
     """
 
-    def __init__(self, core: str | None = None, keys=None):
+    def __init__(self, core: str | None = None, keys: Any = None) -> None:
         from ..address import core_address
         from . import ClockSubscription
 
@@ -87,7 +89,7 @@ class Ros2SimClock:
         self._now_ns = 0
         self.ticks = 0
         self.jumps = 0
-        self._callbacks: list = []
+        self._callbacks: list[Callable[[TimeJump], Any]] = []
         self._condition = threading.Condition()
         self._closed = False
         self._subscription = ClockSubscription(self.address, self._on_tick)
@@ -126,7 +128,7 @@ class Ros2SimClock:
                 self._condition.wait(remaining)
             return bool(self._now_ns) and not self._closed
 
-    def add_jump_callback(self, fn) -> None:
+    def add_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
         if not callable(fn):
             raise TypeError(f"a jump callback must be callable, got {fn!r}")
         with self._condition:
@@ -134,14 +136,14 @@ class Ros2SimClock:
                 raise RuntimeError("add_jump_callback on a closed SimClock")
             self._callbacks.append(fn)
 
-    def remove_jump_callback(self, fn) -> None:
+    def remove_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
         with self._condition:
             try:
                 self._callbacks.remove(fn)
             except ValueError:
                 pass
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         dropped = self.dropped.snapshot()
         participant = getattr(self._subscription, "_participant", None)
         if participant is not None:
@@ -157,10 +159,10 @@ class Ros2SimClock:
             self._condition.notify_all()
         self._subscription.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Ros2SimClock:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 from xml.sax.saxutils import quoteattr
 
@@ -37,7 +38,7 @@ _RANGES = ("SUBNET", "LOCALHOST", "OFF", "SYSTEM_DEFAULT")
 _DOMAIN = re.compile(r"^ros2://(?P<domain>\d*)/?$")
 
 
-def is_ros2_address(address) -> bool:
+def is_ros2_address(address: object) -> bool:
     """Whether ``address`` (a string) names a ROS 2 graph rather than a tf2py core."""
     return isinstance(address, str) and address.strip().lower().startswith(SCHEME)
 
@@ -52,7 +53,7 @@ def _domain_id(text: str, where: str) -> int:
     return domain
 
 
-def parse_ros2_address(address: str, environ=None) -> int:
+def parse_ros2_address(address: str, environ: Mapping[str, str] | None = None) -> int:
     """The DDS domain id of ``ros2://`` / ``ros2://DOMAIN_ID``; ValueError naming the address
     otherwise."""
     environ = os.environ if environ is None else environ
@@ -68,10 +69,10 @@ def parse_ros2_address(address: str, environ=None) -> int:
 
 class DiscoverySettings(NamedTuple):
     range: str  # one of SUBNET, LOCALHOST, OFF, SYSTEM_DEFAULT
-    static_peers: tuple
+    static_peers: tuple[str, ...]
 
 
-def discovery_settings(environ=None) -> DiscoverySettings:
+def discovery_settings(environ: Mapping[str, str] | None = None) -> DiscoverySettings:
     """What the ROS 2 variables of ``environ`` (default: os.environ) ask for."""
     environ = os.environ if environ is None else environ
     chosen = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").strip().upper()

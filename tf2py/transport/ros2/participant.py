@@ -17,11 +17,24 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from ..counters import DropCounter
 from ..lifetime import join_thread
 from . import cdr, discovery, types
 from ._dds import dds
+
+if TYPE_CHECKING:
+    from cyclonedds.idl import IdlStruct
+    from cyclonedds.internal import SampleInfo
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.qos import Qos
+    from cyclonedds.sub import DataReader
+    from cyclonedds.topic import Topic
+
+    #: ``callback(data, info)``: one raw sample (CDR bytes, header included) and its info.
+    SampleCallback = Callable[[bytes, SampleInfo], None]
 
 __all__ = ["Participant", "Subscription", "RawWriter", "TF_QOS", "STATIC_WRITER_QOS",
            "STATIC_READER_QOS", "CLOCK_QOS", "node_name"]
@@ -31,8 +44,9 @@ logger = logging.getLogger("tf2py.ros2")
 _MS = 1_000_000
 
 
-def _qos(*policies):
-    return dds.qos.Qos(*policies, dds.qos.Policy.DataRepresentation(use_cdrv0_representation=True))
+def _qos(*policies: Any) -> Qos:
+    qos: Qos = dds.qos.Qos(*policies, dds.qos.Policy.DataRepresentation(use_cdrv0_representation=True))
+    return qos
 
 
 _P = dds.qos.Policy
@@ -54,7 +68,7 @@ _ANY = dds.core.SampleState.Any | dds.core.ViewState.Any | dds.core.InstanceStat
 _TAKE = 256  # samples taken per call
 
 
-def node_name(environ=None) -> str:
+def node_name(environ: Mapping[str, str] | None = None) -> str:
     """This process's ROS 2 node name: ``$TF2PY_ROS2_NODE``, else ``tf2py_<program>_<pid>``
     (letters, digits and underscores, as ROS 2 requires)."""
     environ = os.environ if environ is None else environ
@@ -70,7 +84,7 @@ def node_name(environ=None) -> str:
     return name
 
 
-def _destroy(entity) -> None:
+def _destroy(entity: Any) -> None:  # any cyclonedds entity
     """Delete a DDS entity now (cyclonedds-python otherwise waits for the garbage collector)."""
     try:
         entity.__del__()
@@ -81,7 +95,9 @@ def _destroy(entity) -> None:
 class RawWriter:
     """Writes CDR samples (header included) on one topic."""
 
-    def __init__(self, participant: "Participant", topic, writer):
+    def __init__(
+        self, participant: Participant, topic: Topic[Any], writer: DataWriter[Any]
+    ) -> None:
         self._participant = participant
         self.topic = topic
         self._writer = writer
@@ -100,7 +116,7 @@ class RawWriter:
         return len(self._writer.get_matched_subscriptions())
 
     def wait_for_acks(self, timeout_s: float) -> bool:
-        return self._writer.wait_for_acks(int(timeout_s * 1e9))
+        return bool(self._writer.wait_for_acks(int(timeout_s * 1e9)))
 
     def close(self) -> None:
         if not self._closed:
@@ -113,7 +129,10 @@ class Subscription:
     """A reader whose samples (CDR bytes, header included) go to ``callback(data, info)`` on
     the participant's receive thread; ``close()`` stops it."""
 
-    def __init__(self, participant: "Participant", topic, reader, callback):
+    def __init__(
+        self, participant: Participant, topic: Topic[Any], reader: DataReader[Any],
+        callback: SampleCallback,
+    ) -> None:
         self._participant = participant
         self.topic = topic
         self._reader = reader
@@ -150,7 +169,7 @@ class Participant:
     the same domain (``acquire``/``release``), or private (``Participant(address)``: the bridge
     uses one that never hears its own writers)."""
 
-    _shared: dict = {}
+    _shared: dict[tuple[int, str | None], Participant] = {}
     _shared_lock = threading.Lock()
 
     @classmethod
@@ -176,22 +195,22 @@ class Participant:
                     del Participant._shared[key]
         self.close()
 
-    def __init__(self, address: str, ignore_local: bool = False, _domain_id=None,
-                 _config=_UNSET):
+    def __init__(self, address: str, ignore_local: bool = False, _domain_id: int | None = None,
+                 _config: str | None | object = _UNSET) -> None:
         self.address = address
         self.domain_id = discovery.parse_ros2_address(address) if _domain_id is None else _domain_id
-        config = _domain_config() if _config is _UNSET else _config
+        config = _domain_config() if _config is _UNSET else cast("str | None", _config)
         self.node_name = node_name()
         self._ignore_local = ignore_local
         self._users = 0
         self._lock = threading.RLock()
         self._closed = False
-        self._topics: dict = {}
+        self._topics: dict[tuple[str, type[IdlStruct]], Topic[Any]] = {}
         self._writers: list[RawWriter] = []
         self._subscriptions: list[Subscription] = []
         self.dropped = DropCounter(f"tf2py ros2 node {self.node_name}")
-        self._thread = None
-        self._domain = None
+        self._thread: threading.Thread | None = None
+        self._domain: list[Any] | None = None
         try:
             self._domain = _acquire_domain(self.domain_id, config)
             self._dp = dds.domain.DomainParticipant(self.domain_id, qos=dds.qos.Qos(
@@ -211,18 +230,18 @@ class Participant:
             raise
 
     # -- entities ---------------------------------------------------------------------------
-    def _topic(self, name: str, data_type):
+    def _topic(self, name: str, data_type: type[IdlStruct]) -> Topic[Any]:
         key = (name, data_type)
         topic = self._topics.get(key)
         if topic is None:
             topic = self._topics[key] = dds.topic.Topic(self._dp, name, data_type)
         return topic
 
-    def _raw_writer(self, name, data_type, qos):
+    def _raw_writer(self, name: str, data_type: type[IdlStruct], qos: Qos) -> RawWriter:
         topic = self._topic(name, data_type)
         return RawWriter(self, topic, dds.pub.DataWriter(self._dp, topic, qos=qos))
 
-    def writer(self, topic_name: str, data_type, qos) -> RawWriter:
+    def writer(self, topic_name: str, data_type: type[IdlStruct], qos: Qos) -> RawWriter:
         """A writer of raw samples on DDS topic ``topic_name`` (e.g. ``rt/tf``)."""
         with self._lock:
             self._check_open()
@@ -231,7 +250,9 @@ class Participant:
             self._publish_graph()
             return writer
 
-    def subscribe(self, topic_name: str, data_type, qos, callback) -> Subscription:
+    def subscribe(
+        self, topic_name: str, data_type: type[IdlStruct], qos: Qos, callback: SampleCallback
+    ) -> Subscription:
         """Call ``callback(data: bytes, info)`` on the receive thread for every sample on DDS
         topic ``topic_name`` of type ``data_type`` (one of ``types``)."""
         if self._ignore_local:
@@ -247,10 +268,10 @@ class Participant:
         self._wake.set(True)
         return subscription
 
-    def subscribe_clock(self, callback) -> Subscription:
+    def subscribe_clock(self, callback: Callable[[int], object]) -> Subscription:
         """``callback(stamp_ns: int)`` for every ``/clock`` tick (rosgraph_msgs/Clock);
         undecodable ticks are dropped and counted."""
-        def on_sample(data, info):
+        def on_sample(data: bytes, info: SampleInfo) -> None:
             try:
                 stamp = cdr.decode_time(data)
             except cdr.CdrError as exc:
@@ -259,7 +280,7 @@ class Participant:
             callback(stamp)
         return self.subscribe("rt/clock", types.Clock, CLOCK_QOS, on_sample)
 
-    def _forget(self, entity, writer: bool) -> None:
+    def _forget(self, entity: RawWriter | Subscription, writer: bool) -> None:
         with self._lock:
             if writer:
                 if entity in self._writers:
@@ -333,18 +354,18 @@ class Participant:
             _release_domain(self.domain_id)
             self._domain = None
 
-    def __enter__(self):
+    def __enter__(self) -> Participant:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-_domains: dict = {}  # domain id -> [Domain or None, users, config]
+_domains: dict[int, list[Any]] = {}  # domain id -> [Domain or None, users, config]
 _domains_lock = threading.Lock()
 
 
-def _acquire_domain(domain_id: int, config):
+def _acquire_domain(domain_id: int, config: str | None) -> list[Any]:
     """The process's Cyclone domain ``domain_id`` with ``config`` (Cyclone has one domain per
     id in a process: a second participant joins it, and must want the same settings)."""
     with _domains_lock:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ...buffer.exceptions import InvalidArgumentException
 from ...buffer.messages import TransformStamped
@@ -20,11 +23,25 @@ from .. import wire
 from ..counters import DropCounter
 from . import cdr, types
 from .participant import (
+    Subscription,
     STATIC_READER_QOS,
     STATIC_WRITER_QOS,
     TF_QOS,
     Participant,
 )
+
+if TYPE_CHECKING:
+    from cyclonedds.internal import SampleInfo
+    from cyclonedds.qos import Qos
+
+    from ...buffer.core import BufferCore
+    from ..listener import TransformBatch
+
+#: A transform's columns from a one-transform message: parent, child, stamp ns, (tx..qw).
+_Single = cdr.SingleTransform
+#: A latched static transform: parent, child, stamp ns, (tx..qw).
+_Row = tuple[str, str, int, tuple[float, ...]]
+_E = TypeVar("_E")
 
 __all__ = [
     "TOPIC_TF",
@@ -39,9 +56,9 @@ TOPIC_TF = "rt/tf"
 TOPIC_TF_STATIC = "rt/tf_static"
 
 
-def _items(transform) -> list:
+def _items(transform: TransformStamped | Iterable[TransformStamped]) -> list[TransformStamped]:
     if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
-        return [transform]
+        return [cast(TransformStamped, transform)]  # a TransformStamped, or one shaped alike
     if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
         raise TypeError("send_transform takes a TransformStamped or a list of them, got "
                         f"{type(transform).__name__}")
@@ -51,7 +68,9 @@ def _items(transform) -> list:
 class _Node:
     """Holds a participant: the shared one of the address, or a private one."""
 
-    def _join(self, core, participant, keys=None):
+    _participant: Participant | None
+
+    def _join(self, core: str | None, participant: Participant | None, keys: Any = None) -> None:
         from ..address import core_address
 
         if keys is not None:
@@ -65,27 +84,35 @@ class _Node:
         self._participant = Participant.acquire(self.address) if participant is None \
             else participant
 
-    def _leave(self):
+    def _leave(self) -> None:
         if self._own_participant and self._participant is not None:
             self._participant.release()
         self._participant = None
 
     @property
     def node_name(self) -> str:
-        return self._participant.node_name
+        return self._live_participant().node_name
+
+    def _live_participant(self) -> Participant:
+        if self._participant is None:
+            raise RuntimeError("this ROS 2 endpoint is closed")
+        return self._participant
 
 
 class _Ros2Writer(_Node):
     """What both broadcasters share: one writer on the participant, closed with it."""
 
-    def _open(self, core, authority, participant, keys, topic, qos) -> None:
+    def _open(
+        self, core: str | None, authority: str | None, participant: Participant | None,
+        keys: Any, topic: str, qos: Qos,
+    ) -> None:
         self.authority = wire.authority_or_default(authority)
         self._lock = threading.Lock()
         self._closed = False
         self._participant = None
         self._join(core, participant, keys)
         try:
-            self._writer = self._participant.writer(topic, types.TFMessage, qos)
+            self._writer = self._live_participant().writer(topic, types.TFMessage, qos)
         except BaseException:
             self._leave()
             raise
@@ -102,10 +129,10 @@ class _Ros2Writer(_Node):
         self._writer.close()
         self._leave()
 
-    def __enter__(self):
+    def __enter__(self: _E) -> _E:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -114,12 +141,12 @@ class Ros2TransformBroadcaster(_Ros2Writer):
     for the API's sake: ROS 2 messages carry none."""
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
-                 participant=None, keys=None):
+                 participant: Participant | None = None, keys: Any = None) -> None:
         self.sent_messages = 0
         self.sent_transforms = 0
         self._open(core, authority, participant, keys, TOPIC_TF, TF_QOS)
 
-    def send_transform(self, transform) -> None:
+    def send_transform(self, transform: TransformStamped | Iterable[TransformStamped]) -> None:
         """Publish a TransformStamped, or a list of them as ONE TFMessage."""
         items = _items(transform)
         if not items:
@@ -127,7 +154,10 @@ class Ros2TransformBroadcaster(_Ros2Writer):
         sample = cdr.encode_tf(items)
         self.send_columns_sample(sample, len(items))
 
-    def send_columns(self, parents, children, stamps_ns, values) -> None:
+    def send_columns(
+        self, parents: Sequence[str], children: Sequence[str], stamps_ns: Iterable[int],
+        values: npt.ArrayLike,
+    ) -> None:
         """Publish N transforms given as columns (what a listener decodes), as one message."""
         if len(parents):
             self.send_columns_sample(
@@ -147,19 +177,19 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
     per child frame, the whole set in every message, so a late joiner gets all of it."""
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
-                 participant=None, keys=None):
-        self._latched: dict[str, tuple] = {}
+                 participant: Participant | None = None, keys: Any = None) -> None:
+        self._latched: dict[str, _Row] = {}
         self.published = 0
         self._open(core, authority, participant, keys, TOPIC_TF_STATIC, STATIC_WRITER_QOS)
 
-    def send_transform(self, transform) -> None:
+    def send_transform(self, transform: TransformStamped | Iterable[TransformStamped]) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
         items = _items(transform)
         cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
         from ...buffer.time import to_nanoseconds
 
-        rows = []
+        rows: list[_Row] = []
         for ts in items:
             t = ts.transform
             rows.append((str(ts.header.frame_id), str(ts.child_frame_id),
@@ -168,13 +198,16 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
                           t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)))
         self._latch(rows)
 
-    def send_columns(self, parents, children, stamps_ns, values) -> None:
+    def send_columns(
+        self, parents: Sequence[str], children: Sequence[str], stamps_ns: Iterable[int],
+        values: npt.ArrayLike,
+    ) -> None:
         """Latch N transforms given as columns and publish the whole set."""
-        values = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
+        rows = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
         self._latch([(p, c, int(s), tuple(v))
-                     for p, c, s, v in zip(parents, children, list(stamps_ns), values)])
+                     for p, c, s, v in zip(parents, children, list(stamps_ns), rows)])
 
-    def _latch(self, rows) -> None:
+    def _latch(self, rows: Iterable[_Row]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
@@ -196,35 +229,37 @@ class _Ros2Receiver(_Node):
 
     _name = "tf2py-ros2-receiver"
 
-    def __init__(self, core=None, participant=None, keys=None):
+    def __init__(
+        self, core: str | None = None, participant: Participant | None = None, keys: Any = None
+    ) -> None:
         self.received_messages = 0
         self.received_transforms = 0
         self.dropped = DropCounter(self._name)
         self._closed = False
-        self._subscriptions = []
+        self._subscriptions: list[Subscription] = []
         self._decode = cdr.TfDecoder().decode  # both topics are read on one thread
         self._participant = None
         self._join(core, participant, keys)
         try:
             for topic, qos, is_static in ((TOPIC_TF_STATIC, STATIC_READER_QOS, True),
                                           (TOPIC_TF, TF_QOS, False)):
-                self._subscriptions.append(self._participant.subscribe(
+                self._subscriptions.append(self._live_participant().subscribe(
                     topic, types.TFMessage, qos, self._on_sample_static if is_static
                     else self._on_sample))
         except BaseException:
             self.close()
             raise
 
-    def _authority_of(self, info) -> str:
+    def _authority_of(self, info: SampleInfo) -> str:
         return f"ros2:{self.address}:{info.publication_handle:x}"
 
-    def _on_sample(self, data, info):
+    def _on_sample(self, data: bytes, info: SampleInfo) -> None:
         self._receive(data, info, False)
 
-    def _on_sample_static(self, data, info):
+    def _on_sample_static(self, data: bytes, info: SampleInfo) -> None:
         self._receive(data, info, True)
 
-    def _receive(self, data, info, is_static):
+    def _receive(self, data: bytes, info: SampleInfo, is_static: bool) -> None:
         if self._closed:
             return
         received_ns = time.time_ns()
@@ -245,19 +280,23 @@ class _Ros2Receiver(_Node):
             self._handle(parents, children, stamps, values, self._authority_of(info), is_static,
                          received_ns)
 
-    def _handle_one(self, single, authority, is_static, received_ns):
+    def _handle_one(
+        self, single: _Single, authority: str, is_static: bool, received_ns: int
+    ) -> None:
         parent, child, stamp, values = single
         self._handle([parent], [child], np.array([stamp], dtype=np.int64),
                      np.array([values], dtype=np.float64), authority, is_static, received_ns)
 
-    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
+                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+                received_ns: int) -> None:
         raise NotImplementedError
 
     def matched_publishers(self) -> int:
         """How many DDS writers of /tf and /tf_static this receiver has found."""
         return sum(s.matched_publications() for s in self._subscriptions)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         stats = {
             "received_messages": self.received_messages,
             "received_transforms": self.received_transforms,
@@ -274,10 +313,10 @@ class _Ros2Receiver(_Node):
         self._subscriptions = []
         self._leave()
 
-    def __enter__(self):
+    def __enter__(self: _E) -> _E:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -286,7 +325,8 @@ class Ros2TransformListener(_Ros2Receiver):
 
     _name = "tf2py-ros2-transform-listener"
 
-    def __init__(self, buffer, core: str | None = None, keys=None, *, participant=None):
+    def __init__(self, buffer: BufferCore, core: str | None = None, keys: Any = None, *,
+                 participant: Participant | None = None) -> None:
         if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
             raise TypeError(
                 f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}")
@@ -297,7 +337,9 @@ class Ros2TransformListener(_Ros2Receiver):
         self._set_transform_values = getattr(buffer, "set_transform_values", None)
         super().__init__(core, participant, keys)
 
-    def _handle_one(self, single, authority, is_static, received_ns):
+    def _handle_one(
+        self, single: _Single, authority: str, is_static: bool, received_ns: int
+    ) -> None:
         if self._set_transform_values is None:
             return super()._handle_one(single, authority, is_static, received_ns)
         parent, child, stamp, values = single
@@ -312,7 +354,9 @@ class Ros2TransformListener(_Ros2Receiver):
         else:
             self.old_transforms += 1
 
-    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
+                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+                received_ns: int) -> None:
         if self._set_transforms is None:
             arrays = wire.TransformArrays(authority, parents, children, stamps, values)
             for index, ts in enumerate(wire.arrays_to_transforms(arrays)):
@@ -328,11 +372,11 @@ class Ros2TransformListener(_Ros2Receiver):
         self.stored_transforms += result.stored
         self.old_transforms += result.old
         if result.invalid:
-            index, exc = result.invalid[0]
-            self.dropped.drop("invalid", f"transform {index} of a message from {authority}: "
-                              f"{exc}", n=len(result.invalid))
+            first, error = result.invalid[0]
+            self.dropped.drop("invalid", f"transform {first} of a message from {authority}: "
+                              f"{error}", n=len(result.invalid))
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         stats = super().stats()
         stats["stored_transforms"] = self.stored_transforms
         stats["old_transforms"] = self.old_transforms
@@ -345,13 +389,17 @@ class Ros2TransformSubscriber(_Ros2Receiver):
 
     _name = "tf2py-ros2-transform-subscriber"
 
-    def __init__(self, core: str | None = None, on_batch=None, keys=None, *, participant=None):
+    def __init__(self, core: str | None = None,
+                 on_batch: Callable[[TransformBatch], object] | None = None, keys: Any = None, *,
+                 participant: Participant | None = None) -> None:
         if on_batch is None:
             raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
         self._on_batch = on_batch
         super().__init__(core, participant, keys)
 
-    def _handle(self, parents, children, stamps, values, authority, is_static, received_ns):
+    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
+                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+                received_ns: int) -> None:
         from ..listener import TransformBatch
 
         try:

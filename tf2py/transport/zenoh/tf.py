@@ -193,7 +193,7 @@ class _Receiver:
         self.dropped = DropCounter(self._name)
         self._closed = False
         self._lock = threading.Lock()  # one message at a time, whichever thread brings it
-        self._decode = cdr.TfDecoder().decode  # type: ignore[no-untyped-call]
+        self._decode = cdr.TfDecoder().decode
         self._last_sequence: dict[bytes, int] = {}
         self._ignore = ignore_gids if ignore_gids is not None else set()
         self._subscriptions: list[Subscription] = []
@@ -230,7 +230,7 @@ class _Receiver:
                 namespace = wire.parse_topic_keyexpr(str(sample.key_expr)).namespace \
                     if self._all else self._namespace
                 payload = sample.payload.to_bytes()
-                single = cdr.decode_tf_single(payload)  # type: ignore[no-untyped-call]
+                single = cdr.decode_tf_single(payload)
                 columns = self._decode(payload) if single is None else None
             except (wire.WireError, cdr.CdrError) as exc:
                 self.dropped.drop(exc.cause, f"{sample.key_expr}: {exc}")
