@@ -53,6 +53,7 @@ def test_import_tf2py_loads_no_transport():
     assert out == "[]"
 
 
+@pytest.mark.timeout(400)  # a cold mypy run over the package takes over a minute here
 def test_mypy_sees_the_real_classes_behind_from_tf2py_import(tmp_path):
     """``from tf2py import Buffer`` was ``Any`` to mypy (the module ``__getattr__``): then a
     wrong use passed. Now mypy reports it, and an unknown name too."""

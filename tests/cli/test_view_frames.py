@@ -174,7 +174,8 @@ def test_view_frames_draws_dynamic_edges_with_rate_and_age_statics_dashed(
         core, repeat, latch, tf2py, tmp_path):
     sender = repeat(core, [make_transform("map", "odom", (1, 0, 0))], live=True)
     latch(core, [make_transform("odom", "laser", (0.25, 0, 0.125))])
-    result = tf2py("view-frames", "-o", "tree", "--wait-time", "1.0", "--core", core,
+    # (3 s: a loaded machine may start the command late into a shorter window)
+    result = tf2py("view-frames", "-o", "tree", "--wait-time", "3.0", "--core", core,
                    cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     gv = (tmp_path / "tree.gv").read_text()

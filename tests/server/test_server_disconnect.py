@@ -47,7 +47,9 @@ _BURST = textwrap.dedent("""
 """)
 
 
-_SOON = 3.0  # seconds
+# Seconds: well under one on a quiet machine (bench/bench_faults.py measures it); generous
+# here, since a loaded CI machine may be slow to run the server's thread.
+_SOON = 15.0
 
 
 @pytest.fixture
@@ -72,6 +74,7 @@ def _reap(proc: subprocess.Popen) -> None:
     proc.stdout.close()
 
 
+@pytest.mark.timeout(400)
 @pytest.mark.parametrize("kind", ["client", "raw"])
 def test_clients_killed_at_random_points_of_a_burst_leave_no_goal_waiting(buffer, kind):
     rng = random.Random(20)
@@ -87,7 +90,7 @@ def test_clients_killed_at_random_points_of_a_burst_leave_no_goal_waiting(buffer
                          timeout=60, message=f"the server read {seen} goals")
                 os.kill(proc.pid, signal.SIGKILL)
                 # soon after the kill (well under a second on a quiet machine: see
-                # bench_faults.py; 3 s allowed for a loaded one) the server has seen the
+                # bench_faults.py; _SOON allowed for a loaded one) the server has seen the
                 # close, skipped what was still queued from it and dropped its goals
                 wait_for(lambda: server.pending_count == 0 and server.stats()[
                     "connections_closed"] > before["connections_closed"], timeout=_SOON,
@@ -108,6 +111,7 @@ def test_clients_killed_at_random_points_of_a_burst_leave_no_goal_waiting(buffer
         assert server.stats()["refused"] == 0
 
 
+@pytest.mark.timeout(400)
 def test_ten_clients_closed_with_ten_thousand_goals_pending_leave_the_limits_free(buffer):
     per_client = 10_000
     with BufferServer(buffer, "tcp://127.0.0.1:0") as server:

@@ -110,6 +110,7 @@ def test_resubscriptions_with_a_stalled_subscriber_do_not_grow_the_core(spawn, t
     assert peak - base < 100, f"core grew from {base:.0f} to {peak:.0f} MiB"
 
 
+@pytest.mark.timeout(400)
 def test_frozen_listener_under_large_messages_does_not_grow_the_core(spawn, tf2py_command):
     """Issue 11: a listener frozen while 95 KB messages flow grew the core from 33 MB to
     865 MB (10 000 queued messages). Now messages travel in pieces of at most 16 KiB and

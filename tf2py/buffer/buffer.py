@@ -162,10 +162,12 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         """``BufferCore.set_transform``; wakes the waits and requests it can satisfy."""
-        if self._direct:
+        if self._direct and not self._requests:
             # Straight into the kernel (its own lock); then, only if a thread waits or a
             # request is pending (read after the insert: one that began before it is
-            # counted already), the re-check under the buffer's lock.
+            # counted already), the re-check under the buffer's lock. With requests pending
+            # the insertion goes through _insert, which sees before the insert which touched
+            # frames were static, so the stamp bound skips the requests it cannot help.
             stored = self._k_set_transform(transform, authority, is_static)
             if stored >= 0:
                 if self._waiting or self._requests:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABCMeta
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
 from .interface import transport_for
@@ -61,9 +61,22 @@ class TransformListener(metaclass=ABCMeta):
     context manager.
     """
 
-    def __new__(cls, buffer: Any, core: Any = None, keys: Any = None) -> Any:
+    def __new__(cls, buffer: Any, core: Any = None, keys: Any = None) -> "TransformListener":
         transport, address = transport_for(core)
-        return transport.transform_listener(buffer, address, keys)
+        # Each bus's listener class is registered as a virtual subclass (isinstance holds).
+        return cast("TransformListener", transport.transform_listener(buffer, address, keys))
+
+    if TYPE_CHECKING:  # what every bus's listener offers, for type checkers
+        received_messages: int
+        received_transforms: int
+        stored_transforms: int
+        old_transforms: int
+
+        def __init__(self, buffer: Any, core: Any = None, keys: Any = None) -> None: ...
+        def stats(self) -> dict[str, Any]: ...
+        def close(self) -> None: ...
+        def __enter__(self) -> "TransformListener": ...
+        def __exit__(self, *exc: object) -> None: ...
 
 
 class TransformSubscriber(metaclass=ABCMeta):
