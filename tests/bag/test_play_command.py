@@ -66,9 +66,13 @@ def settle(address, collector, child="sentinel"):
     sentinel sent after it through the same core comes out behind it."""
     from tf2py.transport.broadcaster import TransformBroadcaster
 
-    with TransformBroadcaster(core=address) as sender:
+    def sent_and_seen():
+        # A new publisher's first messages are lost until its connection is up: resend.
         sender.send_transform(make_transform("sentinel_parent", child))
-        wait_for(lambda: collector.has_dynamic_child(child), timeout=20)
+        return collector.has_dynamic_child(child)
+
+    with TransformBroadcaster(core=address) as sender:
+        wait_for(sent_and_seen, timeout=20, interval=0.05)
     with collector.lock:
         collector.dynamic = [r for r in collector.dynamic if r[1] != child]
 
