@@ -24,20 +24,21 @@ from tf2py.server import protocol  # noqa: E402
 PY = sys.executable
 
 
-def hwm_kib(pid) -> int:
+def status_kib(pid, field: str) -> int:
+    """A memory figure of /proc/PID/status in KiB (``field``: "VmRSS", "VmHWM"), 0 if absent."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def hwm_kib(pid) -> int:
+    return status_kib(pid, "VmHWM")
 
 
 def rss_kib(pid) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    return status_kib(pid, "VmRSS")
 
 
 def cpu_percent(pid, seconds: float) -> float:
