@@ -227,13 +227,14 @@ def test_empty_frame_id_is_dropped_at_once_and_a_leading_slash_is_stripped(rec):
 def test_timeout_drops_a_message_that_waited_too_long(rec):
     buffer = Buffer()
     put(buffer, "map", "laser", 1)
-    with make_filter(buffer, rec, timeout=0.2) as f:
+    # (1 s: the second message must not wait that long between add and put, even when loaded)
+    with make_filter(buffer, rec, timeout=1.0) as f:
         m = Message("laser", 5.0)
         started = time.monotonic()
         f.add(m)
         assert len(filter_threads()) == 1  # the timer runs only while a message waits
-        wait_for(lambda: rec.dropped, 5.0)
-        assert time.monotonic() - started >= 0.2
+        wait_for(lambda: rec.dropped, 10.0)
+        assert time.monotonic() - started >= 1.0
         assert rec.dropped == [(m, "OutTheBack")]
         assert buffer.pending_request_count == 0
         wait_for(lambda: not filter_threads(), 5.0, message="timer thread ends when idle")

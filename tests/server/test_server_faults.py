@@ -433,20 +433,20 @@ def test_memory_of_cancelled_goals_is_returned(server):
             dealer.send(protocol.pack_cancel(0))
             wait_for(lambda: server.stats()["cancelled"] == 1)
             before = traced()
-            for i in range(1, 10_001):
+            for i in range(1, 4_001):
                 dealer.send(_goal(i, source=f"m_{i}" if i % 2 else "island",
                                   stamp_ns=0 if i % 3 else 60_000_000_000 + i))
             # (tracemalloc slows Python several times: generous deadlines)
-            wait_for(lambda: server.pending_count == 10_000, timeout=90)
+            wait_for(lambda: server.pending_count == 4_000, timeout=180)
             waiting = traced() - before
-            for i in range(1, 10_001):
+            for i in range(1, 4_001):
                 dealer.send(protocol.pack_cancel(i))
-            wait_for(lambda: server.pending_count == 0, timeout=90)
-            wait_for(lambda: server.stats()["cancelled"] == 10_001, timeout=90)
+            wait_for(lambda: server.pending_count == 0, timeout=180)
+            wait_for(lambda: server.stats()["cancelled"] == 4_001, timeout=180)
             left = traced() - before
     finally:
         tracemalloc.stop()
-    assert waiting > 5_000_000  # 10 000 waiting goals take megabytes...
+    assert waiting > 2_000_000  # 4 000 waiting goals take megabytes...
     assert left < waiting / 10  # ... and they are given back when the goals go
 
 

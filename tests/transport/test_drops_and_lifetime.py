@@ -196,7 +196,9 @@ def test_a_message_over_16_kib_cut_by_the_core_is_counted_and_logged(core, caplo
             publisher.send_multipart([wire.TOPIC_TF_STATIC,
                                       b"\0" * (wire.MAX_PIECE_BYTES + 100)])
             wait_for(lambda: core.stats()["dropped"].get("too_large") == 1)
-        assert "over its limit of 16 KiB" in caplog.text
+            # (counted first, then logged outside the counter's lock)
+            wait_for(lambda: "over its limit of 16 KiB" in caplog.text)
+        assert core.stats()["dropped"]["too_large"] == 1
     finally:
         publisher.close()
 
