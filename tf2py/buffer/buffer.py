@@ -54,7 +54,8 @@ from .apply import (
     transform_function,
     transform_point_array,
 )
-from .core import BatchResult, BufferCore, TimeLike
+from .core import BatchResult, BufferCore
+from .frame_tree import TimeLike
 from .pending import Ready, RequestKey, _cancel_all, _Request, _resolve, _Watchers
 from .requests import WaitingRequests
 from .messages import Header, TransformStamped

@@ -24,7 +24,7 @@ from .time import format_seconds
 
 if TYPE_CHECKING:
     from ._kernel_ext import ErrorRecord
-    from .core import BufferCore
+    from .frame_tree import FrameTree
 
 #: The seven values of a transform: tx, ty, tz, qx, qy, qz, qw.
 Values7 = tuple[float, float, float, float, float, float, float]
@@ -249,7 +249,7 @@ def cache_error(kind: int, t: int, stamp: int) -> tuple[type[TransformException]
 
 
 def query_error(
-    core: BufferCore,
+    core: FrameTree,
     error: object,  # the kernel's error record (an ErrorRecord)
     frames: Sequence[object],
     function: str = "lookupTransform",

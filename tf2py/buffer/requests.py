@@ -16,7 +16,8 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import Future
 
-from .core import BufferCore, KernelError, _clamp
+from .core import BufferCore, KernelError
+from .frame_tree import _clamp
 from .errors import _CONNECTIVITY
 from .messages import TransformStamped
 from .exceptions import (

@@ -24,4 +24,5 @@ def require_foxglove() -> ModuleType:
         raise VizDependencyError(
             f"the Foxglove view needs the optional library 'foxglove-sdk': {INSTALL_HINT}"
         ) from None
-    return foxglove
+    module: ModuleType = foxglove
+    return module
