@@ -67,7 +67,7 @@ operation = st.one_of(
 
 
 # TF2PY_PROPERTY_EXAMPLES=20000 searches harder (minutes) than the default CI run (seconds).
-EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "80"))
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
