@@ -35,6 +35,10 @@ def test_every_lazy_name_is_imported_for_type_checkers_from_the_same_module():
     assert _type_checking_imports() == lazy
 
 
+def test_all_ends_with_the_lazy_names():
+    assert tf2py.__all__[-len(tf2py._LAZY):] == list(tf2py._LAZY)
+
+
 @pytest.mark.parametrize("name", tf2py.__all__)
 def test_every_public_name_resolves(name):
     assert getattr(tf2py, name) is not None

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# name -> module that defines it, imported lazily on first attribute access.
+# name -> module that defines it, imported lazily on first attribute access. Keep its keys
+# and the end of ``__all__`` the same.
 _LAZY = {
     "BufferCore": "tf2py.buffer.core",
     "Buffer": "tf2py.buffer.buffer",
@@ -97,7 +98,20 @@ __all__ = [
     "NoDataForExtrapolationException",
     "InvalidArgumentException",
     "TimeoutException",
-    *_LAZY,
+    # the lazy names: the keys of ``_LAZY``, in its order (spelt out for type checkers)
+    "BufferCore",
+    "Buffer",
+    "Core",
+    "TransformBroadcaster",
+    "StaticTransformBroadcaster",
+    "TransformListener",
+    "BufferServer",
+    "BufferClient",
+    "bag",
+    "Twist",
+    "VelocityStamped",
+    "MessageFilter",
+    "SimClock",
 ]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Type-check tf2py/ with mypy (--strict, from [tool.mypy] in pyproject.toml) and pyright
-# ([tool.pyright]). Both come with the `dev` extra: pip install -e '.[dev]'. pyright from
-# PyPI runs on Node.js (it uses the `node` on PATH, else downloads one on first use).
+# ([tool.pyright]). Both come with the `dev` extra: pip install -e '.[dev]'. pyright is run
+# as basedpyright, whose PyPI wheel bundles Node.js (pyright's own package downloads it).
 #
 #   tools/typecheck.sh            # both, on tf2py/
 #   tools/typecheck.sh mypy       # one of them
@@ -17,6 +17,6 @@ if [ "$which" = all ] || [ "$which" = mypy ]; then
 fi
 if [ "$which" = all ] || [ "$which" = pyright ]; then
   echo "== pyright tf2py" >&2
-  "$python" -m pyright --pythonpath "$("$python" -c 'import sys; print(sys.executable)')" || status=1
+  "$python" -m basedpyright --pythonpath "$("$python" -c 'import sys; print(sys.executable)')" || status=1
 fi
 exit $status

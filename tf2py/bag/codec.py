@@ -175,7 +175,7 @@ def decode_ros2(raw: Raw, out: Columns) -> int:
         if size - off > 7 or off > size:
             raise ValueError(f"{size - off} bytes left over after {count} transforms")
         if count == 1 and off == size and s is _LE:
-            out.layouts[bytes(raw[16 : size - 56])] = (parent, child)
+            out.layouts[bytes(raw[16 : size - 56])] = (parents[-1], children[-1])
     except (struct.error, UnicodeDecodeError, ValueError) as exc:
         out.truncate(start)
         raise ValueError(str(exc)) from None
@@ -242,7 +242,7 @@ def decode_ros1(raw: Raw, out: Columns) -> int:
         if off != size:
             raise ValueError(f"{size - off} bytes left over after {count} transforms")
         if count == 1:
-            out.layouts[bytes(raw[16 : size - 56])] = (parent, child)
+            out.layouts[bytes(raw[16 : size - 56])] = (parents[-1], children[-1])
     except (struct.error, UnicodeDecodeError, ValueError) as exc:
         out.truncate(start)
         raise ValueError(str(exc)) from None

@@ -399,8 +399,9 @@ def _sort_by_log_time(data: BagTransforms) -> None:
         return
     order = np.argsort(log_ns, kind="stable")
     counts = np.diff(data.message_offsets)
+    offsets: list[int] = data.message_offsets.tolist()
     rows = np.concatenate(
-        [np.arange(data.message_offsets[k], data.message_offsets[k + 1]) for k in order]
+        [np.arange(offsets[k], offsets[k + 1]) for k in order.tolist()]
     ).astype(np.int64)
     data.parents = [data.parents[i] for i in rows.tolist()]
     data.children = [data.children[i] for i in rows.tolist()]

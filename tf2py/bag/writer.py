@@ -11,6 +11,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .codec import TFMESSAGE_ROS2_DEFINITION, encode_ros2
 from .errors import BagError, require
 
@@ -121,9 +123,10 @@ class BagWriter:
                       is_static: bool = False, log_ns: int | None = None) -> None:
         """Like ``write`` with columns: frame id lists, stamps (int ns) and an ``(N, 7)``
         array of [tx, ty, tz, qx, qy, qz, qw] (the transport's and reader's layout)."""
-        stamps: list[int] = (stamps_ns.tolist() if hasattr(stamps_ns, "tolist")
+        stamps: list[int] = (stamps_ns.tolist() if isinstance(stamps_ns, np.ndarray)
                              else list(stamps_ns))
-        rows: list[Sequence[float]] = values.tolist() if hasattr(values, "tolist") else list(values)
+        rows: list[Sequence[float]] = (values.tolist() if isinstance(values, np.ndarray)
+                                       else list(values))
         self.write_rows(list(zip(parents, children, stamps, rows)), is_static, log_ns)
 
     def write_rows(self, rows: Sequence[Row], is_static: bool = False,

@@ -339,7 +339,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             )
             return looked_up
         result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
-        if result.__class__ is TransformStamped:
+        if type(result) is TransformStamped:
             return result
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 

@@ -186,7 +186,7 @@ class BufferCore(FrameTree):
         time used. Raises LookupException, ConnectivityException, ExtrapolationException
         (Backward/Forward/NoData) or InvalidArgumentException with tf2's messages."""
         result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
-        if result.__class__ is TransformStamped:
+        if type(result) is TransformStamped:
             return result
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 

@@ -118,7 +118,7 @@ def check_insert(
         s = 1.0 / sqrt(norm2)
         out[3:] = [qx * s, qy * s, qz * s, qw * s]
     stamp: int
-    if stamp_ns.__class__ is not int:
+    if type(stamp_ns) is not int:
         try:
             stamp = cast("SupportsIndex", stamp_ns).__index__()  # AttributeError: no integer
         except (AttributeError, TypeError):

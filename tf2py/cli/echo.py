@@ -265,10 +265,11 @@ SILENCE_NOTICE_S = 3.0
 
 def wait_until_available(source: Any, target_frame: str, source_frame: str,
                          deadline: float | None,
-                         timeout_text: str, period: float = 1.0) -> None:
+                         timeout_text: str | None, period: float = 1.0) -> None:
     """Return once ``source`` can look the transform up; meanwhile print tf2_echo's waiting
     line with tf2's reason, at most once per ``period`` seconds even when the source answers
-    at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s).
+    at once (a server's immediate error, say). CommandError at ``deadline`` (monotonic s),
+    whose message gives the wait as ``timeout_text`` (None only with no deadline).
     After ``SILENCE_NOTICE_S`` with nothing received at all, say so once."""
     began = time.monotonic()
     noticed = False

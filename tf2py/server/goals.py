@@ -111,7 +111,7 @@ class Goals:
         self.ready: deque[tuple[_Group, Future[Any]]] = deque()
         self.peak_pending = 0
         self._seq = itertools.count()
-        self._self_ref = weakref.ref(self)
+        self._self_ref: weakref.ref[Goals] = weakref.ref(self)
         self.counts = {
             "goals": 0, "answered": 0, "answered_at_once": 0, "answered_on_insert": 0,
             "answered_at_timeout": 0, "waited": 0, "cancelled": 0, "duplicates": 0,

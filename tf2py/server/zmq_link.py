@@ -61,10 +61,10 @@ class _Waker:
         try:
             self.pull.setsockopt(zmq.LINGER, 0)
             self.pull.bind(name)
-            self.push = context.socket(zmq.PUSH)
-            self.push.setsockopt(zmq.LINGER, 0)
-            self.push.setsockopt(zmq.SNDHWM, 16)
-            self.push.connect(name)
+            push = self.push = context.socket(zmq.PUSH)
+            push.setsockopt(zmq.LINGER, 0)
+            push.setsockopt(zmq.SNDHWM, 16)
+            push.connect(name)
         except BaseException:
             self.close()
             raise

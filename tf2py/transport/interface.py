@@ -91,10 +91,12 @@ class TransformSender(Protocol):
         blocks; raises TypeError for anything but transforms, RuntimeError once closed.
         A sender may also offer ``send_columns(parents, children, stamps_ns, values)`` (the
         columns of a ``TransformBatch``), which the bridge uses when present."""
+        ...
 
     def close(self) -> None:
         """Release the sockets and threads (idempotent); a static sender says goodbye, so its
         set stops being given to late joiners."""
+        ...
 
 
 @runtime_checkable
@@ -105,9 +107,11 @@ class TransformReceiver(Protocol):
     def stats(self) -> dict[str, Any]:
         """``received_messages``, ``received_transforms``, ``dropped`` ({cause: count}); a
         listener adds ``stored_transforms`` and ``old_transforms``."""
+        ...
 
     def close(self) -> None:
         """Stop the receive thread(s) and release the sockets (idempotent)."""
+        ...
 
 
 @runtime_checkable
@@ -116,12 +120,15 @@ class ClockSender(Protocol):
 
     def publish(self, time: Any) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""
+        ...
 
     def publish_ns(self, time_ns: int) -> None:
         """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
+        ...
 
     def close(self) -> None:
         """Release the sockets (idempotent)."""
+        ...
 
 
 @runtime_checkable
@@ -130,21 +137,27 @@ class ClockReceiver(Protocol):
 
     def now(self) -> Time:
         """The latest simulated time received (``Time()`` before the first tick)."""
+        ...
 
     def wait_for_time(self, timeout: float | None = None) -> bool:
         """Wait until a first tick arrived (True) or ``timeout`` seconds passed (False)."""
+        ...
 
     def add_jump_callback(self, fn: Callable[[Any], None]) -> None:
         """Call ``fn(jump)`` (a ``TimeJump``) whenever the time goes backwards."""
+        ...
 
     def remove_jump_callback(self, fn: Callable[[Any], None]) -> None:
         """Stop calling ``fn`` (no error if it was not registered)."""
+        ...
 
     def stats(self) -> dict[str, Any]:
         """``ticks``, ``jumps``, ``dropped`` ({cause: count})."""
+        ...
 
     def close(self) -> None:
         """Stop the thread and release the sockets (idempotent)."""
+        ...
 
 
 # -- what a bus must do ------------------------------------------------------------------------

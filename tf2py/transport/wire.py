@@ -29,7 +29,6 @@ import sys
 from collections.abc import Iterable
 from typing import NamedTuple, NoReturn, cast
 
-import msgpack
 import numpy as np
 import numpy.typing as npt
 
@@ -167,7 +166,8 @@ def encode_transforms(
     if type(transforms) is TransformStamped:
         return _encode_one(transforms, authority)
     items: Iterable[TransformStamped]
-    if hasattr(transforms, "child_frame_id"):  # one transform of a TransformStamped-like class
+    # One transform of a subclass, or of a class shaped alike; else an iterable of them.
+    if isinstance(transforms, TransformStamped) or hasattr(transforms, "child_frame_id"):
         items = (cast(TransformStamped, transforms),)
     else:
         items = transforms
@@ -226,11 +226,9 @@ def encode_arrays(
     vals = np.ascontiguousarray(values, dtype=_F8).reshape(-1, 7)
     if len(child_list) != n or stamps.shape[0] != n or vals.shape[0] != n:
         raise ValueError("parents, children, stamps_ns and values must have the same length")
-    body: bytes = msgpack.packb(
-        [WIRE_VERSION, authority, parent_list, child_list, stamps.tobytes(), vals.tobytes()],
-        use_bin_type=True,
+    return packb(
+        [WIRE_VERSION, authority, parent_list, child_list, stamps.tobytes(), vals.tobytes()]
     )
-    return body
 
 
 _join = "".join

@@ -10,7 +10,7 @@ definition of the limits and errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sized
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 import msgpack
 
@@ -126,8 +126,10 @@ class UnknownVersionError(WireError):
         self.version = version
 
 
-#: msgpack's packb with its defaults (use_bin_type=True: str as str, bytes as bin).
-packb: Callable[[object], bytes] = msgpack.packb
+#: msgpack's packb with its defaults (use_bin_type=True: str as str, bytes as bin). Cast:
+#: msgpack has no annotations, and pyright infers ``bytes | None`` from its pure-Python
+#: ``Packer.pack`` (None only with autoreset=False, which packb never uses).
+packb = cast("Callable[[object], bytes]", msgpack.packb)
 #: msgpack's unpackb with its defaults (raw=False, strict_map_key, lengths bounded by input).
 unpackb: Callable[[Body], object] = msgpack.unpackb
 
@@ -152,7 +154,7 @@ def undecodable(exc: Exception) -> str:
 def pack(obj: object) -> bytes:
     """msgpack bytes of ``obj`` (str as str, bytes as bin)."""
     try:
-        data: bytes = msgpack.packb(obj, use_bin_type=True)
+        data = packb(obj)
     except (TypeError, ValueError, OverflowError) as exc:
         raise WireError(f"cannot encode {type(obj).__name__}: {exc}") from exc
     return data

@@ -165,13 +165,14 @@ class FoxgloveServer:
             self._subscriber = TransformSubscriber(core=core, on_batch=self._on_batch,
                                                    keys=keys)
             try:
-                self._server = foxglove.start_server(
+                server: WebSocketServer = foxglove.start_server(
                     name=name, host=host, port=port, context=self._context,
                     server_listener=_Listener(self))
             except Exception as exc:
                 reason = str(exc).removeprefix("FoxgloveError: ")
                 raise OSError(f"cannot serve on {host}:{port}: {reason}") from None
-            self._port: int = self._server.port
+            self._server = server
+            self._port: int = server.port
             disable_nagle(self._port)
         except BaseException:
             self.close()

@@ -8,12 +8,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["Fleet"]
 
+if TYPE_CHECKING:
+    # What the lazy ``__getattr__`` below returns, for mypy and pyright (never run).
+    from .service import Fleet as Fleet
+else:  # a module __getattr__ would make every unknown name Any to type checkers
 
-def __getattr__(name: str) -> object:  # the zenoh extra is optional: import the service on first use
-    if name == "Fleet":
-        from .service import Fleet
+    def __getattr__(name: str) -> object:
+        if name == "Fleet":  # the zenoh extra is optional: import the service on first use
+            from .service import Fleet
 
-        return Fleet
-    raise AttributeError(name)
+            return Fleet
+        raise AttributeError(name)

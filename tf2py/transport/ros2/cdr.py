@@ -110,6 +110,7 @@ def _decode_tf(data: Data) -> tuple[TfColumns, _Layout]:
     string_spans: list[tuple[int, int]] = []  # (start, end) of each string with its length field, padding excluded
     unpack_u32 = _U32.unpack_from
     position = 8  # absolute offset; the payload (and its alignment) starts at 4
+    i = 0  # the transform being read, for the errors below
     try:
         for i in range(n):
             position += (-(position - 4)) & 3

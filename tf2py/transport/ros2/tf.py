@@ -57,7 +57,7 @@ TOPIC_TF_STATIC = "rt/tf_static"
 
 
 def _items(transform: TransformStamped | Iterable[TransformStamped]) -> list[TransformStamped]:
-    if transform.__class__ is TransformStamped or hasattr(transform, "child_frame_id"):
+    if isinstance(transform, TransformStamped) or hasattr(transform, "child_frame_id"):
         return [cast(TransformStamped, transform)]  # a TransformStamped, or one shaped alike
     if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
         raise TypeError("send_transform takes a TransformStamped or a list of them, got "
