@@ -53,7 +53,7 @@ def test_play_loop_clock_delivers_every_pass_to_a_listening_buffer(spawn, tf2py_
         # (rate 10: at 20 a loaded machine's listener fell behind the player)
         proc = play(spawn, tf2py_command, core.address, "--rate", "10", "--loop", "--clock")
         proc.wait_for_line("tf2py play: playing")
-        wait_for(lambda: clock.jumps >= 2, timeout=60, message="two loops of the bag")
+        wait_for(lambda: clock.jumps >= 3, timeout=90, message="three loops of the bag")
         assert proc.stop() == 0
     finally:
         stop.set()
@@ -61,14 +61,21 @@ def test_play_loop_clock_delivers_every_pass_to_a_listening_buffer(spawn, tf2py_
         for listener in listeners:
             listener.close()
         clock.close()
-    second_pass = [latest for jumps, latest in seen if jumps == 1]
-    # The second pass was held from its beginning to its end: forgotten, then refilled.
-    assert min(second_pass) < start_s + 15, (start_s, second_pass[:5])
-    assert max(second_pass) > end_s - 15, (end_s, second_pass[-5:])
-    # Without a clock the buffer refused the second pass as old data (tf2's TF_OLD_DATA).
+    # A later pass is held from its beginning to its end: forgotten at the jump, then refilled.
+    # (Transforms of the pass before that the listener still delivers after the jump - it can
+    # lag the player on a loaded machine - are newer than the whole next pass, which is then
+    # refused as old data, as in ROS. Two passes are watched; at least one must be clean.)
+    passes = {k: [latest for jumps, latest in seen if jumps == k] for k in (1, 2)}
+    held = [k for k, pass_ in passes.items()
+            if pass_ and min(pass_) < start_s + 15 and max(pass_) > end_s - 15]
+    assert held, (start_s, end_s, {k: (p[:3], p[-3:]) for k, p in passes.items()})
+    # Without a clock the buffer refused the later passes as old data (tf2's TF_OLD_DATA).
     per_pass = int((~data.is_static).sum())
-    assert listeners[1].old_transforms > per_pass // 2
-    assert listeners[0].old_transforms < per_pass // 10
+    assert listeners[1].old_transforms > per_pass
+    if held == [1, 2]:
+        assert listeners[0].old_transforms < per_pass // 10
+    else:
+        assert listeners[0].old_transforms < listeners[1].old_transforms
 
 
 def test_play_clock_publishes_the_bags_time(spawn, tf2py_command, core):

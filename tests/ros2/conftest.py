@@ -115,7 +115,15 @@ def start_talking(peer: Peer, receiver) -> None:
     peer.wait_for_events("matched")
     wait_for(lambda: receiver.matched_publishers() > 0, DISCOVERY_TIMEOUT,
              message="the rclpy talker's /tf writer, seen from tf2py")
+    go(peer)
+
+
+def go(peer: Peer) -> None:
+    """SIGUSR1 to a ``talk`` or ``raw`` peer, again each second until it says it started
+    (one signal was once seen lost on a loaded machine)."""
     peer.signal(signal.SIGUSR1)
+    wait_for(lambda: peer.events("go") or peer.signal(signal.SIGUSR1), DISCOVERY_TIMEOUT,
+             interval=1.0, message=f"the rclpy peer to start sending; output:\n{peer.output()}")
 
 
 def wait_until_heard(peer: Peer, broadcaster) -> None:

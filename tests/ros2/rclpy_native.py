@@ -130,9 +130,13 @@ def main():
     back = tf2py.convert(out[0] if out else publisher_msg.transforms[0], tf2py.TransformStamped)
     say(event="back", type=type(back).__module__, equal=back == looked_up)
     executor.shutdown()
+    # the spinning thread must be out of rclpy's C++ before the interpreter exits: a thread
+    # still waiting inside it at exit aborts the process ("terminate called without an
+    # active exception", exit -6)
+    spinner.join(timeout=30)
     node.destroy_node()
     rclpy.try_shutdown()
-    say(event="done")
+    say(event="done", spinner_ended=not spinner.is_alive())
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ def main():
         say(event="matched")
         while not go.is_set() and not stop.is_set():
             go.wait(0.05)
+        say(event="go")
         for i in range(count):
             if stop.is_set():
                 break
@@ -100,6 +101,7 @@ def main():
         say(event="matched")
         while not go.is_set() and not stop.is_set():
             go.wait(0.05)
+        say(event="go")
         for sample in sys.argv[2:]:
             pub.publish(bytes.fromhex(sample))
             time.sleep(0.01)

@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 
 import tf2py
-from conftest import DISCOVERY_TIMEOUT, expected_transform
+from conftest import DISCOVERY_TIMEOUT, expected_transform, go
 from helpers import wait_for
 from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformSubscriber
@@ -49,7 +49,7 @@ def test_bridge_both_ways_relays_latches_statics_and_never_loops(
                  message="the rclpy node's static, relayed to the core")
         talker = rclpy_peer("talk", 1, 40, 20)
         talker.wait_for_events("matched")
-        talker.signal(signal.SIGUSR1)
+        go(talker)
         talker.wait_for_events("sent", timeout=60)
         wait_for(lambda: any(st == expected_transform(39, 0)[2] for _, _, st, _ in
                              zmq_rows("base_link")), DISCOVERY_TIMEOUT,
