@@ -61,13 +61,6 @@ from kernel_harness import RESULTS, Clock, conditions, markdown  # noqa: E402
 from bench_kernel_memory import section_memory  # noqa: E402
 from bench_kernel_messages import section_messages, section_threads  # noqa: E402
 
-def peer_latest(tree, target, source):
-    """transform-tree's answer to tf2's time 0 (the latest time the whole chain is known),
-    names in, as tf2py's call: the end of the plan's span, then the lookup there.
-    (``Plan.latest()`` composes each link's newest sample, whatever its stamp: the same
-    transform only when every link has a sample at the common newest stamp.)"""
-    return tree.lookup(target, source, tree.span(target, source)[1])
-
 
 def section_single(clock):
     header("single lookups, chains of 1000 samples per link at 100 Hz")

@@ -191,6 +191,14 @@ def check_single(chain, stamps_ns, what):
         same_matrices(m[None], chain.plan.at(np.array([s], dtype=np.int64)), what + " (lookup)")
 
 
+def peer_latest(tree, target, source):
+    """transform-tree's answer to tf2's time 0 (the latest time the whole chain is known),
+    names in, as tf2py's call: the end of the plan's span, then the lookup there.
+    (``Plan.latest()`` composes each link's newest sample, whatever its stamp: the same
+    transform only when every link has a sample at the common newest stamp.)"""
+    return tree.lookup(target, source, tree.span(target, source)[1])
+
+
 def check_latest(chain, what, plan_latest=True):
     """tf2py's time 0 against the peer's latest common time (and against ``Plan.latest()``
     where every link has a sample at the newest common stamp, ``plan_latest``)."""
