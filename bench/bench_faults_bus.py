@@ -194,7 +194,7 @@ def garbage_and_long_ids(n_garbage: int, n_long: int):
             gc.collect()
             grown = rss_mb(os.getpid()) - base_self
             lost = sum(1 for c in valid_children if not buffer.can_transform("world", c, 0))
-            crashed = (not core.alive()) + (not listener._thread.is_alive())
+            crashed = (not core.alive()) + (not listener._loop._thread.is_alive())
             long_kept = sum(1 for f in buffer.get_frames() if len(f) > wire.MAX_FRAME_ID_LENGTH)
             lost += long_kept  # (counted as a failure too)
             pub.close()
@@ -320,7 +320,7 @@ def strangers(site, foreign, seconds: float):
                 sent += 2
                 time.sleep(0.002)
             reached = len(set(buffer.get_frames()) - {"world", "good"})
-            crashed = (not core.alive()) + (not listener._thread.is_alive())
+            crashed = (not core.alive()) + (not listener._loop._thread.is_alive())
         row("strangers on a keyed bus (no keys, other site's keys)", sent, crashed, 0,
             f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}", "-", "0 reach a listener",
             f"{reached} frames reached")
