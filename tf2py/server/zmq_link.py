@@ -40,7 +40,7 @@ _GONE_REMEMBERED = 65_536
 _instance_ids = itertools.count()
 
 
-def _context() -> zmq.Context:  # type: ignore[type-arg]
+def _context() -> zmq.Context[zmq.Socket[bytes]]:
     """The process-wide ZeroMQ context (the one the bus uses too)."""
     return zmq.Context.instance()
 
@@ -52,7 +52,7 @@ def _timeout_ms(timeout: float | None) -> int | None:
 class _Waker:
     """An inproc PUSH/PULL pair: ``wake()`` from any thread makes a poll on ``pull`` return."""
 
-    def __init__(self, context: zmq.Context, kind: str) -> None:  # type: ignore[type-arg]
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], kind: str) -> None:
         name = f"inproc://tf2py-{kind}-wake-{os.getpid()}-{next(_instance_ids)}"
         self.lock = threading.Lock()
         self.closed = False
