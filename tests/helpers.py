@@ -23,7 +23,9 @@ def _shared_data() -> Path:
     beside the checkout this one was cloned from (``git clone . /tmp/fresh``), else
     ``$TF2PY_SHARED_DATA``; the first that exists (``../shared/data`` when none does)."""
     beside = REPO.parent / "shared" / "data"
-    candidates = [beside]
+    if beside.is_dir():  # (CI, and any checkout beside shared/: no git call at import)
+        return beside
+    candidates = []
     try:
         origin = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
                                 capture_output=True, text=True, timeout=10).stdout.strip()
@@ -64,15 +66,18 @@ def free_address() -> str:
     return f"tcp://127.0.0.1:{free_port()}"
 
 
-def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message: str = ""):
-    """Call ``condition`` until it returns a truthy value; fail the test at the deadline."""
+def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message=""):
+    """Call ``condition`` until it returns a truthy value; fail the test at the deadline.
+    ``message`` says what was awaited: a string, or a callable giving it at the deadline
+    (for output gathered while waiting)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s: {message or condition}")
+            said = message() if callable(message) else message
+            pytest.fail(f"condition not met within {timeout} s: {said or condition}")
         time.sleep(interval)
 
 

@@ -175,7 +175,7 @@ def test_no_child_outlives_launch_however_it_ends(tmp_path, tf2py_command, endin
     pids = []
     try:
         wait_for(lambda: _ready(proc.output()), timeout=60,
-                 message=f"everything started; output so far:\n{proc.output()}")
+                 message=lambda: f"everything started; output so far:\n{proc.output()}")
         pids = _pids(proc.output())
         ports = [bus_port, bus_port + 1, holder_port]
         assert not any(_port_free(p) for p in ports)  # really held while running

@@ -82,7 +82,7 @@ class Peer(Proc):
             events = self.events(kind)
             return events if len(events) >= n else None
         return wait_for(enough, timeout, interval=0.05,
-                        message=f"{n} {kind!r} events from the rclpy peer; output:\n"
+                        message=lambda: f"{n} {kind!r} events from the rclpy peer; output:\n"
                         f"{self.output()[-3000:]}")
 
 
@@ -123,7 +123,7 @@ def go(peer: Peer) -> None:
     (one signal was once seen lost on a loaded machine)."""
     peer.signal(signal.SIGUSR1)
     wait_for(lambda: peer.events("go") or peer.signal(signal.SIGUSR1), DISCOVERY_TIMEOUT,
-             interval=1.0, message=f"the rclpy peer to start sending; output:\n{peer.output()}")
+             interval=1.0, message=lambda: f"the rclpy peer to start sending; output:\n{peer.output()}")
 
 
 def wait_until_heard(peer: Peer, broadcaster) -> None:

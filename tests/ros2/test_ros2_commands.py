@@ -36,7 +36,7 @@ def test_server_answers_lookups_of_an_rclpy_nodes_transforms(rclpy_peer, ros_dom
     client = tf2py.BufferClient(address)
     try:
         t = wait_for(lambda: _lookup(client), DISCOVERY_TIMEOUT, interval=0.2,
-                     message=f"the server's answer; server output:\n{server.output()}")
+                     message=lambda: f"the server's answer; server output:\n{server.output()}")
     finally:
         client.close()
     assert t.transform.translation.z == -1.125 and t.child_frame_id == "base_link"

@@ -94,7 +94,7 @@ def test_a_tf2py_process_is_a_named_node_in_the_ros2_graph(rclpy_peer, monkeypat
         peer = rclpy_peer("nodes")
         wait_for(lambda: any("tf2py_graph_test" in e["names"] for e in peer.events("nodes")),
                  DISCOVERY_TIMEOUT, interval=0.1,
-                 message=f"tf2py's node among rclpy's get_node_names(): {peer.output()[-500:]}")
+                 message=lambda: f"tf2py's node among rclpy's get_node_names(): {peer.output()[-500:]}")
     # Leaving the graph: the node disappears from it.
     wait_for(lambda: "tf2py_graph_test" not in peer.events("nodes")[-1]["names"],
              DISCOVERY_TIMEOUT, interval=0.1, message="tf2py's node gone after close()")
