@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import sys
 from pathlib import Path
 
@@ -64,6 +63,8 @@ def ros_domain(monkeypatch, cyclonedds_available) -> dict:
 class Peer(Proc):
     """An rclpy node (rclpy_peer.py) whose JSON lines can be awaited."""
 
+    go_file = ""  # made by go(): a talk or raw peer starts sending when it exists
+
     def events(self, kind: str) -> list[dict]:
         out = []
         with self._lock:
@@ -87,13 +88,15 @@ class Peer(Proc):
 
 
 @pytest.fixture
-def rclpy_peer(peer_python, ros_domain):
+def rclpy_peer(peer_python, ros_domain, tmp_path):
     """Start ``rclpy_peer.py MODE ARGS...`` with ``rclpy_peer(mode, *args)``."""
     peers: list[Peer] = []
 
     def start(*args) -> Peer:
+        go_file = str(tmp_path / f"go-{len(peers)}")
         peer = Peer([peer_python, str(HERE / "rclpy_peer.py"), *map(str, args)],
-                    env=ros_domain)
+                    env={**ros_domain, "PEER_GO_FILE": go_file})
+        peer.go_file = go_file
         peers.append(peer)
         return peer
 
@@ -119,11 +122,10 @@ def start_talking(peer: Peer, receiver) -> None:
 
 
 def go(peer: Peer) -> None:
-    """SIGUSR1 to a ``talk`` or ``raw`` peer, again each second until it says it started
-    (one signal was once seen lost on a loaded machine)."""
-    peer.signal(signal.SIGUSR1)
-    wait_for(lambda: peer.events("go") or peer.signal(signal.SIGUSR1), DISCOVERY_TIMEOUT,
-             interval=1.0, message=lambda: f"the rclpy peer to start sending; output:\n{peer.output()}")
+    """Let a ``talk`` or ``raw`` peer start sending (it waits for its go file); wait until it
+    says it has started."""
+    Path(peer.go_file).touch()
+    peer.wait_for_events("go")
 
 
 def wait_until_heard(peer: Peer, broadcaster) -> None:

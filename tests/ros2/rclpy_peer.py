@@ -2,7 +2,8 @@
 (tests/ros2/peer_env.py), never in tf2py's own. Prints one JSON object per line on stdout.
 
     rclpy_peer.py talk FRAMES COUNT HZ    /tf: COUNT messages of FRAMES transforms each, HZ per s,
-                                          from the SIGUSR1 that says the listener is there
+                                          from when the file $PEER_GO_FILE exists (the test makes it
+                                          when the listener under test knows this writer)
     rclpy_peer.py static FRAMES           /tf_static: one latched message of FRAMES transforms
     rclpy_peer.py raw HEX...              /tf: these serialized samples (header included), as they are
     rclpy_peer.py listen                  prints every /tf and /tf_static transform received
@@ -18,6 +19,7 @@ Transform j of message i: parent "map" (j = 0: child "base_link", else "frame_{j
 """
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -63,6 +65,18 @@ def as_dict(t, topic):
                 values=[tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w])
 
 
+def wait_to_go(pub, stop):
+    """Until this writer has a reader and the test has made $PEER_GO_FILE. A file, not a
+    signal: a SIGUSR1 was seen never to arrive at an rclpy process on a loaded machine."""
+    while pub.get_subscription_count() == 0 and not stop.is_set():
+        time.sleep(0.05)
+    say(event="matched")
+    go_file = os.environ["PEER_GO_FILE"]
+    while not os.path.exists(go_file) and not stop.is_set():
+        stop.wait(0.05)
+    say(event="go")
+
+
 def main():
     mode = sys.argv[1]
     rclpy.init()
@@ -74,16 +88,9 @@ def main():
     if mode == "talk":
         frames, count, hz = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
         pub = node.create_publisher(TFMessage, "/tf", TF_QOS)
-        # /tf is not latched: wait for the listener under test to know us (it says so with
-        # SIGUSR1) and for us to know it, before the first message.
-        go = threading.Event()
-        signal.signal(signal.SIGUSR1, lambda *a: go.set())
-        while pub.get_subscription_count() == 0 and not stop.is_set():
-            time.sleep(0.05)
-        say(event="matched")
-        while not go.is_set() and not stop.is_set():
-            go.wait(0.05)
-        say(event="go")
+        # /tf is not latched: wait for the listener under test to know us (the test says so
+        # with a file) and for us to know it, before the first message.
+        wait_to_go(pub, stop)
         for i in range(count):
             if stop.is_set():
                 break
@@ -94,14 +101,7 @@ def main():
     elif mode == "raw":
         # Serialized samples as given (hex, header included), e.g. garbage, on /tf.
         pub = node.create_publisher(TFMessage, "/tf", TF_QOS)
-        go = threading.Event()
-        signal.signal(signal.SIGUSR1, lambda *a: go.set())
-        while pub.get_subscription_count() == 0 and not stop.is_set():
-            time.sleep(0.05)
-        say(event="matched")
-        while not go.is_set() and not stop.is_set():
-            go.wait(0.05)
-        say(event="go")
+        wait_to_go(pub, stop)
         for sample in sys.argv[2:]:
             pub.publish(bytes.fromhex(sample))
             time.sleep(0.01)
