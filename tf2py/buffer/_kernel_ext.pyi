@@ -51,6 +51,10 @@ class Kernel:
         self, parents: list[Any], children: list[Any], stamps: np.ndarray, rows: np.ndarray,
         authority: Any, is_static: bool,
     ) -> Any: ...
+    def _k_insert_trajectory(
+        self, parent: str, child: str, stamps: np.ndarray, rows: np.ndarray, authority: Any,
+        is_static: bool,
+    ) -> Any: ...
     def _k_lookup(self, target: str, source: str, t: int) -> tuple[float, ...]: ...
     def _k_lookup_full(
         self, target: str, target_time: int, source: str, source_time: int, fixed: str

@@ -56,6 +56,15 @@ def store_rows(
     """``set_transforms``' work (see there); the caller notifies what was stored."""
     names_p: list[str]
     names_c: list[str]
+    if type(parents) is str and type(children) is str:
+        # One frame's trajectory (an (N, 7) array with N stamps): its names read once.
+        try:
+            result: BatchResult = core._k_insert_trajectory(
+                parents, children, stamps_ns, values, authority, is_static)
+        except (TypeError, ValueError):
+            pass  # arrays of other types or shapes: converted or refused below
+        else:
+            return _with_row_errors(result, parents, children, stamps_ns, values)
     if type(parents) is list and type(children) is list:
         names_p, names_c = parents, children
     else:
@@ -64,17 +73,26 @@ def store_rows(
     # The listener's, the bag loader's and the array form (lists, int64 and float64 arrays):
     # straight into the kernel, which refuses anything else before storing a row.
     try:
-        result: BatchResult = core._k_insert_rows(
-            names_p, names_c, stamps_ns, values, authority, is_static)
+        result = core._k_insert_rows(names_p, names_c, stamps_ns, values, authority, is_static)
     except (TypeError, ValueError):
         return _store_converted(core, names_p, names_c, stamps_ns, values, authority, is_static)
-    stored, old, refused = result  # a BatchResult; its invalid: indices of refused rows
-    if refused:
-        result = BatchResult(stored, old, [
-            (k, _row_error(names_p[k], names_c[k], values[k], stamps_ns[k]))
-            for k in cast("list[int]", refused)
-        ])
-    return result
+    return _with_row_errors(result, names_p, names_c, stamps_ns, values)
+
+
+def _with_row_errors(
+    result: BatchResult, parents: Sequence[str] | str, children: Sequence[str] | str,
+    stamps_ns: Any, values: Any,
+) -> BatchResult:
+    """The kernel's result, its invalid list (indices of refused rows) made (index, exception)."""
+    stored, old, refused = result
+    if not refused:
+        return result
+    return BatchResult(stored, old, [
+        (k, _row_error(parents if isinstance(parents, str) else parents[k],
+                       children if isinstance(children, str) else children[k],
+                       values[k], stamps_ns[k]))
+        for k in cast("list[int]", refused)
+    ])
 
 
 def _store_converted(

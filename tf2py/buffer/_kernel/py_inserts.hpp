@@ -81,14 +81,61 @@ struct InsertBinding {
         if (!g_batch_result) throw nb::type_error("insert_rows: no result type (set_batch_result)");
         Batch batch;
         insert_rows_into(k, parents, children, stamps.data(), rows.data(), n, authority, is_static, batch);
-        nb::list invalid;
-        if (batch.stored + batch.old < n)
-            for (size_t i = 0; i < n; ++i)
-                if (batch.codes[i] < 0) invalid.append(i);
-        nb::object args = nb::make_tuple(nb::make_tuple(batch.stored, batch.old, invalid));
-        PyObject* result = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(g_batch_result), args.ptr(), nullptr);
-        if (!result) throw nb::python_error();
-        return nb::steal(result);
+        return batch_result(batch, n);
+    }
+
+    // set_transforms for one frame's trajectory (one parent and one child name for all rows):
+    // the names checked, registered and looked up once, not per row.
+    static nb::object insert_trajectory(PyKernel& k, nb::handle parent, nb::handle child, Int64Array stamps,
+                                        RowsArray rows, nb::handle authority, bool is_static) {
+        const size_t n = stamps.shape(0);
+        if (rows.shape(0) != n || rows.shape(1) != 7)
+            throw nb::value_error("insert_trajectory: stamps and rows (N, 7) must agree in N");
+        if (!g_batch_result) throw nb::type_error("insert_trajectory: no result type (set_batch_result)");
+        Batch batch;
+        batch.codes.assign(n, kNameType);
+        std::string_view p, c;
+        if (!str_view(parent.ptr(), p) || !str_view(child.ptr(), c)) return batch_result(batch, n);
+        const int64_t* ts = stamps.data();
+        const double* values = rows.data();
+        int32_t* codes = batch.codes.data();
+        int32_t parent_id = -1, child_id = -1;
+        {
+            const bool release = n >= kReleaseGilRows;
+            Writing access(k.lock_, release);
+            WithoutGil nogil(release);
+            Kernel& kernel = k.k_;
+            for (size_t i = 0; i < n; ++i) {
+                double v[7];
+                std::memcpy(v, values + 7 * i, sizeof v);
+                int r;
+                if (child_id < 0) {  // until a row passes insert()'s checks of the names
+                    int32_t pid = 0;
+                    r = kernel.insert(p, c, ts[i], v, is_static, pid);
+                    if (r >= 0) {
+                        std::string_view stripped = c;
+                        if (stripped[0] == '/') stripped.remove_prefix(1);
+                        parent_id = pid;
+                        child_id = r > 0 ? r : kernel.registered_id(stripped);
+                    }
+                } else {
+                    r = Kernel::check_values(v);
+                    if (r == tf2k::kStored) r = kernel.insert_ids(child_id, parent_id, ts[i], v, is_static) ? child_id : tf2k::kOld;
+                }
+                codes[i] = r;
+                if (r > 0) {
+                    ++batch.stored;
+                } else if (r == tf2k::kOld) {
+                    ++batch.old;
+                }
+            }
+        }
+        if (batch.stored) k.set_authority(child_id, authority);
+        if (child_id >= 0) {
+            k.remember_id(parent.ptr(), parent_id);
+            k.remember_id(child.ptr(), child_id);
+        }
+        return batch_result(batch, n);
     }
 
     static void bind(nb::class_<PyKernel>& cls) {
@@ -101,6 +148,8 @@ struct InsertBinding {
             .def("_k_insert_batch", &insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
                  "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a, "codes"_a.noconvert())
             .def("_k_insert_rows", &insert_rows, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+                 "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a)
+            .def("_k_insert_trajectory", &insert_trajectory, "parent"_a, "child"_a, "stamps"_a.noconvert(),
                  "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a);
     }
 
@@ -119,6 +168,19 @@ struct InsertBinding {
     };
 
     static constexpr int32_t kUnread = std::numeric_limits<int32_t>::min();
+
+    // The BatchResult (the type set_batch_result registered), its invalid list holding the
+    // indices of refused rows (Python replaces them by (index, exception)).
+    static nb::object batch_result(const Batch& batch, size_t n) {
+        nb::list invalid;
+        if (batch.stored + batch.old < n)
+            for (size_t i = 0; i < n; ++i)
+                if (batch.codes[i] < 0) invalid.append(i);
+        nb::object args = nb::make_tuple(nb::make_tuple(batch.stored, batch.old, invalid));
+        PyObject* result = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(g_batch_result), args.ptr(), nullptr);
+        if (!result) throw nb::python_error();
+        return nb::steal(result);
+    }
 
     // Row k's name: a known id (>= 0), or -(1 + index into pending), or kUnread (not a str).
     // `read`: as pending whatever the cache knows (the row needs insert()'s checks).

@@ -1,7 +1,8 @@
 // Per-frame history: the sliding window of one child frame (dynamic) or its single
 // sample (static). Flat storage, oldest first: int64 stamps (ns), seven float64 values per
 // sample (tx, ty, tz, qx, qy, qz, qw) and int32 parent ids. Pruning moves a start offset;
-// the dead prefix is dropped now and then. In-order inserts append; lookups bisect.
+// the dead prefix is dropped when the storage is full and a quarter of it is dead. In-order
+// inserts append; lookups bisect.
 //
 // tf2 rules kept (tf2-reference.md §3, §13.2): insert prunes first, relative to the latest
 // stamp before the insert (drop stamp < latest - cache_time), then refuses a stamp older
@@ -70,7 +71,7 @@ class TimeCache {
                     start_ = static_cast<size_t>(std::lower_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_),
                                                                   stamps_.end(), limit) -
                                                  stamps_.begin());
-                if (start_ >= 64 && start_ * 16 >= n - start_) compact();
+                if (start_ >= 64 && start_ >= n - start_) compact();  // mostly dead: a shrunk stream
                 n = stamps_.size();
             }
             if (stamp < limit) return false;
@@ -244,12 +245,16 @@ class TimeCache {
 
     void append(int64_t stamp, const double* values, int32_t parent) {
         if (stamps_.size() == stamps_.capacity()) {
-            if (start_) {
-                compact();
-            }
+            // A steady stream prunes one sample per insert. The live samples move down only
+            // once a quarter of the storage is dead (at most 4 moves per insert); below that,
+            // room for a quarter more. (Compacting whenever anything was dead moved the whole
+            // window on every insert of a stream whose window had filled the storage.)
+            const size_t live = stamps_.size() - start_;
+            if (start_ && start_ * 4 >= live) compact();
             if (stamps_.size() == stamps_.capacity()) {
-                // Grow by a sixteenth (not double): memory per sample stays close to 68 B.
-                const size_t want = stamps_.size() + stamps_.size() / 16 + 8;
+                // Filling without pruning grows by a sixteenth (not double): memory per
+                // sample stays close to 68 B.
+                const size_t want = stamps_.size() + (start_ ? live / 4 : stamps_.size() / 16) + 8;
                 stamps_.reserve(want);
                 values_.reserve(want * 7);
                 parents_.reserve(want);
