@@ -1,0 +1,115 @@
+"""Instructions per call of the store's hot calls, counted by valgrind's callgrind, for two
+builds side by side (before and after a change), on machines whose timings cannot be trusted.
+
+    python bench/bench_call_instructions.py [--before PYTHON] [--calls 20000]
+
+Each workload (a depth-3 chain of 1 000 samples per link at 100 Hz) runs in a child of each
+Python given (this one, and ``--before``: another venv's python with an older tf2py
+installed) under callgrind, twice: with ``--calls`` calls and with none; the difference over
+the calls is the instructions per call of the whole process, interpreter included (a Python
+wrapper's cost counts, as it does for a user). Exact and repeatable (``PYTHONHASHSEED=0``);
+not time: a cache miss costs more than an add. Needs ``valgrind`` on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+WORKLOADS = {
+    "core.lookup_transform depth 3, between samples": "core_lookup",
+    "core.lookup_transform depth 3, time 0": "core_latest",
+    "core.can_transform depth 3": "core_can",
+    "core.set_transform (prebuilt message), steady stream": "core_set",
+    "Buffer.lookup_transform depth 3, between samples": "buffer_lookup",
+    "Buffer.can_transform depth 3": "buffer_can",
+    "Buffer.set_transform (prebuilt message), steady stream": "buffer_set",
+    "core.lookup_transforms, per stamp (1 000 sorted stamps)": "core_batch",
+}
+
+
+def workload(name: str, calls: int, prepared: int) -> None:
+    """In the child: build the chain and ``prepared`` messages, then ``calls`` calls."""
+    import numpy as np
+
+    import tf2py
+
+    ns = 10**9
+    cls = tf2py.Buffer if name.startswith("buffer") else tf2py.BufferCore
+    store = cls(cache_time=10.0)
+    stamps = (100 * ns + np.arange(1000) * 10_000_000).astype(np.int64)
+    rows = np.zeros((1000, 7))
+    rows[:, 0] = np.arange(1000) * 0.01
+    rows[:, 6] = 1.0
+    links = [("map", "odom"), ("odom", "base"), ("base", "cam")]
+    for parent, child in links:
+        store.set_transforms([parent] * 1000, [child] * 1000, stamps, rows, "bench")
+    t = 105.0031
+    if name.endswith("_set"):
+        messages = [tf2py.make_transform("map", "odom", (k * 0.01, 0.0, 0.0),
+                                         stamp=tf2py.Time.from_nanoseconds(110 * ns + k * 10_000_000))
+                    for k in range(prepared)]
+        for m in messages[:calls]:
+            store.set_transform(m, "bench")
+    elif name.endswith("_lookup"):
+        for _ in range(calls):
+            store.lookup_transform("map", "cam", t)
+    elif name.endswith("_latest"):
+        for _ in range(calls):
+            store.lookup_transform("map", "cam", 0)
+    elif name.endswith("_can"):
+        for _ in range(calls):
+            store.can_transform("map", "cam", t)
+    elif name.endswith("_batch"):
+        times = np.linspace(101.0, 109.0, 1000)
+        for _ in range(calls // 1000):
+            store.lookup_transforms("map", "cam", times)
+
+
+def instructions(python: str, name: str, calls: int, prepared: int, tmp: str) -> int:
+    out = os.path.join(tmp, f"{name}-{calls}-{abs(hash(python))}.out")
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__,
+         "--worker", name, str(calls), str(prepared)],
+        capture_output=True, text=True, cwd=tmp, env={**os.environ, "PYTHONHASHSEED": "0"})
+    if run.returncode:
+        raise RuntimeError(f"{python} {name}: {run.stderr[-2000:]}")
+    for line in run.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1])
+    raise RuntimeError(f"no count from callgrind: {run.stderr[-500:]}")
+
+
+def main() -> int:
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        workload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="another venv's python, with the tf2py to compare")
+    parser.add_argument("--calls", type=int, default=20_000)
+    opts = parser.parse_args()
+    if not shutil.which("valgrind"):
+        print("bench_call_instructions needs valgrind (e.g. apt install valgrind)")
+        return 2
+    pythons = [("now", sys.executable)] + ([("before", opts.before)] if opts.before else [])
+    print(f"instructions per call, whole process ({opts.calls} calls; callgrind)")
+    print(f"{'call':58}" + "".join(f"{label:>10}" for label, _ in pythons)
+          + ("     ratio" if opts.before else ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, name in WORKLOADS.items():
+            per = []
+            for _, python in pythons:
+                full = instructions(python, name, opts.calls, opts.calls, tmp)
+                base = instructions(python, name, 0, opts.calls, tmp)
+                per.append((full - base) / opts.calls)
+            ratio = f"{per[0] / per[1]:10.2f}" if opts.before else ""
+            print(f"{title:58}" + "".join(f"{p:10.0f}" for p in per) + ratio, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
