@@ -165,7 +165,9 @@ def _call_all(kernel, value):
         "_k_can_full": 5, "_k_common_time": 2, "_k_chain": 5, "_k_lookup_many": 3,
         "_k_ancestors": 2, "_k_get_parent": 2, "_k_exists": 1, "_k_registered": 1, "_k_samples": 1,
         "_k_lookup_transform": 3, "_k_can_transform": 3, "_k_set_transform": 3,
-        "_k_insert_rows": 6,
+        "_k_insert_rows": 6, "_k_insert_trajectory": 6, "_k_lookup_transform_entry": 3,
+        "_k_lookup_transform_waiting": 4, "_k_can_transform_entry": 3,
+        "_k_can_transform_waiting": 4,
     }
     good = {
         "_k_insert": ["p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False],
@@ -177,6 +179,11 @@ def _call_all(kernel, value):
         "_k_lookup_transform": ["p", "c", 0.0], "_k_can_transform": ["p", "c", 0.0],
         "_k_set_transform": [make_transform("p", "c"), "x", False],
         "_k_insert_rows": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x", False],
+        "_k_insert_trajectory": ["p", "c", np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
+                                 False],
+        "_k_lookup_transform_entry": ["p", "c", 0.0], "_k_can_transform_entry": ["p", "c", 0.0],
+        "_k_lookup_transform_waiting": ["p", "c", 0.0, 0.0],
+        "_k_can_transform_waiting": ["p", "c", 0.0, 0.0],
         "_k_lookup_many": ["p", "c", np.array([0, 1])], "_k_ancestors": [["c"], 0],
         "_k_get_parent": ["c", 0], "_k_exists": ["c"], "_k_registered": ["c"], "_k_samples": ["c"],
     }

@@ -327,36 +327,39 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    def lookup_transform(
-        self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0
+    # The kernel's own functions, as BufferCore's (a lookup answered now runs no Python);
+    # a wait and anything else comes back through the fallbacks below.
+    if TYPE_CHECKING:
+        def lookup_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> TransformStamped:
+            """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
+            for the data, woken by its insertion; then tf2's exception, the wait in its message."""
+
+        def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
+            """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to."""
+    else:
+        lookup_transform = BufferCore._k_lookup_transform_waiting
+        can_transform = BufferCore._k_can_transform_waiting
+
+    def _lookup_transform_fallback(
+        self, target_frame: str, source_frame: str, time: Any, timeout: Any, result: object,
     ) -> TransformStamped:
-        """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
-        for the data, woken by its insertion; when the wait runs out, tf2's exception with
-        the wait in its message."""
+        """What the kernel's lookup_transform did not answer: a wait, an error to word,
+        arguments to convert."""
         if timeout:
             looked_up: TransformStamped = wait_until_looked_up(
                 self, _core_lookup_transform, (target_frame, source_frame, time), timeout
             )
             return looked_up
-        result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
-        # (`.__class__` is an attribute read, `type()` a call: a few ns on the hottest path;
-        # pyright does not narrow on it)
-        if result.__class__ is TransformStamped:
-            return result  # pyright: ignore[reportReturnType]
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
-        """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to;
-        never raises for missing data."""
+    def _can_transform_fallback(self, target_frame: str, source_frame: str, time: Any, timeout: Any) -> bool:
+        """What the kernel's can_transform did not answer: a wait, arguments to convert."""
         if timeout:
-            return wait_until_can(self, 
+            return wait_until_can(self,
                 _core_can_transform, (target_frame, source_frame, time),
                 (target_frame, source_frame), timeout,
             )
-        possible = self._k_can_transform(target_frame, source_frame, time)
-        if possible is None:
-            return self._can_transform_slow(target_frame, source_frame, time)
-        return bool(possible)
+        return self._can_transform_slow(target_frame, source_frame, time)
 
     def lookup_transform_full(
         self, target_frame: str, target_time: TimeLike, source_frame: str,

@@ -20,7 +20,7 @@ Not thread-safe: ``Buffer`` adds the lock.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -180,17 +180,34 @@ class BufferCore(FrameTree):
 
     # -- lookups --------------------------------------------------------------------------
 
-    def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
-        """The TransformStamped that maps data in ``source_frame`` into ``target_frame`` at
-        ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp`` is the
-        time used. Raises LookupException, ConnectivityException, ExtrapolationException
-        (Backward/Forward/NoData) or InvalidArgumentException with tf2's messages."""
-        result = self._k_lookup_transform(target_frame, source_frame, time)  # whole in C++
-        # (`.__class__` is an attribute read, `type()` a call: a few ns on the hottest path;
-        # pyright does not narrow on it)
-        if result.__class__ is TransformStamped:
-            return result  # pyright: ignore[reportReturnType]
+    # The contract's lookup_transform and can_transform are the kernel's own functions
+    # (_kernel/py_entry.hpp): a lookup that succeeds runs no Python frame. What they do not
+    # answer comes back through the fallbacks registered below this class.
+    if TYPE_CHECKING:
+        def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
+            """The TransformStamped that maps data in ``source_frame`` into ``target_frame``
+            at ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp``
+            is the time used. Raises LookupException, ConnectivityException,
+            ExtrapolationException (Backward/Forward/NoData) or InvalidArgumentException
+            with tf2's messages."""
+            ...
+
+        def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
+            """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
+            ...
+    else:
+        lookup_transform = FrameTree._k_lookup_transform_entry
+        can_transform = FrameTree._k_can_transform_entry
+
+    def _lookup_transform_fallback(
+        self, target_frame: str, source_frame: str, time: TimeLike, timeout: Any, result: object,
+    ) -> TransformStamped:
+        """What the kernel's lookup_transform did not answer (a BufferCore never waits)."""
         return self._lookup_transform_other(target_frame, source_frame, time, result)
+
+    def _can_transform_fallback(self, target_frame: str, source_frame: str, time: TimeLike, timeout: Any) -> bool:
+        """What the kernel's can_transform did not answer: arguments Python converts."""
+        return self._can_transform_slow(target_frame, source_frame, time)
 
     def _lookup_transform_other(self, target_frame: str, source_frame: str, time: TimeLike, result: object) -> TransformStamped:
         """What the kernel's lookup handed back: an error record to word, or None for
@@ -198,13 +215,6 @@ class BufferCore(FrameTree):
         if result is None:
             return self._lookup_transform_slow(target_frame, source_frame, time)
         raise query_error(self, result, (target_frame, source_frame))
-
-    def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
-        """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
-        possible = self._k_can_transform(target_frame, source_frame, time)  # whole in C++
-        if possible is None:
-            return self._can_transform_slow(target_frame, source_frame, time)
-        return bool(possible)
 
     def _lookup_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
@@ -404,3 +414,23 @@ class BufferCore(FrameTree):
 
 
 _kernel_ext.set_batch_result(BatchResult)
+
+
+def _lookup_fallback(
+    store: BufferCore, target_frame: Any, source_frame: Any, time: Any, timeout: Any, result: object,
+) -> TransformStamped:
+    """Called by the kernel's lookup_transform for what it does not answer itself: an error
+    to word, arguments to convert, a wait (``Buffer``)."""
+    if not isinstance(store, BufferCore):
+        raise TypeError("lookup_transform needs a BufferCore, not a bare kernel")
+    return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
+
+
+def _can_fallback(store: BufferCore, target_frame: Any, source_frame: Any, time: Any, timeout: Any) -> bool:
+    """Called by the kernel's can_transform for arguments to convert or a wait (``Buffer``)."""
+    if not isinstance(store, BufferCore):
+        raise TypeError("can_transform needs a BufferCore, not a bare kernel")
+    return store._can_transform_fallback(target_frame, source_frame, time, timeout)
+
+
+_kernel_ext.set_query_fallbacks(_lookup_fallback, _can_fallback)

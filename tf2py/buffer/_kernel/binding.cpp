@@ -6,7 +6,8 @@
 // typed arguments (nanobind refuses anything else with a TypeError) or checks them itself, so
 // no input from Python can crash the process, and returns results, error records (the
 // KernelError tuple) or None for "Python must convert these arguments". No C++ code here
-// calls a Python method.
+// calls a Python method; the only Python it calls is what Python registered for it (the
+// fallbacks of the public lookup_transform / can_transform, py_entry.hpp).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -48,6 +49,7 @@ namespace {
 #include "py_inserts.hpp"   // single and batch inserts
 #include "py_extras.hpp"    // one cache alone, and the maths, for Python
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
+#include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
 
 }  // namespace
 
@@ -117,6 +119,7 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_clear", &PyKernel::clear)
         .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
     InsertBinding::bind(kernel);
+    EntryBinding::bind(m, kernel);
     VelocityBinding::bind(m);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
