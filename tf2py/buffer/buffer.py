@@ -327,15 +327,15 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    # The kernel's own functions, as BufferCore's (a lookup answered now runs no Python);
-    # a wait and anything else comes back through the fallbacks below.
+    # The kernel's own functions, as BufferCore's; waits come back through the fallbacks below.
     if TYPE_CHECKING:
         def lookup_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> TransformStamped:
             """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
             for the data, woken by its insertion; then tf2's exception, the wait in its message."""
-
+            ...
         def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
             """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to."""
+            ...
     else:
         lookup_transform = BufferCore._k_lookup_transform_waiting
         can_transform = BufferCore._k_can_transform_waiting
