@@ -75,7 +75,7 @@ def instructions(python: str, name: str, calls: int, prepared: int, tmp: str) ->
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__,
          "--worker", name, str(calls), str(prepared)],
-        capture_output=True, text=True, cwd=tmp, env={**os.environ, "PYTHONHASHSEED": "0"})
+        capture_output=True, text=True, cwd=tmp, env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
     if run.returncode:
         raise RuntimeError(f"{python} {name}: {run.stderr[-2000:]}")
     for line in run.stderr.splitlines():

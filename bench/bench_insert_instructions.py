@@ -69,7 +69,7 @@ def count(which: str, rows: int, batches: int, tmp: str) -> int:
     out = os.path.join(tmp, f"{which}-{batches}.out")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     sys.executable, __file__, "--worker", which, str(rows), str(batches)],
-                   check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+                   check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
     report = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True,
                             capture_output=True, text=True).stdout
     total = 0

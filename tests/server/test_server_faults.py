@@ -437,12 +437,13 @@ def test_memory_of_cancelled_goals_is_returned(server):
                 dealer.send(_goal(i, source=f"m_{i}" if i % 2 else "island",
                                   stamp_ns=0 if i % 3 else 60_000_000_000 + i))
             # (tracemalloc slows Python several times: generous deadlines)
-            wait_for(lambda: server.pending_count == 4_000, timeout=180)
+            wait_for(lambda: server.pending_count == 4_000, timeout=180,
+                     message=lambda: f"4 000 goals waiting: {server.stats()}")
             waiting = traced() - before
             for i in range(1, 4_001):
                 dealer.send(protocol.pack_cancel(i))
-            wait_for(lambda: server.pending_count == 0, timeout=180)
-            wait_for(lambda: server.stats()["cancelled"] == 4_001, timeout=180)
+            wait_for(lambda: server.pending_count == 0 and server.stats()["cancelled"] == 4_001,
+                     timeout=180, message=lambda: f"4 000 goals cancelled: {server.stats()}")
             left = traced() - before
     finally:
         tracemalloc.stop()
