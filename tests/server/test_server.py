@@ -305,6 +305,8 @@ class _raw_dealer:
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.RCVHWM, 0)  # unread replies never stall the connection
+        self.socket.setsockopt(zmq.SNDHWM, 0)
         self.socket.setsockopt(zmq.RCVTIMEO, 10_000)
         self.socket.connect(address)
 

@@ -33,10 +33,18 @@ from tf2py.transport.wire import pack, transform_to_wire, unpack
 
 
 class _Dealer:
+    """A raw DEALER that queues what it is sent however long the test leaves it unread, as
+    BufferClient's reader thread does. With zmq's default queue of 1 000, a test that sends
+    4 000 goals and reads none of the ACCEPTED replies stops its connection reading: the
+    server's heartbeat PINGs go unanswered, and after 10 s the server rightly closes the
+    connection and drops its goals as disconnected."""
+
     def __init__(self, address):
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.RCVHWM, 0)
+        self.socket.setsockopt(zmq.SNDHWM, 0)
         self.socket.setsockopt(zmq.RCVTIMEO, 20_000)
         self.socket.connect(address)
 
