@@ -145,6 +145,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
                 raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
         self._insert_listeners: tuple[InsertListener, ...] = ()  # see add_insert_listener
         self._direct = clock is None  # inserts skip the lock: no clock, no insert listener
+        self._sync_insert_mode()
         if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
             if callable(add_jump_callback):
@@ -161,20 +162,11 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     # -- insertion: under the lock, then the pending requests it can have affected ----------
 
-    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        """``BufferCore.set_transform``; wakes the waits and requests it can satisfy."""
-        if self._direct and not self._requests:
-            # Straight into the kernel (its own lock); then, only if a thread waits or a
-            # request is pending (read after the insert: one that began before it is
-            # counted already), the re-check under the buffer's lock. With requests pending
-            # the insertion goes through _insert, which sees before the insert which touched
-            # frames were static, so the stamp bound skips the requests it cannot help.
-            stored = self._k_set_transform(transform, authority, is_static)
-            if stored >= 0:
-                if self._waiting or self._requests:
-                    self._after_direct_insert(transform, stored > 0)
-                return stored > 0
-        return self._set_transform_slow(transform, authority, is_static)
+    # set_transform is BufferCore's, the kernel's own function: it stores a plain message
+    # without the lock, then calls _after_direct_insert when a thread waits; with requests
+    # pending, a clock or an insert listener it calls _set_transform_slow, whose _insert sees
+    # before the insert which touched frames were static, so the stamp bound skips the
+    # requests it cannot help. _sync_insert_mode tells the kernel which (requests.py).
 
     def _after_direct_insert(self, transform: Any, stored: bool) -> None:
         touched = ((transform.header.frame_id,), (transform.child_frame_id,))
@@ -275,6 +267,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         with self._lock:
             self._insert_listeners = self._insert_listeners + (listener,)
             self._direct = False
+            self._sync_insert_mode()
 
     def remove_insert_listener(self, listener: InsertListener) -> None:
         """Stop calling ``listener`` (no error if it was not added)."""
@@ -282,6 +275,7 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             self._insert_listeners = tuple(
                 fn for fn in self._insert_listeners if fn is not listener)
             self._direct = self._clock is None and not self._insert_listeners
+            self._sync_insert_mode()
 
     @staticmethod
     def _tell_insert_listeners(listeners: tuple[InsertListener, ...], named: Callable[[], Named]) -> None:
@@ -436,11 +430,13 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         (see set_transform) re-checks it once it is indexed."""
         with self._lock:
             self._waiting += 1
+            self._sync_insert_mode()
         try:
             return self._request(*args)
         finally:
             with self._lock:
                 self._waiting -= 1
+                self._sync_insert_mode()
 
     # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
     # with their task.

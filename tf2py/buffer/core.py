@@ -64,6 +64,8 @@ class BufferCore(FrameTree):
             raise InvalidArgumentException("cache_time must not be negative")
         super().__init__(_clamp(cache_time_ns))
         self._cache_time_ns = cache_time_ns
+        if type(self)._notify_new_data is not BufferCore._notify_new_data:
+            self._k_set_insert_mode(1)  # a subclass hears every insert that stored data
 
     @property
     def cache_time(self) -> Duration:
@@ -72,17 +74,25 @@ class BufferCore(FrameTree):
 
     # -- insertion ----------------------------------------------------------------------
 
-    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        """Store a TransformStamped (it maps data in ``child_frame_id`` into
-        ``header.frame_id``): True when stored, False when older than the cache window (tf2's
-        TF_OLD_DATA); a repeated stamp replaces the earlier sample. ``InvalidArgumentException``
-        for invalid input (nothing stored). Also any object of that shape (rclpy's messages)."""
-        stored = self._k_set_transform(transform, authority, is_static)  # read and stored in C++
-        if stored >= 0:
-            if stored:
-                self._notify_new_data()
-            return stored > 0
-        return self._set_transform_slow(transform, authority, is_static)
+    # The contract's set_transform is the kernel's own function (_kernel/py_entry.hpp): a
+    # plain message is read and stored with no Python frame; the rest, and what a Buffer must
+    # see of an insert (its insert mode), come back through the fallbacks registered below.
+    if TYPE_CHECKING:
+        def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+            """Store a TransformStamped (it maps data in ``child_frame_id`` into
+            ``header.frame_id``): True when stored, False when older than the cache window
+            (tf2's TF_OLD_DATA); a repeated stamp replaces the earlier sample.
+            ``InvalidArgumentException`` for invalid input (nothing stored). Also any object
+            of that shape (rclpy's messages)."""
+            ...
+    else:
+        set_transform = FrameTree._k_set_transform_entry
+
+    def _after_direct_insert(self, transform: Any, stored: bool) -> None:
+        """Called after a kernel insert when the insert mode is not 0: a subclass's
+        ``_notify_new_data`` (``Buffer`` overrides this for its waits and requests)."""
+        if stored:
+            self._notify_new_data()
 
     def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         """``set_transform`` for what the kernel does not read itself, and its refusals."""
@@ -434,3 +444,20 @@ def _can_fallback(store: BufferCore, target_frame: Any, source_frame: Any, time:
 
 
 _kernel_ext.set_query_fallbacks(_lookup_fallback, _can_fallback)
+
+
+def _insert_slow(store: BufferCore, transform: Any, authority: Any, is_static: Any) -> bool:
+    """Called by the kernel's set_transform for what it does not store itself (a message to
+    read, a refusal to word) and for a ``Buffer`` that must see the insert first."""
+    if not isinstance(store, BufferCore):
+        raise TypeError("set_transform needs a BufferCore, not a bare kernel")
+    return store._set_transform_slow(transform, authority, is_static)
+
+
+def _insert_after(store: BufferCore, transform: Any, stored: bool) -> None:
+    """Called by the kernel's set_transform after its insert when the insert mode asks."""
+    if isinstance(store, BufferCore):
+        store._after_direct_insert(transform, stored)
+
+
+_kernel_ext.set_insert_fallbacks(_insert_slow, _insert_after)

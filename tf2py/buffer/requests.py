@@ -58,8 +58,17 @@ class WaitingRequests(BufferCore):
     _watch_any: dict[str, set[RequestKey]]
     _self_ref: weakref.ref[WaitingRequests]
     _window_ns: int
+    _waiting: int
+    _direct: bool
 
     _rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
+
+    def _sync_insert_mode(self) -> None:
+        """Under the lock, after ``_requests``, ``_waiting`` or ``_direct`` changed: tell the
+        kernel's set_transform what it must do with an insert (core.py: 2 through
+        ``_set_transform_slow`` when requests are pending or the insert needs the lock, 1
+        then ``_after_direct_insert`` when a thread waits, 0 alone)."""
+        self._k_set_insert_mode(2 if self._requests or not self._direct else 1 if self._waiting else 0)
 
     @property
     def recheck_count(self) -> int:
@@ -92,6 +101,7 @@ class WaitingRequests(BufferCore):
                 else:
                     self._requests[key] = request
                     self._index(request)
+                    self._sync_insert_mode()
                     ready = None
             else:
                 # Pending: it failed at its last check and nothing it watches changed since.
@@ -330,6 +340,8 @@ class WaitingRequests(BufferCore):
             del self._requests[key]
             self._unindex(request)
             ready.append((list(request.futures), outcome))
+        if ready:
+            self._sync_insert_mode()
         return ready
 
     def _static_before(self, children: Iterable[str]) -> frozenset[str]:
@@ -421,3 +433,4 @@ class WaitingRequests(BufferCore):
             if not request.futures:
                 del self._requests[key]
                 self._unindex(request)
+                self._sync_insert_mode()

@@ -50,6 +50,7 @@ def wait_until_looked_up(
     condition = buffer._condition
     with condition:
         buffer._waiting += 1  # before the first check: an insert after it notifies
+        buffer._sync_insert_mode()
         try:
             while True:
                 try:
@@ -65,6 +66,7 @@ def wait_until_looked_up(
                 condition.wait(remaining)
         finally:
             buffer._waiting -= 1
+            buffer._sync_insert_mode()
 
 
 def wait_until_can(
@@ -77,6 +79,7 @@ def wait_until_can(
     condition = buffer._condition
     with condition:
         buffer._waiting += 1  # before the first check: an insert after it notifies
+        buffer._sync_insert_mode()
         try:
             if can(buffer, *args):
                 return True
@@ -91,3 +94,4 @@ def wait_until_can(
                     return True
         finally:
             buffer._waiting -= 1
+            buffer._sync_insert_mode()

@@ -1,10 +1,12 @@
-// The contract's lookup_transform and can_transform themselves: BufferCore's and Buffer's
-// public methods are these functions, so a lookup that succeeds runs no Python frame at all
-// (through a Python method around the kernel's call, a depth-3 lookup took 5 921
-// instructions against 4 871). What they do not answer (an error to word, arguments to
-// convert, a wait) goes to the fallback Python registered with set_query_fallbacks: Python
-// keeps that policy, and the kernel calls nothing of Python's by name. Part of the binding
-// (binding.cpp includes it once, inside its anonymous namespace, after PyKernel).
+// The contract's lookup_transform, can_transform and set_transform themselves: BufferCore's
+// and Buffer's public methods are these functions, so a lookup or an insert that succeeds runs
+// no Python frame at all (through a Python method around the kernel's call, a depth-3 lookup
+// took 5 921 instructions against 4 871). What they do not do themselves (an error to word,
+// arguments to convert, a wait, requests to re-check) goes to the fallbacks Python registered
+// with set_query_fallbacks and set_insert_fallbacks: Python keeps that policy and says, through
+// a store's insert mode, when it must see an insert; the kernel calls nothing of Python's by
+// name. Part of the binding (binding.cpp includes it once, inside its anonymous namespace,
+// after PyKernel and the inserts).
 #pragma once
 
 PyObject* g_lookup_fallback = nullptr;  // (store, target, source, time, timeout, record)
@@ -17,6 +19,18 @@ void set_query_fallbacks(nb::handle lookup, nb::handle can) {
     Py_XDECREF(g_can_fallback);
     g_lookup_fallback = lookup.inc_ref().ptr();
     g_can_fallback = can.inc_ref().ptr();
+}
+
+PyObject* g_insert_slow = nullptr;   // (store, transform, authority, is_static) -> bool
+PyObject* g_insert_after = nullptr;  // (store, transform, stored) after a kernel insert
+
+void set_insert_fallbacks(nb::handle slow, nb::handle after) {
+    if (!PyCallable_Check(slow.ptr()) || !PyCallable_Check(after.ptr()))
+        throw nb::type_error("set_insert_fallbacks needs two callables");
+    Py_XDECREF(g_insert_slow);
+    Py_XDECREF(g_insert_after);
+    g_insert_slow = slow.inc_ref().ptr();
+    g_insert_after = after.inc_ref().ptr();
 }
 
 struct EntryBinding {
@@ -65,7 +79,43 @@ struct EntryBinding {
         return can(self, target, source, time, nb::none());
     }
 
+    // The contract's set_transform: the kernel reads and stores a plain message; Python is
+    // called only for what insert_mode_ asks (a wait to wake, requests to re-check) and for
+    // what the kernel does not read or refuses (its error is Python's to word).
+    static nb::object set_transform(Self self, nb::handle transform, nb::handle authority, nb::handle is_static) {
+        PyKernel& k = *self.p;
+        if (!g_insert_slow || !g_insert_after) throw nb::type_error("set_transform: no fallback (set_insert_fallbacks)");
+        if (k.insert_mode_.load() < 2) {
+            const int stored = InsertBinding::set_transform(k, transform, authority, is_static);
+            if (stored >= 0) {
+                nb::object result = nb::bool_(stored > 0);
+                // Read after the insert: a wait counted before its first check sees the data
+                // or is woken (the kernel's lock orders the insert against that check).
+                if (k.insert_mode_.load() != 0) nb::borrow(g_insert_after)(self.h, transform, result);
+                return result;
+            }
+        }
+        return nb::borrow(g_insert_slow)(self.h, transform, authority, is_static);
+    }
+
+    static void set_insert_mode(PyKernel& k, int mode) {
+        if (mode < 0 || mode > 2) throw nb::value_error("insert mode is 0, 1 or 2");
+        k.insert_mode_.store(mode);
+    }
+
     static void bind(nb::module_& m, nb::class_<PyKernel>& cls) {
+        m.def("set_insert_fallbacks", &set_insert_fallbacks, "slow"_a, "after"_a,
+              "Register what the public set_transform calls: slow(store, transform, authority,\n"
+              "is_static) for what the kernel does not store itself, after(store, transform, stored)\n"
+              "after a kernel insert when the store's insert mode is not 0.");
+        cls.def("_k_set_transform_entry", &set_transform, "transform"_a.none(), "authority"_a.none(),
+                "is_static"_a.none() = false,
+                "Store a TransformStamped (it maps data in child_frame_id into header.frame_id): True\n"
+                "when stored, False when older than the cache window; InvalidArgumentException for\n"
+                "invalid input (nothing stored).")
+            .def("_k_set_insert_mode", &set_insert_mode, "mode"_a,
+                 "What set_transform does: 0 the kernel alone, 1 then the after-insert fallback, 2\n"
+                 "the slow fallback for everything.");
         m.def("set_query_fallbacks", &set_query_fallbacks, "lookup"_a, "can"_a,
               "Register what the public lookup_transform / can_transform call for what they do not\n"
               "answer: lookup(store, target, source, time, timeout, record), can(store, target,\n"

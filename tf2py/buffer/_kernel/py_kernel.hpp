@@ -423,4 +423,12 @@ class PyKernel {
     KernelLock lock_;
     Kernel k_;
     std::vector<nb::object> authority_;  // by child id; touched with the GIL held only
+
+  public:
+    // What the public set_transform does with an insert (py_entry.hpp), set by Python, which
+    // decides: 0 the kernel alone; 1 the kernel, then the registered after-insert callable
+    // (someone waits); 2 the registered slow callable for everything (Python must see the
+    // insert before it happens). Read before and after each insert; a value higher than
+    // needed only costs time.
+    std::atomic<int> insert_mode_{0};
 };
