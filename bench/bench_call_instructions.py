@@ -105,7 +105,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another venv's python, with the tf2py to compare")
     parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--only", default="", help="workloads to run, comma-separated (e.g. core_set,buffer_set)")
     opts = parser.parse_args()
+    chosen = {t: n for t, n in WORKLOADS.items() if not opts.only or n in opts.only.split(",")}
     if not shutil.which("valgrind"):
         print("bench_call_instructions needs valgrind (e.g. apt install valgrind)")
         return 2
@@ -114,9 +116,13 @@ def main() -> int:
     print(f"{'call':58}" + "".join(f"{label:>10}" for label, _ in pythons)
           + ("     ratio" if opts.before else ""))
     with tempfile.TemporaryDirectory() as tmp:
-        for title, name in WORKLOADS.items():
+        for title, name in chosen.items():
             per: list[float | None] = []
             for _, python in pythons:
+                # Once outside valgrind first: a stale .pyc compiled inside one of the two
+                # counted runs would add millions of instructions to it.
+                subprocess.run([python, __file__, "--worker", name, "0", "1"], cwd=tmp,
+                               capture_output=True, check=False)
                 full = instructions(python, name, opts.calls, opts.calls, tmp)
                 base = instructions(python, name, 0, opts.calls, tmp)
                 per.append(None if full is None or base is None else (full - base) / opts.calls)
