@@ -58,6 +58,20 @@ from tf2py.server.server import MAX_GOAL_TIMEOUT, MAX_WAITING_GOALS, MAX_WAITING
 # --- staleness with 10 000 waiting goals ------------------------------------------------------
 
 
+def _sent_at(stream, wanted):
+    """When the first sample stamped at or after ``wanted`` was sent. The answer proves it
+    was sent; the stream's thread records it just after sending, and a thread paused between
+    the two (this VM pauses threads for tenths of a second) records it after the answer."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        sent = next((wall for stamp, wall in list(stream.sent) if stamp >= wanted), None)
+        if sent is not None or time.monotonic() > deadline:
+            if sent is None:
+                raise RuntimeError(f"answered at {wanted} but no sample that late was sent")
+            return sent
+        time.sleep(0.001)
+
+
 def staleness(server, stream, probes, waiting_clients):
     """Answer staleness (bus sample sent -> answer received, for goals waiting for that
     sample's stamp) and p99 of an answerable lookup, while ``waiting_clients`` hold goals.
@@ -86,7 +100,7 @@ def staleness(server, stream, probes, waiting_clients):
                     break
                 continue
             got = time.time()
-            sent = next(wall for stamp, wall in list(stream.sent) if stamp >= wanted)
+            sent = _sent_at(stream, wanted)
             stale.append((got - sent) * 1e3)
             if answer.child_frame_id != "base":
                 raise RuntimeError(f"wrong answer {answer}")
