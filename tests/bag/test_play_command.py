@@ -30,6 +30,7 @@ class Collector:
         self.dynamic: list[tuple] = []
         self.static: set[tuple] = set()
         self.received_ns: list[int] = []
+        self.sentinels: set[str] = set()
         self.subscriber = TransformSubscriber(core=address, on_batch=self.on_batch)
         # Prove the subscription is attached at the core: a latched probe comes through.
         with StaticTransformBroadcaster(core=address) as probe:
@@ -41,7 +42,12 @@ class Collector:
         with self.lock:
             if batch.is_static:
                 self.static.update(rows)
-            else:
+                return
+            # settle()'s sentinels are kept apart: resent until one is seen, more of them
+            # may still be on their way when the test compares what play sent.
+            self.sentinels.update(r[1] for r in rows if r[0] == "sentinel_parent")
+            rows = [r for r in rows if r[0] != "sentinel_parent"]
+            if rows:
                 self.dynamic.extend(rows)
                 self.received_ns.append(batch.received_ns)
 
@@ -69,12 +75,11 @@ def settle(address, collector, child="sentinel"):
     def sent_and_seen():
         # A new publisher's first messages are lost until its connection is up: resend.
         sender.send_transform(make_transform("sentinel_parent", child))
-        return collector.has_dynamic_child(child)
+        with collector.lock:
+            return child in collector.sentinels
 
     with TransformBroadcaster(core=address) as sender:
         wait_for(sent_and_seen, timeout=20, interval=0.05)
-    with collector.lock:
-        collector.dynamic = [r for r in collector.dynamic if r[1] != child]
 
 
 def row(t):
