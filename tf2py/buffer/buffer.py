@@ -429,14 +429,12 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         """``_request``, counted in ``_waiting`` meanwhile: an insert that skipped the lock
         (see set_transform) re-checks it once it is indexed."""
         with self._lock:
-            self._waiting += 1
-            self._sync_insert_mode()
+            self._wait_begins()
         try:
             return self._request(*args)
         finally:
             with self._lock:
-                self._waiting -= 1
-                self._sync_insert_mode()
+                self._wait_ends()
 
     # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
     # with their task.

@@ -70,6 +70,17 @@ class WaitingRequests(BufferCore):
         then ``_after_direct_insert`` when a thread waits, 0 alone)."""
         self._k_set_insert_mode(2 if self._requests or not self._direct else 1 if self._waiting else 0)
 
+    def _wait_begins(self) -> None:
+        """Under the lock, before a thread's first check: count it in ``_waiting`` (an insert
+        after this notifies it)."""
+        self._waiting += 1
+        self._sync_insert_mode()
+
+    def _wait_ends(self) -> None:
+        """Under the lock: the thread counted by ``_wait_begins`` no longer waits."""
+        self._waiting -= 1
+        self._sync_insert_mode()
+
     @property
     def recheck_count(self) -> int:
         """How many times an insertion re-checked a waiting request (the index's work: a

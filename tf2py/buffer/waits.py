@@ -49,8 +49,7 @@ def wait_until_looked_up(
     deadline = start + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._waiting += 1  # before the first check: an insert after it notifies
-        buffer._sync_insert_mode()
+        buffer._wait_begins()  # before the first check: an insert after it notifies
         try:
             while True:
                 try:
@@ -65,8 +64,7 @@ def wait_until_looked_up(
                         raise
                 condition.wait(remaining)
         finally:
-            buffer._waiting -= 1
-            buffer._sync_insert_mode()
+            buffer._wait_ends()
 
 
 def wait_until_can(
@@ -78,8 +76,7 @@ def wait_until_can(
     deadline = monotonic() + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._waiting += 1  # before the first check: an insert after it notifies
-        buffer._sync_insert_mode()
+        buffer._wait_begins()  # before the first check: an insert after it notifies
         try:
             if can(buffer, *args):
                 return True
@@ -93,5 +90,4 @@ def wait_until_can(
                 if can(buffer, *args):
                     return True
         finally:
-            buffer._waiting -= 1
-            buffer._sync_insert_mode()
+            buffer._wait_ends()
