@@ -55,10 +55,6 @@ class Collector:
         with self.lock:
             return any(r[1] == child for r in self.static)
 
-    def has_dynamic_child(self, child):
-        with self.lock:
-            return any(r[1] == child for r in self.dynamic)
-
     def dynamic_count(self):
         with self.lock:
             return len(self.dynamic)

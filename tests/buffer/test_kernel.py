@@ -167,7 +167,7 @@ def _call_all(kernel, value):
         "_k_lookup_transform": 3, "_k_can_transform": 3, "_k_set_transform": 3,
         "_k_insert_rows": 6, "_k_insert_trajectory": 6, "_k_lookup_transform_entry": 3,
         "_k_lookup_transform_waiting": 4, "_k_can_transform_entry": 3,
-        "_k_can_transform_waiting": 4,
+        "_k_can_transform_waiting": 4, "_k_set_transform_entry": 3, "_k_set_insert_mode": 1,
     }
     good = {
         "_k_insert": ["p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False],
@@ -184,6 +184,7 @@ def _call_all(kernel, value):
         "_k_lookup_transform_entry": ["p", "c", 0.0], "_k_can_transform_entry": ["p", "c", 0.0],
         "_k_lookup_transform_waiting": ["p", "c", 0.0, 0.0],
         "_k_can_transform_waiting": ["p", "c", 0.0, 0.0],
+        "_k_set_transform_entry": [make_transform("p", "c"), "x", False], "_k_set_insert_mode": [0],
         "_k_lookup_many": ["p", "c", np.array([0, 1])], "_k_ancestors": [["c"], 0],
         "_k_get_parent": ["c", 0], "_k_exists": ["c"], "_k_registered": ["c"], "_k_samples": ["c"],
     }
