@@ -12,6 +12,7 @@ import pytest
 
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.core import BufferCore
+from tf2py.buffer.exceptions import LookupException, TransformException
 from tf2py.buffer.messages import make_transform
 from tf2py.buffer.time import Time
 
@@ -152,3 +153,50 @@ def test_buffer_wait_is_woken_by_a_batch_insert_on_another_thread():
     assert done.wait(30.0)
     thread.join(10.0)
     assert abs(result["t"].transform.translation.x - DEPTH * 3000.0) < 1e-6
+
+
+@pytest.mark.parametrize("buffer_class", [BufferCore, Buffer])
+def test_a_lookup_racing_the_insert_of_its_frame_raises_a_lookup_error_or_answers(buffer_class):
+    """A frame added by another thread between the kernel's answer and the wording of its
+    error: the lookup raises tf2's LookupException for the frame as it was (or answers, if the
+    insert came first), never a bare TransformException."""
+    core = buffer_class()
+    core.set_transform(make_transform("map", "odom", stamp=Time(1)), "test")
+    added = {"next": 0}
+    outcomes = {"answered": 0, "missing": 0}
+
+    def adder(stop):
+        while not stop.is_set() and added["next"] < 200_000:
+            core.set_transform(make_transform("odom", "n%d" % added["next"], stamp=Time(1)), "t")
+            added["next"] += 1
+
+    def looker(stop):
+        while not stop.is_set():
+            name = "n%d" % (added["next"] + 1)
+            try:
+                core.lookup_transform("map", name, Time())
+                outcomes["answered"] += 1
+            except LookupException as exc:
+                assert ('"%s" passed to lookupTransform argument source_frame does not exist'
+                        % name) in str(exc), exc
+                outcomes["missing"] += 1
+            except TransformException as exc:
+                raise AssertionError("not tf2's error for a missing frame: %r" % exc) from exc
+
+    errors = run_threads([adder, looker], 2.0)
+    assert not errors, errors
+    assert outcomes["missing"] > 0 and added["next"] > 0, outcomes
+
+
+def test_an_error_record_for_a_frame_that_exists_by_now_still_says_it_did_not():
+    """The deterministic half of the race above: the kernel's record names a frame that was
+    missing when it looked; Python words it once the frame is there."""
+    from tf2py.buffer.errors import query_error
+
+    core = BufferCore()
+    core.set_transform(make_transform("map", "odom", stamp=Time(1)), "test")
+    record = (1, 1, 0, 0, 0, None, None, 0)  # frame error, argument 1 (source_frame)
+    error = query_error(core, record, ("map", "odom"))
+    assert type(error) is LookupException
+    assert str(error).startswith(
+        '"odom" passed to lookupTransform argument source_frame does not exist.')

@@ -264,6 +264,10 @@ def query_error(
         refused = frame_error(name, _ARGUMENTS[argument], function, core._k_exists, core._k_frames)
         if refused is not None:
             return refused
+        # Another thread added the frame after the kernel looked: the answer stands as of
+        # the query (the frame did not exist then).
+        return LookupException('"%s" passed to %s argument %s does not exist. '
+                               % (name, function, _ARGUMENTS[argument]))
     if code == _LOOP:
         return LookupException(
             "The tf tree is invalid because it contains a loop.\n"

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from ...buffer.exceptions import InvalidArgumentException
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..counters import DropCounter
+from ..fill import BufferFiller
 from . import cdr, types
 from .participant import (
     Subscription,
@@ -266,19 +266,23 @@ class _Ros2Receiver(_Node):
         try:
             single = cdr.decode_tf_single(data)
             if single is not None:
-                self.received_messages += 1
-                self.received_transforms += 1
-                self._handle_one(single, self._authority_of(info), is_static, received_ns)
+                try:
+                    self._handle_one(single, self._authority_of(info), is_static, received_ns)
+                finally:  # counted once stored: who sees the count sees the transforms
+                    self.received_messages += 1
+                    self.received_transforms += 1
                 return
             parents, children, stamps, values = self._decode(data)
         except cdr.CdrError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return
-        self.received_messages += 1
-        self.received_transforms += len(parents)
-        if parents:
-            self._handle(parents, children, stamps, values, self._authority_of(info), is_static,
-                         received_ns)
+        try:
+            if parents:
+                self._handle(parents, children, stamps, values, self._authority_of(info),
+                             is_static, received_ns)
+        finally:
+            self.received_messages += 1
+            self.received_transforms += len(parents)
 
     def _handle_one(
         self, single: _Single, authority: str, is_static: bool, received_ns: int
@@ -327,54 +331,29 @@ class Ros2TransformListener(_Ros2Receiver):
 
     def __init__(self, buffer: BufferCore, core: str | None = None, keys: Any = None, *,
                  participant: Participant | None = None) -> None:
-        if not hasattr(buffer, "set_transforms") and not hasattr(buffer, "set_transform"):
-            raise TypeError(
-                f"TransformListener fills a Buffer (or a BufferCore), got {type(buffer).__name__}")
         self.buffer = buffer
-        self.stored_transforms = 0
-        self.old_transforms = 0
-        self._set_transforms = getattr(buffer, "set_transforms", None)
-        self._set_transform_values = getattr(buffer, "set_transform_values", None)
+        self._filler = BufferFiller(buffer, DropCounter(self._name))
         super().__init__(core, participant, keys)
+        self._filler.dropped = self.dropped
 
     def _handle_one(
         self, single: _Single, authority: str, is_static: bool, received_ns: int
     ) -> None:
-        if self._set_transform_values is None:
-            return super()._handle_one(single, authority, is_static, received_ns)
         parent, child, stamp, values = single
-        try:
-            stored = self._set_transform_values(parent, child, stamp, *values, authority,
-                                                is_static)
-        except InvalidArgumentException as exc:
-            self.dropped.drop("invalid", f"transform 0 of a message from {authority}: {exc}")
-            return
-        if stored:
-            self.stored_transforms += 1
-        else:
-            self.old_transforms += 1
+        self._filler.insert_one(parent, child, stamp, values, authority, is_static)
 
     def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
                 values: npt.NDArray[np.float64], authority: str, is_static: bool,
                 received_ns: int) -> None:
-        if self._set_transforms is None:
-            arrays = wire.TransformArrays(authority, parents, children, stamps, values)
-            for index, ts in enumerate(wire.arrays_to_transforms(arrays)):
-                try:
-                    if self.buffer.set_transform(ts, authority, is_static):
-                        self.stored_transforms += 1
-                    else:
-                        self.old_transforms += 1
-                except Exception as exc:
-                    self.dropped.drop("invalid", f"transform {index}: {exc}")
-            return
-        result = self._set_transforms(parents, children, stamps, values, authority, is_static)
-        self.stored_transforms += result.stored
-        self.old_transforms += result.old
-        if result.invalid:
-            first, error = result.invalid[0]
-            self.dropped.drop("invalid", f"transform {first} of a message from {authority}: "
-                              f"{error}", n=len(result.invalid))
+        self._filler.insert(authority, parents, children, stamps, values, is_static)
+
+    @property
+    def stored_transforms(self) -> int:
+        return self._filler.stored_transforms
+
+    @property
+    def old_transforms(self) -> int:
+        return self._filler.old_transforms
 
     def stats(self) -> dict[str, Any]:
         stats = super().stats()

@@ -237,15 +237,14 @@ class _Receiver:
                 return
             self._count_gap(attachment)
             authority = authority_of(namespace, attachment.gid)
-            self.received_messages += 1
-            if single is not None:
-                self.received_transforms += 1
-                self._handle_one(authority, is_static, received_ns, single)
-            else:
-                assert columns is not None
-                self.received_transforms += len(columns[0])
-                if columns[0]:
+            try:
+                if single is not None:
+                    self._handle_one(authority, is_static, received_ns, single)
+                elif columns is not None and columns[0]:
                     self._handle(authority, is_static, received_ns, columns)
+            finally:  # counted once stored: who sees the count sees the transforms
+                self.received_messages += 1
+                self.received_transforms += 1 if columns is None else len(columns[0])
 
     def _count_gap(self, attachment: wire.Attachment) -> None:
         last = self._last_sequence.get(attachment.gid)

@@ -213,12 +213,13 @@ class _ReceiveLoop:
                             self._count_gap(stream, sequence, columns[0])
                         elif stream is not None:
                             sequences[stream] = sequence
-                    self.received_messages += 1
-                    self.received_transforms += len(columns[1])
                     try:
                         self.handle(columns, is_static, received_ns)
                     except Exception as exc:  # a long-running listener never dies
                         self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+                    # Counted once stored: a reader that sees the count sees the transforms.
+                    self.received_messages += 1
+                    self.received_transforms += len(columns[1])
                     if self.closed:
                         return
         except zmq.ZMQError as exc:
