@@ -190,3 +190,20 @@ class Proc:
                 self.popen.wait(timeout=5)
         self._reader.join(timeout=5)
         return self.popen.returncode
+
+
+def stalling_buffer(seconds: float):
+    """A real Buffer whose every insert call waits ``seconds`` first: the window in which a
+    listener has a message in hand and the buffer does not hold it yet."""
+    from tf2py import Buffer
+
+    class StallingBuffer(Buffer):
+        def set_transforms(self, *args, **kwargs):
+            time.sleep(seconds)
+            return super().set_transforms(*args, **kwargs)
+
+        def set_transform_values(self, *args, **kwargs):
+            time.sleep(seconds)
+            return super().set_transform_values(*args, **kwargs)
+
+    return StallingBuffer()

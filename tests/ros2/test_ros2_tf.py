@@ -7,7 +7,7 @@ import pytest
 
 import tf2py
 from conftest import DISCOVERY_TIMEOUT, expected_transform, start_talking, wait_until_heard
-from helpers import wait_for
+from helpers import stalling_buffer, wait_for
 
 
 def _values(t) -> tuple:
@@ -38,6 +38,19 @@ def test_rclpy_tf_reaches_a_tf2py_listener_exactly(rclpy_peer, frames):
         assert listener.stats()["dropped"] == {}
         for i in range(count):
             _check_buffer_holds(buffer, i, frames)
+
+
+def test_received_counts_only_what_the_buffer_already_holds(rclpy_peer):
+    peer = rclpy_peer("static", 3)
+    peer.wait_for_events("sent")
+    buffer = stalling_buffer(0.3)
+    with tf2py.TransformListener(buffer, core="ros2://") as listener:
+        wait_for(lambda: listener.received_transforms >= 3, DISCOVERY_TIMEOUT,
+                 message=lambda: f"the latched statics of the rclpy node: {listener.stats()}")
+        # Read the moment the count said so: every counted transform can be looked up.
+        for j in range(3):
+            parent, child, _, _ = expected_transform(0, j)
+            assert buffer.can_transform(parent, child, tf2py.Time())
 
 
 def _make(i: int, j: int):

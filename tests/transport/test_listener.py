@@ -11,7 +11,7 @@ import msgpack
 import pytest
 import zmq
 
-from helpers import wait_for
+from helpers import stalling_buffer, wait_for
 from tf2py import make_transform
 from tf2py.transport import wire
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
@@ -73,6 +73,18 @@ def test_listener_fills_a_real_buffer(core):
                    lambda: buffer.can_transform("odom", "base", 0))
         t = buffer.lookup_transform("odom", "base", 0, timeout=5.0)
         assert t.transform.translation.x == 1.0
+
+
+@pytest.mark.parametrize("frames", [1, 3])
+def test_received_counts_only_what_the_buffer_already_holds(core, frames):
+    buffer = stalling_buffer(0.3)
+    with TransformListener(buffer, core.address) as listener, \
+            TransformBroadcaster(core.address) as broadcaster:
+        batch = [make_transform("odom", f"c{i}", stamp=1) for i in range(frames)]
+        send_until(broadcaster, batch, lambda: listener.received_transforms >= frames)
+        # Read the moment the count said so: every counted transform can be looked up.
+        assert all(buffer.can_transform("odom", f"c{i}", 0) for i in range(frames))
+        assert listener.stats()["received_messages"] >= 1
 
 
 def test_static_transform_reaches_a_listener_started_later(core):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import wait_for
+from helpers import stalling_buffer, wait_for
 from zenoh_support import records, start_peer, start_router
 
 import tf2py
@@ -61,6 +61,16 @@ def test_rmw_zenoh_publisher_fills_a_tf2py_buffer(router, spawn):
         t = buffer.lookup_transform("map", "odom", tf2py.Time())
         assert t.transform.translation.y == 2.0
         assert listener.stats()["received_messages"] >= 1
+
+
+def test_received_counts_only_what_the_buffer_already_holds(router, spawn):
+    buffer = stalling_buffer(0.3)
+    with TransformListener(buffer, core=f"zenoh://{router}?namespace=/robot7") as listener:
+        start_peer(spawn, router, 0, "/robot7", "publish", "map", "odom", "200")
+        wait_for(lambda: listener.received_transforms >= 1, timeout=15,
+                 message=lambda: listener.stats())
+        # Read the moment the count said so: the counted transform can be looked up.
+        assert buffer.can_transform("map", "odom", tf2py.Time())
 
 
 def test_late_tf2py_listener_gets_an_rmw_zenoh_static(router, spawn):
