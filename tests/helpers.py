@@ -207,3 +207,20 @@ def stalling_buffer(seconds: float):
             return super().set_transform_values(*args, **kwargs)
 
     return StallingBuffer()
+
+
+def ros_domain_id(low: int, high: int) -> int:
+    """A random ROS 2 domain id in ``[low, high)`` for one test. Under pytest-xdist each
+    worker draws from its own slice of the range, so tests running at once never share a
+    domain (and never hear each other's nodes)."""
+    import random
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    span = (high - low) // max(count, 1)
+    if span < 1:
+        raise ValueError(f"{count} workers cannot share domains {low}..{high - 1}")
+    start = low + index * span
+    return random.Random().randrange(start, start + span)
+

@@ -21,7 +21,6 @@ Directives combine with ';'. Each file's blocks run in one fresh folder, in orde
 from __future__ import annotations
 
 import os
-import random
 import re
 import shlex
 import subprocess
@@ -33,7 +32,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(900)
 
-from helpers import REPO, Proc
+from helpers import REPO, Proc, ros_domain_id
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARKER = re.compile(r"^\s*<!--\s*readme-test:(.*?)-->\s*$")
@@ -118,7 +117,7 @@ def _environment(bus: dict[str, str]) -> dict[str, str]:
     env.update(bus)
     env.pop("TF2PY_KEYS", None)
     # ros2:// blocks stay on this host, on a domain of their own.
-    env["ROS_DOMAIN_ID"] = str(random.Random().randint(100, 160))
+    env["ROS_DOMAIN_ID"] = str(ros_domain_id(100, 161))
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     for name in ("ROS_LOCALHOST_ONLY", "ROS_STATIC_PEERS", "CYCLONEDDS_URI"):
         env.pop(name, None)

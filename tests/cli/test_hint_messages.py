@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import random
 
 import pytest
 
 pytestmark = pytest.mark.timeout(900)
 
 from cli_support import core, tf2py  # noqa: F401 (fixtures)
+from helpers import ros_domain_id
 
 
 def error_line(result) -> str:
@@ -85,7 +85,7 @@ def test_a_huge_unknown_argument_is_cut(tf2py):
 
 
 def test_ros2_hints_speak_of_ros2_discovery(tf2py):
-    env = {"ROS_DOMAIN_ID": str(random.Random().randint(161, 200)),
+    env = {"ROS_DOMAIN_ID": str(ros_domain_id(161, 201)),
            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     result = tf2py("frames", "--core", "ros2://", "--wait-time", "1", env=env, timeout=240)
     assert result.returncode == 1

@@ -1,8 +1,8 @@
 """ROS 2 tests: real rclpy nodes (ROS 2 Jazzy, Fast DDS) in the peer environment that
 peer_env.py builds once per machine, talking to tf2py over DDS on loopback only.
 
-Each test gets its own ROS_DOMAIN_ID (random, 30..99) and ROS_AUTOMATIC_DISCOVERY_RANGE=
-LOCALHOST, in this process (for tf2py's objects) and in every peer it starts. Without the
+Each test gets its own ROS_DOMAIN_ID (random, 30..99; under pytest-xdist from its worker's
+own slice) and ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, in this process (for tf2py's objects) and in every peer it starts. Without the
 peer environment (no Python 3.12, no network for its first build) or without the ``ros2``
 extra, these tests skip and say why; under CI (``CI=true``) they fail with that reason
 instead, so a green run cannot hide that none of them ran.
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import Proc, skip_or_fail, wait_for  # noqa: F401
+from helpers import Proc, ros_domain_id, skip_or_fail, wait_for  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -49,7 +48,7 @@ def cyclonedds_available():
 def ros_domain(monkeypatch, cyclonedds_available) -> dict:
     """A fresh ROS 2 domain on loopback for this test: the environment to give peers."""
     env = {
-        "ROS_DOMAIN_ID": str(random.Random().randint(30, 99)),
+        "ROS_DOMAIN_ID": str(ros_domain_id(30, 100)),
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
     }

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import HERE, Peer
-from helpers import REPO
+from helpers import REPO, ros_domain_id
 
 import peer_env
 import peer_tf2py
@@ -38,7 +38,7 @@ def peer_tf2py_path(peer_python, tmp_path_factory) -> str:
 def run(peer_python, peer_tf2py_path, tmp_path_factory):
     """Run rclpy_native.py once in its own loopback ROS domain; its events by kind."""
     env = {
-        "ROS_DOMAIN_ID": str(int.from_bytes(os.urandom(1), "little") % 60 + 30),
+        "ROS_DOMAIN_ID": str(ros_domain_id(30, 90)),
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
         "PYTHONPATH": peer_tf2py_path,
