@@ -31,10 +31,11 @@ What every bus object promises (the contract the public classes document):
   given to new receivers within 5 s; receivers that already hold its statics keep them.
 - **Stats.** Receivers' ``stats()`` returns at least ``{"received_messages": int,
   "received_transforms": int, "dropped": {cause: count}}``; a listener adds
-  ``"stored_transforms"`` and ``"old_transforms"``. Every message or transform dropped is
-  counted under a short cause word (``garbage``, ``shape``, ``version``, ``too_large``,
-  ``topic``, ``invalid``, ``error``, ``gap``, ...) and the first drop of each cause is logged
-  (``tf2py.transport.sockets.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
+  ``"stored_transforms"`` and ``"old_transforms"``, and counts a message only once it has
+  handed it to the buffer (whoever reads the count can look up what it counted). Every
+  message or transform dropped is counted under a short cause word (``garbage``, ``shape``,
+  ``version``, ``too_large``, ``topic``, ``invalid``, ``error``, ``gap``, ...) and the first
+  drop of each cause is logged (``tf2py.transport.sockets.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
   "dropped"}``. Broadcasters count ``sent_messages``/``sent_transforms`` (static:
   ``published``) as attributes.
 - **Errors.** A malformed address raises ``ValueError`` with one line naming it (from
