@@ -65,18 +65,7 @@ bool str_view(PyObject* o, std::string& out) {
 // The same for an exact str only (the fast paths: no subclass with its own __eq__).
 bool exact_str(PyObject* o, std::string_view& out) { return PyUnicode_CheckExact(o) && str_view(o, out); }
 
-PyObject* g_kernel_error = nullptr;  // KernelError: args = the error tuple (error_tuple)
-
-nb::object frame_name(const Kernel& k, int32_t id) {
-    if (id < 0 || static_cast<size_t>(id) >= k.frame_count()) return nb::none();
-    return nb::str(k.name(id).c_str());
-}
-
-// (code, argument, kind, time, stamp, source name, target name, failed index)
-nb::tuple error_tuple(const Kernel& k, const Error& e, size_t failed) {
-    return nb::make_tuple(static_cast<int>(e.code), e.argument, static_cast<int>(e.kind), e.time, e.stamp,
-                          frame_name(k, e.source), frame_name(k, e.target), failed);
-}
+PyObject* g_kernel_error = nullptr;  // KernelError: args = ErrorRecord::tuple()
 
 // An error with its frames' names copied, taken inside an Access scope and turned into the
 // tuple after it (building Python objects may run Python code: never inside the scope).
