@@ -224,3 +224,22 @@ def ros_domain_id(low: int, high: int) -> int:
     start = low + index * span
     return random.Random().randrange(start, start + span)
 
+
+
+def raising_buffer(bad_child: str):
+    """A real Buffer whose inserts raise RuntimeError when they carry ``bad_child`` (a buffer
+    with a fault of its own), and store everything else."""
+    from tf2py import Buffer
+
+    class RaisingBuffer(Buffer):
+        def set_transforms(self, parents, children, *args, **kwargs):
+            if bad_child in list(children):
+                raise RuntimeError(f"buffer bug on {bad_child}")
+            return super().set_transforms(parents, children, *args, **kwargs)
+
+        def set_transform_values(self, parent, child, *args, **kwargs):
+            if child == bad_child:
+                raise RuntimeError(f"buffer bug on {bad_child}")
+            return super().set_transform_values(parent, child, *args, **kwargs)
+
+    return RaisingBuffer()

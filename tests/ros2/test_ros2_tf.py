@@ -7,7 +7,7 @@ import pytest
 
 import tf2py
 from conftest import DISCOVERY_TIMEOUT, expected_transform, start_talking, wait_until_heard
-from helpers import stalling_buffer, wait_for
+from helpers import raising_buffer, stalling_buffer, wait_for
 
 
 def _values(t) -> tuple:
@@ -51,6 +51,21 @@ def test_received_counts_only_what_the_buffer_already_holds(rclpy_peer):
         for j in range(3):
             parent, child, _, _ = expected_transform(0, j)
             assert buffer.can_transform(parent, child, tf2py.Time())
+
+
+def test_a_buffer_that_raises_is_counted_and_the_listener_goes_on(ros_domain):
+    buffer = raising_buffer("boom")
+    with tf2py.TransformListener(buffer, core="ros2://") as listener, \
+            tf2py.TransformBroadcaster(core="ros2://") as broadcaster:
+        def sent(child, condition):
+            broadcaster.send_transform(tf2py.make_transform("map", child, (1.0, 0.0, 0.0),
+                                                            stamp=tf2py.Time(5)))
+            return condition()
+        wait_for(lambda: sent("boom", lambda: listener.stats()["dropped"].get("error")),
+                 DISCOVERY_TIMEOUT, interval=0.05, message=lambda: listener.stats())
+        wait_for(lambda: sent("fine", lambda: buffer.can_transform("map", "fine", tf2py.Time())),
+                 DISCOVERY_TIMEOUT, interval=0.05, message=lambda: listener.stats())
+        assert not buffer.can_transform("map", "boom", tf2py.Time())
 
 
 def _make(i: int, j: int):

@@ -30,7 +30,8 @@ def check_buffer(buffer: Any) -> None:
 class BufferFiller:
     """Inserts decoded messages into ``buffer``, one insertion call per message, with the
     sender's authority; counts stored and old transforms, and drops invalid ones into
-    ``dropped`` (cause ``"invalid"``)."""
+    ``dropped`` (cause ``"invalid"``), and those of an insert that raised anything else (cause
+    ``"error"``: a buffer's own fault never ends a listener)."""
 
     def __init__(self, buffer: Any, dropped: DropCounter):
         check_buffer(buffer)
@@ -54,6 +55,9 @@ class BufferFiller:
         except InvalidArgumentException as exc:
             self.dropped.drop("invalid", f"transform 0 of a message from {authority}: {exc}")
             return
+        except Exception as exc:  # the buffer's own fault: a listener never dies of it
+            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+            return
         if stored:
             self.stored_transforms += 1
         else:
@@ -67,8 +71,12 @@ class BufferFiller:
                 TransformArrays(authority, list(parents), list(children), stamps_ns, values),
                 is_static)
             return
-        result = self._set_transforms(parents, children, stamps_ns, values, authority,
-                                      is_static)
+        try:
+            result = self._set_transforms(parents, children, stamps_ns, values, authority,
+                                          is_static)
+        except Exception as exc:  # the buffer's own fault: a listener never dies of it
+            self.dropped.drop("error", f"{type(exc).__name__}: {exc}", n=len(children))
+            return
         self.stored_transforms += result.stored
         self.old_transforms += result.old
         if result.invalid:

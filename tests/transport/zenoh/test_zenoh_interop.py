@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import stalling_buffer, wait_for
+from helpers import raising_buffer, stalling_buffer, wait_for
 from zenoh_support import records, start_peer, start_router
 
 import tf2py
@@ -71,6 +71,21 @@ def test_received_counts_only_what_the_buffer_already_holds(router, spawn):
                  message=lambda: listener.stats())
         # Read the moment the count said so: the counted transform can be looked up.
         assert buffer.can_transform("map", "odom", tf2py.Time())
+
+
+def test_a_buffer_that_raises_is_counted_and_the_listener_goes_on(router):
+    buffer = raising_buffer("boom")
+    address = f"zenoh://{router}?namespace=/robot7"
+    with TransformListener(buffer, core=address) as listener, \
+            TransformBroadcaster(core=address) as broadcaster:
+        def sent(child, condition):
+            broadcaster.send_transform(transform("map", child, 1.0))
+            return condition()
+        wait_for(lambda: sent("boom", lambda: listener.stats()["dropped"].get("error")),
+                 timeout=15, message=lambda: listener.stats())
+        wait_for(lambda: sent("fine", lambda: buffer.can_transform("map", "fine", tf2py.Time())),
+                 timeout=15, message=lambda: listener.stats())
+        assert not buffer.can_transform("map", "boom", tf2py.Time())
 
 
 def test_late_tf2py_listener_gets_an_rmw_zenoh_static(router, spawn):
