@@ -80,9 +80,9 @@ class BufferFiller:
         self.stored_transforms += result.stored
         self.old_transforms += result.old
         if result.invalid:
-            index, exc = result.invalid[0]
+            index, refusal = result.invalid[0]
             self.dropped.drop("invalid", f"transform {index} of a message from {authority}: "
-                              f"{exc}", n=len(result.invalid))
+                              f"{refusal}", n=len(result.invalid))
 
     def _insert_one_by_one(self, arrays: TransformArrays, is_static: bool) -> None:
         # For buffers without the batch call (duck-typed BufferCore-likes).
