@@ -265,9 +265,8 @@ def query_error(
         if refused is not None:
             return refused
         # Another thread added the frame after the kernel looked: the answer stands as of
-        # the query (the frame did not exist then).
-        return LookupException('"%s" passed to %s argument %s does not exist. '
-                               % (name, function, _ARGUMENTS[argument]))
+        # the query (the frame did not exist then), worded as for any missing frame.
+        return frame_error(name, _ARGUMENTS[argument], function, None)
     if code == _LOOP:
         return LookupException(
             "The tf tree is invalid because it contains a loop.\n"
