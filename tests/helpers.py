@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tf2py.buffer.buffer import Buffer
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -192,23 +194,6 @@ class Proc:
         return self.popen.returncode
 
 
-def stalling_buffer(seconds: float):
-    """A real Buffer whose every insert call waits ``seconds`` first: the window in which a
-    listener has a message in hand and the buffer does not hold it yet."""
-    from tf2py import Buffer
-
-    class StallingBuffer(Buffer):
-        def set_transforms(self, *args, **kwargs):
-            time.sleep(seconds)
-            return super().set_transforms(*args, **kwargs)
-
-        def set_transform_values(self, *args, **kwargs):
-            time.sleep(seconds)
-            return super().set_transform_values(*args, **kwargs)
-
-    return StallingBuffer()
-
-
 def ros_domain_id(low: int, high: int) -> int:
     """A random ROS 2 domain id in ``[low, high)`` for one test. Under pytest-xdist each
     worker draws from its own slice of the range, so tests running at once never share a
@@ -225,21 +210,40 @@ def ros_domain_id(low: int, high: int) -> int:
     return random.Random().randrange(start, start + span)
 
 
+class InsertHookBuffer(Buffer):
+    """The real Buffer, calling ``before_insert(children)`` first in every insert call (tests
+    override it to stall or fail)."""
 
-def raising_buffer(bad_child: str):
+    def before_insert(self, children) -> None:
+        pass
+
+    def set_transforms(self, parents, children, *args, **kwargs):
+        self.before_insert(children)
+        return super().set_transforms(parents, children, *args, **kwargs)
+
+    def set_transform_values(self, parent, child, *args, **kwargs):
+        self.before_insert([child])
+        return super().set_transform_values(parent, child, *args, **kwargs)
+
+
+def stalling_buffer(seconds: float) -> InsertHookBuffer:
+    """A real Buffer whose every insert call waits ``seconds`` first: the window in which a
+    listener has a message in hand and the buffer does not hold it yet."""
+
+    class StallingBuffer(InsertHookBuffer):
+        def before_insert(self, children) -> None:
+            time.sleep(seconds)
+
+    return StallingBuffer()
+
+
+def raising_buffer(bad_child: str) -> InsertHookBuffer:
     """A real Buffer whose inserts raise RuntimeError when they carry ``bad_child`` (a buffer
     with a fault of its own), and store everything else."""
-    from tf2py import Buffer
 
-    class RaisingBuffer(Buffer):
-        def set_transforms(self, parents, children, *args, **kwargs):
+    class RaisingBuffer(InsertHookBuffer):
+        def before_insert(self, children) -> None:
             if bad_child in list(children):
                 raise RuntimeError(f"buffer bug on {bad_child}")
-            return super().set_transforms(parents, children, *args, **kwargs)
-
-        def set_transform_values(self, parent, child, *args, **kwargs):
-            if child == bad_child:
-                raise RuntimeError(f"buffer bug on {bad_child}")
-            return super().set_transform_values(parent, child, *args, **kwargs)
 
     return RaisingBuffer()

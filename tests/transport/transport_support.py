@@ -15,28 +15,24 @@ from typing import NamedTuple
 import pytest
 import zmq
 
-from helpers import wait_for
+from helpers import InsertHookBuffer, wait_for
 from tf2py import make_transform
-from tf2py.buffer.buffer import Buffer
 from tf2py.transport import wire
 from tf2py.transport.core import Core
 
 
-class RecordingBuffer(Buffer):
+class RecordingBuffer(InsertHookBuffer):
     """The real Buffer, recording what it stored: each insert call as
     ``(authority, is_static, rows)`` with the rows the Buffer accepted (its own refusal rules,
-    not a copy of them), each row ``(parent, child, stamp_ns, [tx..qw])`` as sent."""
+    not a copy of them), each row ``(parent, child, stamp_ns, [tx..qw])`` as sent. Its
+    ``before_insert`` runs first in every insert call (tests override it to stall or fail)."""
 
     def __init__(self):
         super().__init__(cache_time=3600.0)
         self.calls = []
         self.lock = threading.Lock()
 
-    def before_insert(self, children) -> None:
-        """Called first by every insert call (tests override it to stall or fail)."""
-
     def set_transforms(self, parents, children, stamps_ns, values, authority, is_static=False):
-        self.before_insert(children)
         result = super().set_transforms(parents, children, stamps_ns, values, authority,
                                         is_static)
         refused = {index for index, _ in result.invalid}
@@ -48,7 +44,6 @@ class RecordingBuffer(Buffer):
 
     def set_transform_values(self, parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw,
                              authority, is_static=False):
-        self.before_insert([child])
         stored = super().set_transform_values(parent, child, stamp_ns, tx, ty, tz, qx, qy, qz,
                                               qw, authority, is_static)
         with self.lock:
