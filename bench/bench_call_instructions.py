@@ -30,6 +30,8 @@ WORKLOADS = {
     "Buffer.can_transform depth 3": "buffer_can",
     "Buffer.set_transform (prebuilt message), steady stream": "buffer_set",
     "core.lookup_transforms, per stamp (1 000 sorted stamps)": "core_batch",
+    "make_transform + core.set_transform, per sample": "core_make",
+    "transform-tree Publisher.push, per sample (the peer)": "peer_push",
 }
 
 
@@ -50,7 +52,22 @@ def workload(name: str, calls: int, prepared: int) -> None:
     for parent, child in links:
         store.set_transforms([parent] * 1000, [child] * 1000, stamps, rows, "bench")
     t = 105.0031
-    if name.endswith("_set"):
+    if name == "peer_push":
+        import tf_tree
+
+        tree = tf_tree.build([("map", "odom")], capacity=1024, interp="lerpslerp")
+        push = tree.publisher("odom", "map").push
+        items = [(110 * ns + k * 10_000_000, (1.0, 0.0, 0.0, 0.0, k * 0.01, 0.0, 0.0))
+                 for k in range(prepared)]
+        for stamp, pose in items[:calls]:
+            push(stamp, pose)
+    elif name.endswith("_make"):
+        make, set_transform = tf2py.make_transform, store.set_transform
+        items = [((k * 0.01, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0),
+                  tf2py.Time.from_nanoseconds(110 * ns + k * 10_000_000)) for k in range(prepared)]
+        for xyz, q, stamp in items[:calls]:
+            set_transform(make("map", "odom", xyz, q, stamp), "bench")
+    elif name.endswith("_set"):
         messages = [tf2py.make_transform("map", "odom", (k * 0.01, 0.0, 0.0),
                                          stamp=tf2py.Time.from_nanoseconds(110 * ns + k * 10_000_000))
                     for k in range(prepared)]

@@ -79,6 +79,46 @@ def test_long_streams_hold_what_the_model_holds(runs, window_s):
         assert got == pytest.approx(xa + (xb - xa) * (mid - a) / (b - a), abs=1e-6)
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(runs, st.sampled_from([0.05, 0.2, 1.0]), st.integers(0, 9))
+def test_streams_given_as_arrays_hold_what_the_model_holds(runs, window_s, bad_every):
+    # Each run of the stream arrives as one (N, 7) array (up to 400 rows, so the runs of
+    # rising stamps that are stored together end inside and across arrays), now and then
+    # with a row out of order or with a NaN: the rows a model inserts one by one, the same
+    # refusals, the same answers.
+    core = BufferCore(cache_time=window_s)
+    model = ModelCache(int(window_s * 1e9))
+    t = 1_000 * MS
+    k = 0
+    for count, period_ms, gap_ms, late in runs:
+        t += gap_ms * MS
+        stamps, rows, expected = [], [], []
+        for i in range(count):
+            t += period_ms * MS
+            stamp = t - 7 * period_ms * MS if late and i % 13 == 5 else t
+            row = [float(k), 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+            if bad_every and k % (13 * bad_every) == 3:
+                row[4] = math.nan
+                expected.append("invalid")
+            else:
+                expected.append("stored" if model.insert(stamp, float(k)) else "old")
+            k += 1
+            stamps.append(stamp)
+            rows.append(row)
+        result = core.set_transforms("world", "robot", np.array(stamps, dtype=np.int64),
+                                     np.array(rows), "s")
+        assert (result.stored, result.old) == (expected.count("stored"), expected.count("old"))
+        assert [i for i, _ in result.invalid] == \
+            [i for i, e in enumerate(expected) if e == "invalid"]
+        samples = core.samples("robot")
+        assert [s for s, _, _ in samples] == model.stamps
+        assert [v[0] for _, v, _ in samples] == model.values
+    for a, b, xa, xb in zip(model.stamps, model.stamps[1:], model.values, model.values[1:]):
+        mid = a + (b - a) // 2
+        got = core.lookup_transform("world", "robot", mid * 1e-9).transform.translation.x
+        assert got == pytest.approx(xa + (xb - xa) * (mid - a) / (b - a), abs=1e-6)
+
 def _rows(n, rng, bad_every=0):
     yaw = rng.uniform(-3, 3, n)
     rows = np.zeros((n, 7))

@@ -152,6 +152,16 @@ class Kernel {
         return caches_[c].insert(stamp, values, parent_id);
     }
 
+    // Store a run of checked samples of one registered child at once, when its cache takes
+    // it (TimeCache::takes_run_from); false: insert them one by one. Dynamic only.
+    bool takes_run(int32_t child_id, int64_t first) const {
+        const size_t c = static_cast<size_t>(child_id);
+        return has_cache_[c] && caches_[c].takes_run_from(first);
+    }
+    void insert_run_ids(int32_t child_id, int32_t parent_id, const int64_t* stamps, const double* values, size_t m) {
+        caches_[static_cast<size_t>(child_id)].append_run(stamps, values, m, parent_id);
+    }
+
     int32_t register_name(std::string_view name) {
         auto it = ids_.find(name);
         if (it != ids_.end()) return it->second;

@@ -105,7 +105,26 @@ struct InsertBinding {
             Writing access(k.lock_, release);
             WithoutGil nogil(release);
             Kernel& kernel = k.k_;
+            double run[kRunRows * 7];
             for (size_t i = 0; i < n; ++i) {
+                if (child_id >= 0 && !is_static && kernel.takes_run(child_id, ts[i])) {
+                    // A trajectory in order: rows that pass the checks with rising stamps,
+                    // stored together; a row that breaks the run goes one by one below.
+                    size_t m = 0;
+                    for (; m < kRunRows && i + m < n; ++m) {
+                        if (m && ts[i + m] <= ts[i + m - 1]) break;
+                        double* v = run + 7 * m;
+                        std::memcpy(v, values + 7 * (i + m), 7 * sizeof(double));
+                        if (Kernel::check_values(v) != tf2k::kStored) break;
+                    }
+                    if (m) {
+                        kernel.insert_run_ids(child_id, parent_id, ts + i, run, m);
+                        std::fill(codes + i, codes + i + m, child_id);
+                        batch.stored += m;
+                        i += m - 1;
+                        continue;
+                    }
+                }
                 double v[7];
                 std::memcpy(v, values + 7 * i, sizeof v);
                 int r;
@@ -168,6 +187,7 @@ struct InsertBinding {
     };
 
     static constexpr int32_t kUnread = std::numeric_limits<int32_t>::min();
+    static constexpr size_t kRunRows = 128;  // rows of a trajectory checked, then stored at once
 
     // The BatchResult (the type set_batch_result registered), its invalid list holding the
     // indices of refused rows (Python replaces them by (index, exception)).

@@ -96,6 +96,45 @@ class TimeCache {
         return true;
     }
 
+    // Whether append_run may take samples whose first stamp is `first`: a dynamic cache
+    // whose samples are all older (or none).
+    bool takes_run_from(int64_t first) const { return !static_ && (empty() || first > stamps_.back()); }
+
+    // Store m checked samples whose stamps rise strictly, the first past every stored one
+    // (takes_run_from): the state that m inserts in turn leave, at the cost of one copy.
+    // Each insert would prune relative to the latest stamp before it; the last of those
+    // limits is the highest, so pruning once with it drops the same samples. Every sample
+    // is the newest when it arrives, so none is refused as old.
+    void append_run(const int64_t* stamps, const double* values, size_t m, int32_t parent) {
+        if (m == 0) return;
+        forget_hint();
+        const bool had = !empty();
+        if (!had && start_) clear_storage();  // as insert: an emptied cache starts afresh
+        const int64_t before_last = m >= 2 ? stamps[m - 2] : (had ? stamps_.back() : 0);
+        if (stamps_.size() + m > stamps_.capacity()) {
+            const size_t live = stamps_.size() - start_;
+            if (start_ && start_ * 4 >= live) compact();
+            const size_t need = stamps_.size() + m;
+            if (need > stamps_.capacity()) {
+                const size_t want = need + (start_ ? live / 4 : need / 16) + 8;  // as append
+                stamps_.reserve(want);
+                values_.reserve(want * 7);
+                parents_.reserve(want);
+            }
+        }
+        stamps_.insert(stamps_.end(), stamps, stamps + m);
+        values_.insert(values_.end(), values, values + 7 * m);
+        parents_.insert(parents_.end(), m, parent);
+        if (had || m >= 2) {
+            const int64_t limit = saturating_sub(before_last, window_);
+            if (stamps_[start_] < limit)
+                start_ = static_cast<size_t>(std::lower_bound(stamps_.begin() + static_cast<std::ptrdiff_t>(start_),
+                                                              stamps_.end(), limit) -
+                                             stamps_.begin());
+            if (start_ >= 64 && start_ >= stamps_.size() - start_) compact();  // mostly dead
+        }
+    }
+
     // Every insert and clear forgets the interval remembered by single lookups (positions
     // and values can change: compaction, a sample inserted or replaced).
     void forget_hint() const { own_ = Hint{}; }
