@@ -68,9 +68,6 @@ def test_keygen_makes_tls_certificates(sites):
     assert not (sites / "site" / "robot7" / "tls" / "ca.key").exists()
 
 
-@pytest.mark.xfail(reason="known broken: two keyed peers (listening nowhere) behind a keyed "
-                   "router did not hear each other within 20 s in the last run; refusal of "
-                   "strangers is not shown until they do (not yet diagnosed)", strict=False)
 def test_keyed_router_serves_the_sites_processes_only(spawn, tf2py_command, sites):
     _, locator = start_router(spawn, tf2py_command, "--keys", str(sites / "site"),
                               protocol="tls")
@@ -95,3 +92,22 @@ def test_keys_with_a_plain_locator_are_refused(sites):
     with pytest.raises(ValueError, match="not TLS"):
         session_config(parse_zenoh_address(f"zenoh://tcp/127.0.0.1:{free_port()}"),
                        keys=str(sites / "site"))
+
+
+@pytest.mark.parametrize("locator, listen", [
+    ("tls/127.0.0.1:7447", ["tls/127.0.0.1:0"]),
+    ("quic/localhost:7447", ["quic/localhost:0"]),
+    ("tls/192.0.2.7:7447", ["tls/[::]:0"]),
+])
+def test_a_keyed_peer_listens_with_its_keys_where_other_peers_can_reach_it(sites, locator,
+                                                                            listen):
+    # A Zenoh router never relays between two peers: a keyed peer listening nowhere would
+    # hear only clients.
+    import json
+
+    from tf2py.transport.zenoh.address import parse_zenoh_address
+    from tf2py.transport.zenoh.session import session_config
+
+    config = session_config(parse_zenoh_address(f"zenoh://{locator}"),
+                            keys=str(sites / "site"))
+    assert json.loads(config.get_json("listen/endpoints")) == listen

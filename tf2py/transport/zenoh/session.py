@@ -8,12 +8,18 @@ What an address sets, on top of its ``config=`` file (else Zenoh's defaults):
   (the locator says where the network is). A peer that reaches its router over loopback and
   whose file does not choose listen endpoints listens on that loopback address only (port
   0), as rmw_zenoh's sessions do (``tcp/localhost:0``).
+- Peers must reach each other directly: a Zenoh router (1.9 on) relays between a peer and
+  its clients and other routers, never between two peers (``peers_failover_brokering`` is
+  gone), so a peer that listened nowhere would hear only clients.
 - Timestamping on, as rmw_zenoh's configuration has it: the publication cache behind
   transient-local ``/tf_static`` needs timestamps.
 - Keys (``keys=DIR``, else ``$TF2PY_KEYS``): TLS with mutual authentication from the folder's
-  certificates (``tls.tls_settings``); every link must then be ``tls/`` or ``quic/``, and a
-  peer listens on none unless its file says where (its traffic goes through the links it
-  connects).
+  certificates (``tls.tls_settings``); every link must then be ``tls/`` or ``quic/``. A peer
+  whose file does not choose listen endpoints listens with its identity on its locator's
+  protocol, port 0: on that loopback address when the locator is on loopback, else on every
+  address (``tls/[::]:0``, as Zenoh's default ``tcp/[::]:0``). Its router tells the other
+  peers where (gossip), and they connect with the site's keys; anyone else fails the
+  handshake.
 
 A peer opens at once and joins its router or peers in the background when they come; a
 client (``mode=client``) needs its router up: without it, ``ConnectionError`` (one line).
@@ -83,11 +89,18 @@ def _endpoints(value: Any, mode: str) -> list[str]:
     return [str(v) for v in value or []]
 
 
-def _loopback_listen(locator: str) -> str | None:
-    host = locator.split("/", 1)[1].rsplit(":", 1)[0]
-    if host in _LOOPBACK_HOSTS:
-        return f"tcp/{host}:0"  # an unkeyed peer: plain loopback (TLS would need keys)
-    return None
+def _peer_listen(locator: str | None, keyed: bool) -> list[str] | None:
+    """Where a peer listens when its file does not say (see the module docstring), None for
+    Zenoh's default. ``locator`` is what it connects to."""
+    if locator is None:
+        # Keyed: nothing to listen beside (the TLS checks then ask for a locator).
+        return [] if keyed else None
+    protocol, rest = locator.split("/", 1)
+    host = rest.rsplit(":", 1)[0]
+    loopback = host in _LOOPBACK_HOSTS
+    if keyed:
+        return [f"{protocol}/{host if loopback else '[::]'}:0"]
+    return [f"tcp/{host}:0"] if loopback else None
 
 
 def session_config(address: ZenohAddress, keys: Any = None) -> zenoh.Config:
@@ -115,20 +128,22 @@ def session_config(address: ZenohAddress, keys: Any = None) -> zenoh.Config:
         _insert(config, "scouting/multicast/enabled", False)
         # Without multicast there is nothing to scout for: open without waiting for it.
         _insert(config, "scouting/delay", 0)
-        loopback = _loopback_listen(address.locator)
-        if mode == "peer" and not listen_chosen and loopback is not None and not keys_folder(keys):
-            _insert(config, "listen/endpoints", [loopback])
     # A peer opens at once and connects in the background (a router that is not up yet is
     # joined when it comes); a client cannot work without its router, so it fails at once.
     _insert(config, "connect/timeout_ms", -1 if mode == "peer" else 0)
     _insert(config, "connect/exit_on_failure", mode != "peer")
     _insert(config, "timestamping/enabled", True)
     folder = keys_folder(keys)
+    if mode == "peer" and not listen_chosen:
+        # Keyed, the link to listen beside may come from the file's connect endpoints.
+        connect = _endpoints(_get(config, "connect/endpoints"), mode)
+        locator = address.locator or (connect[0] if connect and folder else None)
+        listen = _peer_listen(locator, folder is not None)
+        if listen is not None:
+            _insert(config, "listen/endpoints", listen)
     if folder is not None:
         from .tls import tls_settings
 
-        if mode == "peer" and not listen_chosen:
-            _insert(config, "listen/endpoints", [])
         for key, value in tls_settings(folder).items():
             _insert(config, key, value)
         _check_tls_links(config, mode, address)
