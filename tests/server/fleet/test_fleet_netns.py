@@ -130,3 +130,80 @@ def test_cross_robot_lookup_across_hosts(hosts, tmp_path):
     finally:
         for proc in reversed(procs):
             proc.stop()
+
+
+# Keyed hosts: a script per role (the network namespaces share this filesystem, so the test
+# tells the strangers when the member has heard by a file, not by a sleep).
+TALKER = """
+import sys, threading
+from tf2py import StaticTransformBroadcaster, make_transform
+core, keys = sys.argv[1:3]
+with StaticTransformBroadcaster(core=core, keys=keys) as b:
+    b.send_transform(make_transform("world", "secret", (1.0, 2.0, 3.0)))
+    print("ready", flush=True)
+    threading.Event().wait()
+"""
+MEMBER = """
+import sys, time
+from tf2py import Buffer, Time, TransformListener
+core, keys = sys.argv[1:3]
+buffer = Buffer()
+with TransformListener(buffer, core=core, keys=keys):
+    deadline = time.monotonic() + 60
+    while not buffer.can_transform("world", "secret", Time()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t = buffer.lookup_transform("world", "secret", Time()).transform.translation
+    print("heard", t.x, t.y, t.z, flush=True)
+"""
+STRANGERS = """
+import os, sys, time
+from tf2py import Buffer, Time, TransformListener
+core, other_keys, done = sys.argv[1:4]
+other, outsider = Buffer(), Buffer()
+with TransformListener(other, core=core, keys=other_keys), TransformListener(outsider, core=core):
+    print("listening", flush=True)
+    deadline = time.monotonic() + 90
+    while not os.path.exists(done) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("other", other.can_transform("world", "secret", Time()), other.get_frames(),
+          "outsider", outsider.can_transform("world", "secret", Time()), outsider.get_frames(),
+          flush=True)
+"""
+
+
+def test_keyed_hosts_hear_each_other_and_a_host_without_the_keys_hears_nothing(
+        hosts, tmp_path):
+    for site in ("site", "other"):
+        subprocess.run([sys.executable, "-m", "tf2py.cli.main", "keygen", str(tmp_path / site)],
+                       check=True, capture_output=True, timeout=60)
+    subprocess.run([sys.executable, "-m", "tf2py.cli.main", "keygen", str(tmp_path / "site"),
+                    "--add", "robot7"], check=True, capture_output=True, timeout=60)
+    locator = f"tls/{hosts.addresses['router']}:7447"
+    core = f"zenoh://{locator}"
+    done = tmp_path / "member-heard"
+    procs = []
+    try:
+        procs.append(hosts.run_in("router", [sys.executable, "-m", "tf2py.cli.main", "router",
+                                             "--listen", locator, "--keys",
+                                             str(tmp_path / "site")]))
+        procs[-1].wait_for_line("tf2py router: ready", timeout=90)
+        strangers = hosts.run_in("fleet", [sys.executable, "-c", STRANGERS, core,
+                                           str(tmp_path / "other"), str(done)])
+        procs.append(strangers)
+        strangers.wait_for_line("listening", timeout=90)
+        procs.append(hosts.run_in("robot_a", [sys.executable, "-c", TALKER, core,
+                                              str(tmp_path / "site")]))
+        procs[-1].wait_for_line("ready", timeout=90)
+        member = hosts.run_in("robot_b", [sys.executable, "-c", MEMBER, core,
+                                          str(tmp_path / "site" / "robot7")])
+        procs.append(member)
+        assert member.wait_for_line("heard", timeout=90).split()[1:] == ["1.0", "2.0", "3.0"]
+        assert member.wait() == 0
+        # The strangers listened all along, on a host of the same network: nothing reached them.
+        done.touch()
+        line = strangers.wait_for_line("outsider", timeout=30)
+        assert line.split() == ["other", "False", "[]", "outsider", "False", "[]"]
+        assert strangers.wait() == 0
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
