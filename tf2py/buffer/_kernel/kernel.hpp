@@ -152,8 +152,9 @@ class Kernel {
         return caches_[c].insert(stamp, values, parent_id);
     }
 
-    // Store a run of checked samples of one registered child at once, when its cache takes
-    // it (TimeCache::takes_run_from); false: insert them one by one. Dynamic only.
+    // A run of checked dynamic samples of one registered child, stored at once: whether its
+    // cache takes a run starting at `first` (TimeCache::takes_run_from; if not, insert the
+    // samples one by one), and the store itself.
     bool takes_run(int32_t child_id, int64_t first) const {
         const size_t c = static_cast<size_t>(child_id);
         return has_cache_[c] && caches_[c].takes_run_from(first);
