@@ -61,3 +61,36 @@ def test_bad_world_file_gives_one_line(tmp_path):
                             capture_output=True, text=True, timeout=60)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and "not a unit quaternion" in lines[0]
+
+
+def test_a_keyed_fleet_answers_the_sites_clients_and_refuses_others(tmp_path):
+    from helpers import free_port
+
+    from tf2py import StaticTransformBroadcaster, TimeoutException, make_transform
+
+    for site in ("site", "other"):
+        subprocess.run([sys.executable, "-m", "tf2py.cli.main", "keygen", str(tmp_path / site)],
+                       check=True, capture_output=True, timeout=60)
+    site, other = str(tmp_path / "site"), str(tmp_path / "other")
+    locator = f"tls/127.0.0.1:{free_port()}"
+    core = f"zenoh://{locator}"
+    router = Proc([sys.executable, "-m", "tf2py.cli.main", "router", "--listen", locator,
+                   "--keys", site])
+    fleet = Proc(FLEET + ["--core", core, "--keys", site])
+    try:
+        router.wait_for_line("tf2py router: ready", timeout=60)
+        fleet.wait_for_line("tf2py fleet: ready at ", timeout=90)
+        with StaticTransformBroadcaster(core=f"{core}?namespace=/robot7", keys=site) as robot:
+            robot.send_transform(make_transform("map", "dock", (4.0, 0.0, 0.0)))
+            fleet.wait_for_line("tf2py fleet: robot /robot7 joined", timeout=90)
+            with BufferClient(core, keys=site) as member:
+                t = member.lookup_transform("robot7/map", "robot7/dock", Time(), timeout=20)
+                assert t.transform.translation.x == 4.0
+            with BufferClient(core, keys=other) as stranger:
+                with pytest.raises(TimeoutException):
+                    stranger.lookup_transform("robot7/map", "robot7/dock", Time(), timeout=3)
+        fleet.signal(signal.SIGTERM)
+        assert fleet.wait() == 0
+    finally:
+        fleet.stop()
+        router.stop()
