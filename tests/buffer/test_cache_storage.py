@@ -52,32 +52,47 @@ runs = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
-@given(runs, st.sampled_from([0.05, 0.2, 1.0]))
-def test_long_streams_hold_what_the_model_holds(runs, window_s):
-    core = BufferCore(cache_time=window_s)
-    model = ModelCache(int(window_s * 1e9))
+def stream(runs):
+    """Each run of the stream as a list of (stamp, x): x counts the samples, a late one is
+    stamped 7 periods back."""
     t = 1_000 * MS
     k = 0
     for count, period_ms, gap_ms, late in runs:
         t += gap_ms * MS
+        samples = []
         for i in range(count):
             t += period_ms * MS
-            stamp = t - 7 * period_ms * MS if late and i % 13 == 5 else t
-            x = float(k)
+            samples.append((t - 7 * period_ms * MS if late and i % 13 == 5 else t, float(k)))
             k += 1
-            stored = core.set_transform_values("world", "robot", stamp, x, 0.0, 0.0,
-                                               0.0, 0.0, 0.0, 1.0, "s")
-            assert stored == model.insert(stamp, x)
-        samples = core.samples("robot")
-        assert [s for s, _, _ in samples] == model.stamps
-        assert [v[0] for _, v, _ in samples] == model.values
-    # Lookups between the samples interpolate the model's neighbours.
+        yield samples
+
+
+def assert_holds(core, model):
+    samples = core.samples("robot")
+    assert [s for s, _, _ in samples] == model.stamps
+    assert [v[0] for _, v, _ in samples] == model.values
+
+
+def assert_lookups_interpolate(core, model):
+    """Lookups between the samples interpolate the model's neighbours."""
     for a, b, xa, xb in zip(model.stamps, model.stamps[1:], model.values, model.values[1:]):
         mid = a + (b - a) // 2
         got = core.lookup_transform("world", "robot", mid * 1e-9).transform.translation.x
         assert got == pytest.approx(xa + (xb - xa) * (mid - a) / (b - a), abs=1e-6)
 
+
+@settings(max_examples=40, deadline=None)
+@given(runs, st.sampled_from([0.05, 0.2, 1.0]))
+def test_long_streams_hold_what_the_model_holds(runs, window_s):
+    core = BufferCore(cache_time=window_s)
+    model = ModelCache(int(window_s * 1e9))
+    for samples in stream(runs):
+        for stamp, x in samples:
+            stored = core.set_transform_values("world", "robot", stamp, x, 0.0, 0.0,
+                                               0.0, 0.0, 0.0, 1.0, "s")
+            assert stored == model.insert(stamp, x)
+        assert_holds(core, model)
+    assert_lookups_interpolate(core, model)
 
 
 @settings(max_examples=40, deadline=None)
@@ -89,35 +104,25 @@ def test_streams_given_as_arrays_hold_what_the_model_holds(runs, window_s, bad_e
     # refusals, the same answers.
     core = BufferCore(cache_time=window_s)
     model = ModelCache(int(window_s * 1e9))
-    t = 1_000 * MS
-    k = 0
-    for count, period_ms, gap_ms, late in runs:
-        t += gap_ms * MS
-        stamps, rows, expected = [], [], []
-        for i in range(count):
-            t += period_ms * MS
-            stamp = t - 7 * period_ms * MS if late and i % 13 == 5 else t
-            row = [float(k), 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
-            if bad_every and k % (13 * bad_every) == 3:
+    for samples in stream(runs):
+        rows, expected = [], []
+        for stamp, x in samples:
+            row = [x, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+            if bad_every and int(x) % (13 * bad_every) == 3:
                 row[4] = math.nan
                 expected.append("invalid")
             else:
-                expected.append("stored" if model.insert(stamp, float(k)) else "old")
-            k += 1
-            stamps.append(stamp)
+                expected.append("stored" if model.insert(stamp, x) else "old")
             rows.append(row)
-        result = core.set_transforms("world", "robot", np.array(stamps, dtype=np.int64),
+        result = core.set_transforms("world", "robot",
+                                     np.array([s for s, _ in samples], dtype=np.int64),
                                      np.array(rows), "s")
         assert (result.stored, result.old) == (expected.count("stored"), expected.count("old"))
         assert [i for i, _ in result.invalid] == \
             [i for i, e in enumerate(expected) if e == "invalid"]
-        samples = core.samples("robot")
-        assert [s for s, _, _ in samples] == model.stamps
-        assert [v[0] for _, v, _ in samples] == model.values
-    for a, b, xa, xb in zip(model.stamps, model.stamps[1:], model.values, model.values[1:]):
-        mid = a + (b - a) // 2
-        got = core.lookup_transform("world", "robot", mid * 1e-9).transform.translation.x
-        assert got == pytest.approx(xa + (xb - xa) * (mid - a) / (b - a), abs=1e-6)
+        assert_holds(core, model)
+    assert_lookups_interpolate(core, model)
+
 
 def _rows(n, rng, bad_every=0):
     yaw = rng.uniform(-3, 3, n)
