@@ -53,6 +53,12 @@ if TYPE_CHECKING:
     from .transport.core import Core as Core
     from .transport.listener import TransformListener as TransformListener
     from .buffer.message_filter import MessageFilter as MessageFilter
+    from .robot.errors import RobotModelError as RobotModelError
+    from .robot.model import Joint as Joint
+    from .robot.model import RobotModel as RobotModel
+    from .robot.joint_state import JointState as JointState
+    from .robot.publishers import JointStatePublisher as JointStatePublisher
+    from .robot.publishers import RobotStatePublisher as RobotStatePublisher
 
 __version__ = "0.1.0"
 
@@ -72,6 +78,12 @@ _LAZY = {
     "VelocityStamped": "tf2py.buffer.messages",
     "MessageFilter": "tf2py.buffer.message_filter",
     "SimClock": "tf2py.transport.clock",
+    "RobotModelError": "tf2py.robot.errors",
+    "Joint": "tf2py.robot.model",
+    "RobotModel": "tf2py.robot.model",
+    "JointState": "tf2py.robot.joint_state",
+    "JointStatePublisher": "tf2py.robot.publishers",
+    "RobotStatePublisher": "tf2py.robot.publishers",
 }
 
 __all__ = [
@@ -112,6 +124,12 @@ __all__ = [
     "VelocityStamped",
     "MessageFilter",
     "SimClock",
+    "RobotModelError",
+    "Joint",
+    "RobotModel",
+    "JointState",
+    "JointStatePublisher",
+    "RobotStatePublisher",
 ]
 
 
