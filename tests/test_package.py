@@ -77,3 +77,9 @@ def test_mypy_sees_the_real_classes_behind_from_tf2py_import(tmp_path):
     assert 'Module "tf2py" has no attribute "NoSuchName"' in stdout, stdout
     assert "tf2py.server.client.BufferClient" in stdout, stdout
     assert "tf2py.transport.listener.TransformListener" in stdout, stdout
+
+
+def test_dir_lists_the_public_names_and_no_import_helpers():
+    names = dir(tf2py)
+    assert set(tf2py.__all__) <= set(names)
+    assert "TYPE_CHECKING" not in names and "importlib" not in names

@@ -146,4 +146,5 @@ if not TYPE_CHECKING:  # a module __getattr__ would make every unknown name Any 
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names and the package's own dunders, not its imports' helpers."""
+    return sorted(set(__all__) | {"__version__", "__doc__", "__name__", "__path__", "__file__"})
