@@ -1,9 +1,10 @@
-"""Seeing the frame tree: a live Foxglove WebSocket server (``FoxgloveServer``) and the
-``foxglove.FrameTransforms`` encoding that ``tf2py record --foxglove`` writes.
+"""Seeing the frame tree: a live Foxglove WebSocket server (``FoxgloveServer``), the
+``foxglove.FrameTransforms`` encoding that ``tf2py record --foxglove`` writes, and the tree
+logged into Rerun (``log_to_rerun``, ``RerunView``).
 
-Needs the optional extra: ``pip install 'tf2py[viz]'`` (the ``foxglove-sdk`` package);
-without it, using either raises ``VizDependencyError`` saying so. Importing this package
-never needs the extra.
+Needs the optional extra: ``pip install 'tf2py[viz]'`` (the ``foxglove-sdk`` and
+``rerun-sdk`` packages); without it, using any raises ``VizDependencyError`` saying so.
+Importing this package never needs the extra.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from .errors import INSTALL_HINT, VizDependencyError
 
 if TYPE_CHECKING:
     from .foxglove import FoxgloveServer
+    from .rerun import RerunView, log_to_rerun
 
-__all__ = ["FoxgloveServer", "VizDependencyError", "INSTALL_HINT"]
+__all__ = ["FoxgloveServer", "RerunView", "log_to_rerun", "VizDependencyError", "INSTALL_HINT"]
 
 
-def __getattr__(name: str) -> type[FoxgloveServer]:
-    # The server module is imported on first use, so `import tf2py.viz` stays cheap.
+def __getattr__(name: str) -> object:
+    # Modules are imported on first use, so `import tf2py.viz` stays cheap; rerun-sdk
+    # itself is imported only when a Rerun object is made (VizDependencyError without it).
     if name == "FoxgloveServer":
         from .foxglove import FoxgloveServer
 
         return FoxgloveServer
+    if name in ("log_to_rerun", "RerunView"):
+        from . import rerun
+
+        return getattr(rerun, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
