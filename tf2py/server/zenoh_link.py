@@ -204,9 +204,30 @@ class ZenohClientLink:
                 f"{self._prefix}/goal/{self._peer}",
                 congestion_control=zenoh.CongestionControl.BLOCK)
             self._entities.append(self._publisher)
+            # A peer session opens before it has reached its router, and a goal put before
+            # the server's goal subscriber is known here goes nowhere: goals wait in _early
+            # until the publisher first matches. Our reply subscriber and token were declared
+            # before, on the same links, so the server knows them before it gets a goal.
+            self._early: list[bytes] | None = []
+            self._entities.append(self._publisher.declare_matching_listener(self._on_matching))
+            if self._publisher.matching_status.matching:
+                self._flush_early()
         except BaseException:
             self.close()
             raise
+
+    def _on_matching(self, status: Any) -> None:
+        if status.matching:
+            self._flush_early()
+
+    def _flush_early(self) -> None:
+        with self._lock:
+            early, self._early = self._early, None
+            for payload in early or ():
+                try:
+                    self._publisher.put(payload)
+                except Exception:  # the session is closing
+                    return
 
     def _on_reply(self, sample: Any) -> None:
         payload = sample.payload.to_bytes()
@@ -221,10 +242,17 @@ class ZenohClientLink:
                 if self._servers_seen:
                     self._server_back = True
                 self._servers_seen += 1
+            self._inbox.wake()  # a waiting call asks reconnected() now, not at its next answer
 
     def send(self, payload: bytes) -> bool:
         if self._closed:
             return False
+        with self._lock:
+            if self._early is not None:
+                if len(self._early) >= _MAX_QUEUED:
+                    return False
+                self._early.append(payload)
+                return True
         try:
             self._publisher.put(payload)
         except Exception:
