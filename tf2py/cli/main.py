@@ -34,6 +34,8 @@ COMMANDS = [
     ("router", "router"),
     ("fleet", "fleet"),
     ("doctor", "doctor"),
+    ("robot_state_publisher", "robot-state-publisher"),
+    ("joint_state_publisher", "joint-state-publisher"),
 ]
 
 
