@@ -30,6 +30,7 @@ COMMANDS = [
     ("record", "record"),
     ("keygen", "keygen"),
     ("foxglove", "foxglove"),
+    ("rerun", "rerun"),
     ("bridge", "bridge"),
     ("router", "router"),
     ("fleet", "fleet"),

@@ -1,0 +1,119 @@
+"""``tf2py rerun``: the bus's frame tree live into the Rerun viewer, or saved as ``.rrd``.
+The work is ``tf2py.viz.rerun.RerunView``; this module parses, opens the sink and prints."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from .common import CommandError, parse_core_argument
+
+NAME = "rerun"
+HELP = "stream the frame tree to the Rerun viewer, or save it as .rrd"
+DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Log the bus's frame tree into Rerun: one entity per frame following the tree "
+        "(/tf/map/odom/base_link), a Transform3D per sample on the ros_time timeline at its "
+        "stamp, statics once. A bag played on the bus (tf2py play) arrives the same way. "
+        "Needs the viz extra: pip install 'tf2py[viz]'.")
+    sink = parser.add_mutually_exclusive_group()
+    sink.add_argument("--spawn", action="store_true",
+                      help="start a Rerun viewer and stream to it (the default)")
+    sink.add_argument("--connect", metavar="URL", nargs="?", const=DEFAULT_URL, default=None,
+                      help="stream to a running viewer or server (default URL: "
+                      f"{DEFAULT_URL}, where `rerun` listens)")
+    sink.add_argument("--save", metavar="FILE.rrd", default=None,
+                      help="write a recording file instead, for `rerun FILE.rrd` later")
+    parse_core_argument(parser)
+
+
+def _check_reachable(url: str) -> None:
+    """A one-line error now, rather than Rerun's retries and a log line at exit, when nothing
+    listens at the URL's host and port."""
+    import socket
+
+    parts = urlsplit(url)
+    if not parts.scheme.startswith("rerun"):
+        raise CommandError(f"--connect {url!r}: expected rerun+http://HOST:PORT/proxy "
+                           "(or rerun://, rerun+https://)", 2)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise CommandError(f"--connect {url!r}: {exc}", 2) from None
+    if not host:
+        raise CommandError(f"--connect {url!r}: no host", 2)
+    port = port or (443 if parts.scheme.endswith("https") else 9876)
+    try:
+        socket.create_connection((host, port), timeout=2.0).close()
+    except OSError as exc:
+        raise CommandError(f"no Rerun viewer answers at {url} ({exc.strerror or exc}): start "
+                           "one with `rerun`, or use --spawn or --save FILE.rrd") from None
+
+
+def _open_sink(recording: Any, args: argparse.Namespace) -> str:
+    """Point the recording at its sink; returns where, for the ready line."""
+    if args.save is not None:
+        path = os.path.abspath(args.save)
+        try:
+            recording.save(path)
+        except RuntimeError as exc:
+            raise CommandError(f"cannot write {args.save}: {exc}") from None
+        return path
+    if args.connect is not None:
+        _check_reachable(args.connect)
+        try:
+            recording.connect_grpc(args.connect)
+        except RuntimeError as exc:
+            raise CommandError(f"--connect {args.connect!r}: {exc}", 2) from None
+        return args.connect
+    try:
+        recording.spawn()
+    except Exception as exc:  # the viewer's executable missing, or it failed to start
+        raise CommandError(f"cannot start the Rerun viewer: {exc} (use --save FILE.rrd and "
+                           "open it where a viewer runs)") from None
+    return "a new Rerun viewer"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..viz.errors import VizDependencyError
+
+    try:
+        from ..viz.rerun import RerunView, require_rerun
+
+        rr = require_rerun()
+    except VizDependencyError as exc:
+        raise CommandError(str(exc)) from None
+    recording = rr.RecordingStream("tf2py")
+    where = _open_sink(recording, args)
+
+    def announce(frame: str, path: str) -> None:
+        print(f"tf2py rerun: {frame} at {path}", flush=True)
+
+    try:
+        view = RerunView(core=args.core, recording=recording, on_new_frame=announce)
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        print(f"tf2py rerun: logging the frame tree of {view.core} to {where} "
+              "(Ctrl-C to stop)", flush=True)
+        stop = threading.Event()
+        while not stop.wait(1.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        view.close()
+        recording.disconnect()
+    stats = view.stats()
+    left_out = sum(stats["left_out"].values())
+    print(f"tf2py rerun: logged {stats['logged_transforms']} transforms of {stats['frames']} "
+          "frames" + (f" ({left_out} left out as invalid)" if left_out else ""), flush=True)
+    return 0
