@@ -59,7 +59,7 @@ def _check_reachable(url: str) -> None:
 def _open_sink(recording: Any, args: argparse.Namespace) -> str:
     """Point the recording at its sink; returns where, for the ready line."""
     if args.save is not None:
-        path = os.path.abspath(args.save)
+        path = os.path.abspath(str(args.save))
         try:
             recording.save(path)
         except RuntimeError as exc:
@@ -71,7 +71,7 @@ def _open_sink(recording: Any, args: argparse.Namespace) -> str:
             recording.connect_grpc(args.connect)
         except RuntimeError as exc:
             raise CommandError(f"--connect {args.connect!r}: {exc}", 2) from None
-        return args.connect
+        return str(args.connect)
     try:
         recording.spawn()
     except Exception as exc:  # the viewer's executable missing, or it failed to start

@@ -1,0 +1,168 @@
+"""`tf2py rerun --save FILE.rrd` as a real subprocess on a real bus (a Core and broadcasters in
+this process): the file, read back with Rerun's own reader, holds every sample sent with the
+pose the buffer gives, at entity paths that follow the tree, statics once, a reparented frame
+moved; bad input is one line."""
+
+from __future__ import annotations
+
+import signal
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rerun")
+
+from rerun_reader import read_rows, split_path  # noqa: E402
+
+from helpers import free_port, wait_for  # noqa: E402
+from tf2py import (  # noqa: E402
+    Buffer,
+    StaticTransformBroadcaster,
+    Time,
+    TransformBroadcaster,
+    make_transform,
+)
+from tf2py.transport.core import Core  # noqa: E402
+
+SECOND = 1_000_000_000
+
+
+@pytest.fixture
+def core():
+    with Core("tcp://127.0.0.1:0") as c:
+        yield c.address
+
+
+def _send(broadcaster, reference: Buffer, transforms) -> None:
+    broadcaster.send_transform(transforms)
+    for t in transforms:
+        reference.set_transform(t, "test")
+
+
+def test_saved_recording_holds_every_sample_at_tree_paths_with_statics_once(
+        spawn, tf2py_command, core, tmp_path):
+    out = tmp_path / "live.rrd"
+    reference = Buffer(cache_time=1000.0)
+    lidar = make_transform("base_link", "lidar", (0.2, 0.0, 0.5), (0, 0, 0.6, 0.8))
+    reference.set_transform_static(lidar, "test")
+    with StaticTransformBroadcaster(core=core) as statics, \
+            TransformBroadcaster(core=core) as broadcaster:
+        statics.send_transform(lidar)  # latched before the command starts
+        proc = spawn([*tf2py_command, "rerun", "--core", core, "--save", str(out)])
+        proc.wait_for_line("tf2py rerun: logging the frame tree of")
+        # Until the command says it logged a frame, its subscription may not be joined yet.
+        warmup = make_transform("map", "warmup", (0.0, 0.0, 1.0), stamp=Time(999))
+        reference.set_transform(warmup, "test")
+
+        def heard_warmup():
+            broadcaster.send_transform(warmup)
+            return any("warmup at /tf/map/warmup" in line for line in proc.lines)
+
+        wait_for(heard_warmup, timeout=30, interval=0.05)
+        for i in range(10):
+            stamp = Time(1000 + i)
+            holder = "hand_a" if i < 5 else "hand_b"  # `tool` changes parent at 1005
+            _send(broadcaster, reference, [
+                make_transform("map", "odom", (0.1 * i, 0.0, 0.0), (0, 0, np.sin(0.01 * i),
+                               np.cos(0.01 * i)), stamp=stamp),
+                make_transform("odom", "base_link", (1.0 + i, 2.0, 0.0),
+                               (0, 0, np.sin(0.1 * i), np.cos(0.1 * i)), stamp=stamp),
+                make_transform("base_link", "hand_a", (0.0, 0.5, 0.0), stamp=stamp),
+                make_transform("base_link", "hand_b", (0.0, -0.5, 0.0), stamp=stamp),
+                make_transform(holder, "tool", (0.01 * i, 0.0, 0.1), stamp=stamp),
+            ])
+        with StaticTransformBroadcaster(core=core) as again:
+            again.send_transform(lidar)  # the same static from a second publisher
+            done = make_transform("map", "done", stamp=Time(1010))
+            _send(broadcaster, reference, [done])
+            proc.wait_for_line("done at /tf/map/done", timeout=30)
+        proc.signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, proc.output()
+    assert proc.lines[-1].startswith("tf2py rerun: logged "), proc.output()
+
+    rows = read_rows(out)
+    for row in rows:
+        if row.cleared:
+            continue
+        parent, child = split_path(row.path)[-2:]
+        time = Time.from_nanoseconds(row.stamp_ns) if row.stamp_ns is not None else Time(0)
+        expected = reference.lookup_transform(parent, child, time).transform
+        t, q = expected.translation, expected.rotation
+        np.testing.assert_allclose(row.translation, (t.x, t.y, t.z), atol=1e-5)
+        np.testing.assert_allclose(row.quaternion, (q.x, q.y, q.z, q.w), atol=1e-6)
+    logged = {(r.path, r.stamp_ns) for r in rows if r.stamp_ns is not None and not r.cleared}
+    for i in range(10):
+        stamp = (1000 + i) * SECOND
+        assert ("/tf/map/odom", stamp) in logged
+        assert ("/tf/map/odom/base_link", stamp) in logged
+        hand = "hand_a" if i < 5 else "hand_b"
+        assert (f"/tf/map/odom/base_link/{hand}/tool", stamp) in logged
+    # The reparented frame was cleared where it was, at the stamp it moved.
+    assert any(r.cleared and r.path == "/tf/map/odom/base_link/hand_a/tool"
+               and r.stamp_ns == 1005 * SECOND for r in rows)
+    # Statics once: the lidar's one static row at its place in the tree, though it was sent
+    # twice; wherever it was shown before its parents were heard, it was cleared.
+    last_static: dict[str, object] = {}
+    for row in rows:
+        if row.stamp_ns is None:
+            last_static[row.path] = row
+    shown = {path for path, row in last_static.items() if not row.cleared}
+    assert shown == {"/tf/map/odom/base_link/lidar"}
+    assert sum(1 for r in rows if r.path == "/tf/map/odom/base_link/lidar") == 1
+
+
+def _one_line_error(result, code: int, *words: str) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.fixture
+def run(tf2py_command):
+    import subprocess
+
+    def run(*args, env=None):
+        import os
+
+        full = dict(os.environ, **(env or {}))
+        return subprocess.run([*tf2py_command, "rerun", *args], capture_output=True,
+                              text=True, timeout=60, env=full, stdin=subprocess.DEVNULL)
+
+    return run
+
+
+def test_a_file_that_cannot_be_written_is_one_line(run, tmp_path, core):
+    _one_line_error(run("--core", core, "--save", str(tmp_path / "no" / "such" / "x.rrd")),
+                    1, "tf2py rerun: error: cannot write")
+
+
+def test_a_url_that_is_not_rerun_s_is_one_line(run, core):
+    _one_line_error(run("--core", core, "--connect", "http://127.0.0.1:9876"), 2,
+                    "expected rerun+http://HOST:PORT/proxy")
+
+
+def test_no_viewer_at_the_url_is_one_line(run, core):
+    url = f"rerun+http://127.0.0.1:{free_port()}/proxy"
+    _one_line_error(run("--core", core, "--connect", url), 1,
+                    f"no Rerun viewer answers at {url}")
+
+
+def test_two_sinks_at_once_are_refused(run, tmp_path):
+    _one_line_error(run("--spawn", "--save", str(tmp_path / "x.rrd")), 2, "not allowed with")
+
+
+def test_a_malformed_bus_address_is_one_line(run, tmp_path):
+    result = run("--core", "tcp://127.0.0.1:notaport", "--save", str(tmp_path / "x.rrd"))
+    _one_line_error(result, 2, "tf2py rerun: error:")
+
+
+def test_without_rerun_sdk_the_command_says_which_extra(run, tmp_path, core):
+    blocker = tmp_path / "block" / "rerun"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('No module named rerun')\n")
+    result = run("--core", core, "--save", str(tmp_path / "x.rrd"),
+                 env={"PYTHONPATH": str(blocker.parent)})
+    _one_line_error(result, 1, "'rerun-sdk'", "pip install 'tf2py[viz]'")
