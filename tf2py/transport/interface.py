@@ -60,6 +60,7 @@ from .address import core_address
 if TYPE_CHECKING:
     from ..buffer.time import Time
     from .listener import TransformBatch
+    from .topics import TopicSpec
 
 __all__ = [
     "Transport",
@@ -67,6 +68,8 @@ __all__ = [
     "TransformReceiver",
     "ClockSender",
     "ClockReceiver",
+    "TopicSender",
+    "TopicReceiver",
     "register_scheme",
     "registered_schemes",
     "transport_for",
@@ -161,6 +164,36 @@ class ClockReceiver(Protocol):
         ...
 
 
+@runtime_checkable
+class TopicSender(Protocol):
+    """Publishes one typed topic (``topics.TopicSpec``): CDR payloads. Never blocks."""
+
+    sent_messages: int
+
+    def publish(self, data: bytes) -> None:
+        """Send one message: its CDR bytes, encapsulation header included. ValueError when
+        the bus cannot carry it (too large), RuntimeError once closed."""
+        ...
+
+    def close(self) -> None:
+        """Release the sockets (idempotent); a transient-local topic stops being given to
+        late joiners."""
+        ...
+
+
+@runtime_checkable
+class TopicReceiver(Protocol):
+    """Hears one typed topic: ``on_message(cdr_bytes)`` on the bus's receive thread."""
+
+    def stats(self) -> dict[str, Any]:
+        """``received_messages``, ``dropped`` ({cause: count})."""
+        ...
+
+    def close(self) -> None:
+        """Stop receiving and release the sockets (idempotent)."""
+        ...
+
+
 # -- what a bus must do ------------------------------------------------------------------------
 
 
@@ -175,6 +208,9 @@ class Transport(ABC):
     schemes: tuple[str, ...] = ()
     #: The pip extra it needs ("" for none), for the one-line ImportError.
     extra: str = ""
+    #: Whether ``topic_publisher`` keeps a transient-local topic for late joiners (ROS 2 and
+    #: Zenoh do; tf2py's own core latches only /tf_static).
+    transient_local_topics: bool = False
 
     @abstractmethod
     def check_address(self, address: str) -> str:
@@ -220,6 +256,24 @@ class Transport(ABC):
         from .bridge import BusSide
 
         return BusSide(self, address, authority, keys)
+
+    def topic_publisher(self, address: str, topic: TopicSpec,
+                        keys: Any = None) -> TopicSender:
+        """A publisher of ``topic`` (a ``topics.TopicSpec``: name, ROS type, type hash,
+        QoS) whose ``publish(data)`` sends CDR bytes. A bus that carries no typed topics
+        raises NotImplementedError."""
+        raise NotImplementedError(f"{'/'.join(self.schemes) or 'this bus'} carries no "
+                                  f"topic {topic.name}")
+
+    def topic_subscriber(self, address: str, topic: TopicSpec,
+                         on_message: Callable[[bytes], None],
+                         keys: Any = None) -> TopicReceiver:
+        """Call ``on_message(data)`` (CDR bytes) for every message on ``topic``, on the
+        bus's receive thread (transient-local: the kept messages of live publishers too,
+        where ``transient_local_topics``). An exception the callback raises is counted in
+        ``stats()["dropped"]["error"]``; malformed input is dropped and counted."""
+        raise NotImplementedError(f"{'/'.join(self.schemes) or 'this bus'} carries no "
+                                  f"topic {topic.name}")
 
     @abstractmethod
     def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..interface import (
     ClockReceiver,
     ClockSender,
+    TopicReceiver,
+    TopicSender,
     TransformReceiver,
     TransformSender,
     Transport,
@@ -22,6 +24,7 @@ from .discovery import is_ros2_address, parse_ros2_address
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
+    from ..topics import TopicSpec
     from .participant import Participant
 
 __all__ = [
@@ -72,6 +75,7 @@ class Ros2Transport(Transport):
 
     schemes = ("ros2",)
     extra = "ros2"
+    transient_local_topics = True
 
     def check_address(self, address: str) -> str:
         parse_ros2_address(address)
@@ -105,6 +109,19 @@ class Ros2Transport(Transport):
         from .bridge_side import Ros2BridgeSide
 
         return Ros2BridgeSide(self, address, authority, keys)
+
+    def topic_publisher(self, address: str, topic: TopicSpec,
+                        keys: Any = None) -> TopicSender:
+        from .typed_topic import Ros2TopicPublisher
+
+        return Ros2TopicPublisher(address, topic, keys)
+
+    def topic_subscriber(self, address: str, topic: TopicSpec,
+                         on_message: Callable[[bytes], None],
+                         keys: Any = None) -> TopicReceiver:
+        from .typed_topic import Ros2TopicSubscriber
+
+        return Ros2TopicSubscriber(address, topic, on_message, keys)
 
     def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
         from .clock import Ros2ClockPublisher

@@ -9,7 +9,8 @@ from ._dds import dds  # noqa: F401  (the extra's check first)
 from cyclonedds.idl import IdlStruct
 from cyclonedds.idl.types import array, bounded_str, float64, int32, sequence, uint8, uint32
 
-__all__ = ["Time", "TFMessage", "Clock", "ParticipantEntitiesInfo"]
+__all__ = ["Time", "TFMessage", "Clock", "ParticipantEntitiesInfo", "JointState", "String",
+           "BY_ROS_TYPE"]
 
 
 @dataclass
@@ -63,6 +64,20 @@ class Clock(IdlStruct, typename="rosgraph_msgs::msg::dds_::Clock_"):
 
 
 @dataclass
+class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
+    header: Header
+    name: sequence[str]
+    position: sequence[float64]
+    velocity: sequence[float64]
+    effort: sequence[float64]
+
+
+@dataclass
+class String(IdlStruct, typename="std_msgs::msg::dds_::String_"):
+    data: str
+
+
+@dataclass
 class Gid(IdlStruct, typename="rmw_dds_common::msg::dds_::Gid_"):
     data: array[uint8, 16]
 
@@ -80,3 +95,12 @@ class ParticipantEntitiesInfo(IdlStruct,
                               typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
     gid: Gid
     node_entities_info_seq: sequence[NodeEntitiesInfo]
+
+
+#: The DDS type of each ROS 2 message type that typed topics (``topics.TopicSpec``) carry.
+BY_ROS_TYPE: dict[str, type[IdlStruct]] = {
+    "tf2_msgs/msg/TFMessage": TFMessage,
+    "rosgraph_msgs/msg/Clock": Clock,
+    "sensor_msgs/msg/JointState": JointState,
+    "std_msgs/msg/String": String,
+}

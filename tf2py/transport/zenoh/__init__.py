@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..interface import (
     ClockReceiver,
     ClockSender,
+    TopicReceiver,
+    TopicSender,
     TransformReceiver,
     TransformSender,
     Transport,
@@ -31,6 +33,7 @@ from .address import ZenohAddress, is_zenoh_address, parse_zenoh_address
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
+    from ..topics import TopicSpec
 
 __all__ = ["ZenohAddress", "is_zenoh_address", "parse_zenoh_address", "ZenohTransport",
            "transport"]
@@ -41,6 +44,7 @@ class ZenohTransport(Transport):
 
     schemes = ("zenoh",)
     extra = "zenoh"
+    transient_local_topics = True
 
     def check_address(self, address: str) -> str:
         parse_zenoh_address(address)
@@ -74,6 +78,19 @@ class ZenohTransport(Transport):
         from .bridge_side import ZenohBridgeSide
 
         return ZenohBridgeSide(self, address, authority, keys)
+
+    def topic_publisher(self, address: str, topic: TopicSpec,
+                        keys: Any = None) -> TopicSender:
+        from .typed_topic import ZenohTopicPublisher
+
+        return ZenohTopicPublisher(address, topic, keys)
+
+    def topic_subscriber(self, address: str, topic: TopicSpec,
+                         on_message: Callable[[bytes], None],
+                         keys: Any = None) -> TopicReceiver:
+        from .typed_topic import ZenohTopicSubscriber
+
+        return ZenohTopicSubscriber(address, topic, on_message, keys)
 
     def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
         from .clock import ZenohClockPublisher

@@ -16,6 +16,8 @@ from ..address import bus_endpoints
 from ..interface import (
     ClockReceiver,
     ClockSender,
+    TopicReceiver,
+    TopicSender,
     TransformReceiver,
     TransformSender,
     Transport,
@@ -23,6 +25,7 @@ from ..interface import (
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
+    from ..topics import TopicSpec
 
 __all__ = ["ZmqTransport", "transport"]
 
@@ -61,6 +64,19 @@ class ZmqTransport(Transport):
         from .listener import ZmqTransformListener
 
         return ZmqTransformListener(buffer, address, keys)
+
+    def topic_publisher(self, address: str, topic: TopicSpec,
+                        keys: Any = None) -> TopicSender:
+        from .typed_topic import ZmqTopicPublisher
+
+        return ZmqTopicPublisher(address, topic, keys)
+
+    def topic_subscriber(self, address: str, topic: TopicSpec,
+                         on_message: Callable[[bytes], None],
+                         keys: Any = None) -> TopicReceiver:
+        from .typed_topic import ZmqTopicSubscriber
+
+        return ZmqTopicSubscriber(address, topic, on_message, keys)
 
     def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
         from .clock import ZmqClockPublisher
