@@ -1,0 +1,79 @@
+"""``Joint``: one joint of a robot model, as URDF describes it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..buffer.messages import Transform
+
+__all__ = ["Joint", "JointLimits", "JointMimic", "JOINT_TYPES", "MOVING_TYPES"]
+
+#: Every joint type URDF knows.
+JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "planar")
+#: The types joint states drive (one position each).
+MOVING_TYPES = frozenset(("revolute", "continuous", "prismatic"))
+
+
+class JointLimits(NamedTuple):
+    """A joint's ``<limit>``: positions in radians or metres, velocity per second, effort
+    in N·m or N (lower and upper 0 when absent, as urdfdom reads them)."""
+
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+
+class JointMimic(NamedTuple):
+    """A joint's ``<mimic>``: its position is ``multiplier × position of joint + offset``."""
+
+    joint: str
+    multiplier: float
+    offset: float
+
+
+class Joint:
+    """One joint: it maps its ``child`` link into its ``parent`` link by ``origin`` followed
+    by its motion (a rotation by the position about ``axis`` for revolute and continuous
+    joints, a translation along it for prismatic ones).
+
+    ``type`` is one of ``fixed revolute continuous prismatic floating planar``; ``axis`` a
+    unit ``(3,)`` array (read-only); ``limits`` a ``JointLimits`` or None; ``mimic`` a
+    ``JointMimic`` or None.
+    """
+
+    __slots__ = ("name", "type", "parent", "child", "origin", "axis", "limits", "mimic")
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        parent: str,
+        child: str,
+        origin: Transform | None = None,
+        axis: npt.ArrayLike = (1.0, 0.0, 0.0),
+        limits: JointLimits | None = None,
+        mimic: JointMimic | None = None,
+    ) -> None:
+        if type not in JOINT_TYPES:
+            raise ValueError(f"joint {name!r}: unknown type {type!r} (one of {' '.join(JOINT_TYPES)})")
+        unit = np.array(axis, dtype=np.float64).reshape(3)
+        norm = float(np.linalg.norm(unit))
+        if norm > 0.0 and np.isfinite(norm):
+            unit = unit / norm
+        unit.flags.writeable = False
+        self.name = name
+        self.type = type
+        self.parent = parent
+        self.child = child
+        self.origin = Transform() if origin is None else origin
+        self.axis: npt.NDArray[np.float64] = unit
+        self.limits = limits
+        self.mimic = mimic
+
+    def __repr__(self) -> str:
+        return (f"Joint({self.name!r}, {self.type!r}, parent={self.parent!r}, "
+                f"child={self.child!r})")

@@ -1,0 +1,177 @@
+"""Forward kinematics and joint transforms of a robot description, as arrays.
+
+Everything a joint needs at run time is precomputed once from its origin and axis, so that
+a configuration (or N of them) costs a few array operations per joint and no Python loop
+over configurations:
+
+- the transform of a moving joint as an ``(x, y, z, qx, qy, qz, qw)`` row: the rotation is
+  ``q_origin ⊗ (a sin θ/2, cos θ/2)``, linear in ``(sin θ/2, cos θ/2)``, so it is
+  ``sin(θ/2)·U + cos(θ/2)·V`` with U and V fixed per joint; the translation is
+  ``t_origin + θ·R_origin·a`` for a prismatic joint and ``t_origin`` otherwise;
+- the rotation matrix of a revolute joint, ``R_origin·Rot(a, θ)`` by Rodrigues' formula:
+  ``A + sin θ·B + (1 − cos θ)·C`` with ``A = R_origin``, ``B = R_origin·[a]×`` and
+  ``C = R_origin·[a]×²``.
+
+Frames: a joint's transform maps its child link into its parent link (tf2's convention for
+a ``TransformStamped`` from parent to child); link poses are in the root link.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..buffer.messages import _matrix_from_quaternion
+from .joint import Joint
+from .urdf import Description
+
+__all__ = ["Kinematics", "JointRows"]
+
+Array = npt.NDArray[np.float64]
+
+_STATIC, _REVOLUTE, _PRISMATIC = 0, 1, 2
+
+
+class JointRows(NamedTuple):
+    """Joint transforms as the kernel's batch insert takes them: row k maps ``children[k]``
+    into ``parents[k]`` at ``stamps_ns[k]`` (int64 nanoseconds); ``values`` is ``(R, 7)``
+    ``[tx, ty, tz, qx, qy, qz, qw]`` in metres."""
+
+    parents: list[str]
+    children: list[str]
+    stamps_ns: npt.NDArray[np.int64]
+    values: Array
+
+
+def _skew(a: Array) -> Array:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def _origin_arrays(joint: Joint) -> tuple[Array, Array, Array]:
+    """(translation (3,), quaternion (4,) x y z w, rotation matrix (3, 3)) of the origin."""
+    t = joint.origin.translation
+    q = joint.origin.rotation
+    quaternion = np.array([q.x, q.y, q.z, q.w], dtype=np.float64)
+    quaternion /= np.linalg.norm(quaternion)
+    return (np.array([t.x, t.y, t.z], dtype=np.float64), quaternion,
+            _matrix_from_quaternion(*quaternion.tolist()))
+
+
+class Kinematics:
+    """The arrays of one description: the moving joints' rows and the links' poses."""
+
+    def __init__(self, description: Description) -> None:
+        self.links = list(description.links)
+        self.link_index = {name: k for k, name in enumerate(self.links)}
+        joints = {j.name: j for j in description.joints}
+        drives = description.drives
+        # Moving joints that follow the joint states (driven ones and their mimics), in
+        # document order: the joints ``transforms`` publishes.
+        self.moving = [j for j in description.joints if j.name in drives]
+        self.moving_index = {j.name: k for k, j in enumerate(self.moving)}
+        m = len(self.moving)
+        self.source = np.array([drives[j.name].source for j in self.moving], dtype=np.intp)
+        self.multiplier = np.array([drives[j.name].multiplier for j in self.moving])
+        self.offset = np.array([drives[j.name].offset for j in self.moving])
+        self.plain = bool(np.array_equal(self.source, np.arange(m))) and len(
+            description.joint_names) == m
+        self.moving_parents = [j.parent for j in self.moving]
+        self.moving_children = [j.child for j in self.moving]
+        self.half_angle = np.zeros(m)  # 1/2 for revolute and continuous joints, 0 for prismatic
+        self.u = np.zeros((m, 4))
+        self.v = np.zeros((m, 4))
+        self.t = np.zeros((m, 3))
+        self.d = np.zeros((m, 3))  # R_origin·axis for prismatic joints
+        for k, joint in enumerate(self.moving):
+            t, q, r = _origin_arrays(joint)
+            a = joint.axis
+            self.t[k] = t
+            self.v[k] = q
+            if joint.type == "prismatic":
+                self.d[k] = r @ a
+            else:
+                self.half_angle[k] = 0.5
+                self.u[k, :3] = q[3] * a + np.cross(q[:3], a)
+                self.u[k, 3] = -float(q[:3] @ a)
+        # Which moving joints each driven joint moves (itself and the mimics following it).
+        self.followers: list[list[int]] = [[] for _ in description.joint_names]
+        for k, s in enumerate(self.source.tolist()):
+            self.followers[s].append(k)
+        # Forward kinematics: one step per joint, parents first.
+        self.root = self.link_index[description.root]
+        by_child = {j.child: j for j in description.joints}
+        self.steps: list[tuple[int, int, int, int, Array, Array, Array, Array, Array]] = []
+        for link in self.links[1:]:
+            joint = by_child[link]
+            t, q, r = _origin_arrays(joint)
+            k = self.moving_index.get(joint.name, -1)
+            kind = _STATIC if k < 0 else (_PRISMATIC if joint.type == "prismatic" else _REVOLUTE)
+            skew = _skew(joint.axis)
+            self.steps.append((self.link_index[joint.parent], self.link_index[link], kind, k,
+                               t, r, r @ skew, r @ skew @ skew, r @ joint.axis))
+        # The fixed joints (published once, on /tf_static).
+        statics = [j for j in description.joints if j.type == "fixed"]
+        self.static_parents = [j.parent for j in statics]
+        self.static_children = [j.child for j in statics]
+        self.static_values = np.zeros((len(statics), 7))
+        for k, joint in enumerate(statics):
+            t, q, _ = _origin_arrays(joint)
+            self.static_values[k, :3] = t
+            self.static_values[k, 3:] = q
+
+    def moving_positions(self, positions: Array) -> Array:
+        """The moving joints' positions ``(..., M)`` from the driven ones ``(..., dof)``."""
+        if self.plain:
+            return positions
+        return positions[..., self.source] * self.multiplier + self.offset
+
+    def rows(self, theta: Array) -> Array:
+        """The moving joints' transforms ``(M, N, 7)`` for their positions ``theta (N, M)``."""
+        half = theta * self.half_angle
+        s = np.sin(half).T[:, :, None]
+        c = np.cos(half).T[:, :, None]
+        out = np.empty((theta.shape[1], theta.shape[0], 7))
+        out[:, :, :3] = self.t[:, None, :] + theta.T[:, :, None] * self.d[:, None, :]
+        out[:, :, 3:] = s * self.u[:, None, :] + c * self.v[:, None, :]
+        return out
+
+    def poses(self, positions: Array) -> tuple[Array, Array]:
+        """Every link's pose in the root for ``positions (N, dof)``: rotations
+        ``(L, N, 3, 3)`` and translations ``(L, N, 3)``, link-major."""
+        n = positions.shape[0]
+        theta = self.moving_positions(positions)
+        sin = np.sin(theta)
+        one_minus_cos = 1.0 - np.cos(theta)
+        count = len(self.links)
+        rotation = np.empty((count, n, 3, 3))
+        translation = np.empty((count, n, 3))
+        rotation[self.root] = np.eye(3)
+        translation[self.root] = 0.0
+        for parent, child, kind, k, t, a, b, c, d in self.steps:
+            at_root = parent == self.root
+            r_parent = rotation[parent]
+            if kind == _REVOLUTE:
+                local = a + sin[:, k, None, None] * b + one_minus_cos[:, k, None, None] * c
+                if at_root:
+                    rotation[child] = local
+                else:
+                    np.matmul(r_parent, local, out=rotation[child])
+            elif at_root:
+                rotation[child] = a
+            else:
+                np.matmul(r_parent, a, out=rotation[child])
+            if kind == _PRISMATIC:
+                shift = t + theta[:, k, None] * d
+                if at_root:
+                    translation[child] = shift
+                else:
+                    np.matmul(r_parent, shift[:, :, None], out=translation[child][:, :, None])
+                    translation[child] += translation[parent]
+            elif at_root:
+                translation[child] = t
+            else:
+                np.matmul(r_parent, t, out=translation[child])
+                translation[child] += translation[parent]
+        return rotation, translation

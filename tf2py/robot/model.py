@@ -1,0 +1,296 @@
+"""``RobotModel``: a robot's links and joints from URDF (or xacro), its joint transforms and
+its forward kinematics, with no bus.
+
+The meaning is urdfdom's and robot_state_publisher's: a joint maps its child link into its
+parent link by its origin (xyz, then rpy with R = Rz·Ry·Rx) followed by its motion; fixed
+joints are static transforms, revolute, continuous and prismatic joints move with the joint
+states (mimics follow their masters), floating and planar joints are left to localisation.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ..buffer.messages import TransformStamped, stamped
+from ..buffer.time import Time, to_nanoseconds
+from .errors import RobotModelError
+from .joint import Joint, JointLimits, JointMimic
+from .kinematics import JointRows, Kinematics
+from .urdf import Description, describe
+from .xacro_files import expand_xacro
+from .xml_tree import parse_xml
+
+__all__ = ["RobotModel", "Joint", "JointLimits", "JointMimic", "JointRows"]
+
+Positions = Union[Mapping[str, float], Sequence[float], npt.ArrayLike]
+
+
+class RobotModel:
+    """A robot description: ``.name``, ``.root``, ``.links`` (parents before children),
+    ``.joints`` (document order), ``.joint_names`` (the joints joint states drive) and
+    ``.urdf`` (the URDF text, as sent on ``/robot_description``).
+
+    Build one with ``from_urdf(path)`` or ``from_urdf_string(xml)``. Positions are radians
+    for revolute and continuous joints and metres for prismatic ones, given as a mapping of
+    joint names to positions or a sequence in ``joint_names`` order.
+    """
+
+    def __init__(self, description: Description, urdf: str) -> None:
+        self.name: str = description.name
+        self.root: str = description.root
+        self.links: list[str] = list(description.links)
+        self.joints: list[Joint] = list(description.joints)
+        self.joint_names: list[str] = list(description.joint_names)
+        self.urdf: str = urdf
+        self._kinematics = Kinematics(description)
+        self._driven_index = {name: k for k, name in enumerate(self.joint_names)}
+
+    # -- building --------------------------------------------------------------------------
+
+    @classmethod
+    def from_urdf(cls, path: str | os.PathLike[str],
+                  xacro_args: Mapping[str, object] | None = None) -> RobotModel:
+        """The model in a URDF file, or in a xacro file (a name ending in ``.xacro``,
+        expanded by the ``xacro`` package with ``xacro_args`` as ``name:=value``)."""
+        source = os.fspath(path)
+        if source.endswith(".xacro"):
+            text = expand_xacro(source, xacro_args or {})
+            return cls._from_text(text, f"{source} (expanded by xacro)", text)
+        if xacro_args:
+            raise RobotModelError(source, None, "file",
+                                  "xacro_args given for a file that is not .xacro")
+        try:
+            with open(source, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
+            raise RobotModelError(source, None, "file",
+                                  f"cannot be read: {exc.strerror or exc}") from None
+        return cls._from_text(data, source, data.decode("utf-8", errors="replace"))
+
+    @classmethod
+    def from_urdf_string(cls, xml: str | bytes) -> RobotModel:
+        """The model in URDF text (errors name the source ``<string>``)."""
+        if not isinstance(xml, (str, bytes)):
+            raise TypeError(f"from_urdf_string needs URDF text, got {type(xml).__name__}")
+        text = xml if isinstance(xml, str) else xml.decode("utf-8", errors="replace")
+        return cls._from_text(xml, "<string>", text)
+
+    @classmethod
+    def _from_text(cls, data: str | bytes, source: str, text: str) -> RobotModel:
+        return cls(describe(parse_xml(data, source), source), text)
+
+    def __repr__(self) -> str:
+        return (f"RobotModel({self.name!r}, root={self.root!r}, {len(self.links)} links, "
+                f"{len(self.joint_names)} driven joints)")
+
+    # -- positions -------------------------------------------------------------------------
+
+    def positions_array(self, positions: Positions) -> npt.NDArray[np.float64]:
+        """``(dof,)`` positions in ``joint_names`` order; for a mapping, NaN where a joint
+        is not given (names not in the model are ignored)."""
+        if isinstance(positions, Mapping):
+            out = np.full(len(self.joint_names), np.nan)
+            index = self._driven_index
+            for name, value in positions.items():
+                k = index.get(name)
+                if k is not None:
+                    value = float(value)
+                    if not math.isfinite(value):
+                        raise ValueError(f"joint {name!r}: position {value} is not finite")
+                    out[k] = value
+            return out
+        array = self._configurations(positions)
+        if array.ndim != 1:
+            raise ValueError(f"one configuration needs {len(self.joint_names)} positions "
+                             f"(joint_names order), got shape {array.shape}")
+        return array
+
+    def _configurations(self, positions: Any) -> npt.NDArray[np.float64]:
+        """``(dof,)`` or ``(N, dof)`` finite float positions, checked."""
+        try:
+            array = np.asarray(positions, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("positions must be a mapping of joint names to numbers or a "
+                             f"sequence of {len(self.joint_names)} numbers") from None
+        dof = len(self.joint_names)
+        if array.ndim not in (1, 2) or array.shape[-1] != dof:
+            raise ValueError(f"positions need {dof} values per configuration (joint_names "
+                             f"order), got shape {array.shape}")
+        if not np.isfinite(array).all():
+            bad = np.argwhere(~np.isfinite(array))[0]
+            raise ValueError(f"joint {self.joint_names[int(bad[-1])]!r}: position "
+                             f"{array[tuple(bad)]} is not finite")
+        return array
+
+    # -- transforms ------------------------------------------------------------------------
+
+    def static_rows(self, frame_prefix: str = "") -> tuple[list[str], list[str], npt.NDArray[np.float64]]:
+        """The fixed joints as ``(parents, children, values (S, 7))`` rows."""
+        k = self._kinematics
+        return ([frame_prefix + p for p in k.static_parents],
+                [frame_prefix + c for c in k.static_children], k.static_values.copy())
+
+    def static_transforms(self, stamp: Time | float = 0,
+                          frame_prefix: str = "") -> list[TransformStamped]:
+        """The fixed joints' ``TransformStamped``s (parent link -> child link) at ``stamp``
+        (a ``Time`` or seconds); ``frame_prefix`` is put before every link name."""
+        ns = to_nanoseconds(stamp, "stamp")
+        time = Time.from_nanoseconds(ns)
+        parents, children, values = self.static_rows(frame_prefix)
+        return [stamped(p, c, row + [ns], time)
+                for p, c, row in zip(parents, children, values.tolist())]
+
+    def movable_rows(self, positions: Positions, stamps_ns: Any = 0,
+                     frame_prefix: str = "") -> JointRows:
+        """The moving joints' transforms for one or N configurations, as batch rows.
+
+        ``positions``: a mapping, or ``(dof,)`` or ``(N, dof)`` in ``joint_names`` order,
+        where NaN means "not given": that joint and the mimics following it give no row.
+        ``stamps_ns``: one int (nanoseconds) or N of them. Rows come joint by joint, each
+        joint's rows in configuration order (rising stamps: the kernel stores each as a run).
+        Driven joints and the mimics following them, in document order; undriven joints
+        (floating, planar, mimics of joints the model lacks) give none.
+        """
+        k = self._kinematics
+        if isinstance(positions, Mapping):
+            array = self.positions_array(positions)[None, :]
+        else:
+            array = np.asarray(positions, dtype=np.float64)
+            if array.ndim == 1:
+                array = array[None, :]
+            if array.ndim != 2 or array.shape[1] != len(self.joint_names):
+                raise ValueError(f"positions need {len(self.joint_names)} values per "
+                                 f"configuration (joint_names order), got shape {array.shape}")
+        n = array.shape[0]
+        stamps = np.asarray(stamps_ns, dtype=np.int64)
+        if stamps.ndim == 0:
+            stamps = np.full(n, int(stamps), dtype=np.int64)
+        elif stamps.shape != (n,):
+            raise ValueError(f"{n} configurations need {n} stamps, got shape {stamps.shape}")
+        theta = k.moving_positions(array)
+        values = k.rows(theta).reshape(-1, 7)
+        m = theta.shape[1]
+        parents = [frame_prefix + p for p in k.moving_parents for _ in range(n)]
+        children = [frame_prefix + c for c in k.moving_children for _ in range(n)]
+        all_stamps = np.tile(stamps, m)
+        given = ~np.isnan(theta.T.reshape(-1))
+        if not given.all():
+            keep = np.flatnonzero(given)
+            parents = [parents[i] for i in keep.tolist()]
+            children = [children[i] for i in keep.tolist()]
+            values = values[keep]
+            all_stamps = all_stamps[keep]
+        return JointRows(parents, children, all_stamps, np.ascontiguousarray(values))
+
+    def transforms(self, positions: Positions, stamp: Time | float = 0,
+                   frame_prefix: str = "") -> list[TransformStamped]:
+        """The moving joints' ``TransformStamped``s (parent link -> child link) for one
+        configuration: those given and the mimics following them (a sequence gives all).
+        ``stamp`` is a ``Time`` or seconds."""
+        array = self.positions_array(positions)
+        ns = to_nanoseconds(stamp, "stamp")
+        time = Time.from_nanoseconds(ns)
+        rows = self.movable_rows(array, ns, frame_prefix)
+        return [stamped(p, c, row + [ns], time)
+                for p, c, row in zip(rows.parents, rows.children, rows.values.tolist())]
+
+    # -- forward kinematics ----------------------------------------------------------------
+
+    def forward_kinematics(self, positions: Positions, links: Sequence[str] | None = None,
+                           base: str | None = None) -> npt.NDArray[np.float64]:
+        """The poses of ``links`` (default ``.links``) in ``base`` (default ``.root``) as 4×4
+        matrices (metres): ``(L, 4, 4)`` for one configuration (a mapping naming every
+        driven joint, or ``(dof,)``), ``(N, L, 4, 4)`` for ``(N, dof)`` positions. Pose
+        ``T`` maps data in the link into ``base``. Floating and planar joints stand at
+        their origin."""
+        if isinstance(positions, Mapping):
+            array = self.positions_array(positions)
+            missing = [self.joint_names[i] for i in np.flatnonzero(np.isnan(array)).tolist()]
+            if missing:
+                raise ValueError(f"forward_kinematics needs every driven joint; missing: "
+                                 f"{', '.join(repr(m) for m in missing[:8])}")
+        else:
+            array = self._configurations(positions)
+        single = array.ndim == 1
+        configurations = array[None, :] if single else array
+        index = self._link_indices(links, "links")
+        rotation, translation = self._kinematics.poses(configurations)
+        n = configurations.shape[0]
+        out = np.zeros((n, len(index), 4, 4))
+        out[:, :, 3, 3] = 1.0
+        r = rotation[index].transpose(1, 0, 2, 3)
+        t = translation[index].transpose(1, 0, 2)
+        if base is not None and base != self.root:
+            b = self._link_indices([base], "base")[0]
+            rb = rotation[b][:, None]  # (N, 1, 3, 3)
+            tb = translation[b][:, None]
+            r = np.matmul(rb.swapaxes(-1, -2), r)
+            t = np.matmul(rb.swapaxes(-1, -2), (t - tb)[..., None])[..., 0]
+        out[:, :, :3, :3] = r
+        out[:, :, :3, 3] = t
+        return out[0] if single else out
+
+    def _link_indices(self, links: Sequence[str] | None, what: str) -> list[int]:
+        index = self._kinematics.link_index
+        if links is None:
+            return list(range(len(self.links)))
+        if isinstance(links, str):
+            raise TypeError(f"{what} must be a sequence of link names, not one string")
+        unknown = [name for name in links if name not in index]
+        if unknown:
+            raise ValueError(f"{what}: link {unknown[0]!r} is not in robot {self.name!r}")
+        return [index[name] for name in links]
+
+    # -- into a buffer ---------------------------------------------------------------------
+
+    def fill(self, buffer: Any, positions: Positions, stamps: Any,
+             authority: str = "robot_state_publisher", frame_prefix: str = "") -> int:
+        """Insert the fixed joints (static) and the moving joints' transforms into
+        ``buffer`` (a ``Buffer`` or ``BufferCore``), with no bus.
+
+        One configuration (a mapping or ``(dof,)``) with one stamp, or a trajectory,
+        ``(N, dof)`` positions with ``(N,)`` stamps, through the kernel's batch insert.
+        Stamps are ``Time``s or seconds. Returns the number of transforms stored."""
+        if isinstance(positions, Mapping):
+            array = self.positions_array(positions)
+        else:
+            array = self._configurations(positions)
+        stamps_ns = _stamps_ns(stamps, 1 if array.ndim == 1 else array.shape[0], array.ndim == 1)
+        parents, children, values = self.static_rows(frame_prefix)
+        stored = 0
+        if parents:
+            first = np.full(len(parents), int(stamps_ns.min()) if len(stamps_ns) else 0,
+                            dtype=np.int64)
+            stored += buffer.set_transforms(parents, children, first, values, authority,
+                                            True).stored
+        rows = self.movable_rows(array, stamps_ns, frame_prefix)
+        if rows.parents:
+            stored += buffer.set_transforms(rows.parents, rows.children, rows.stamps_ns,
+                                            rows.values, authority, False).stored
+        return int(stored)
+
+
+def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
+    """N int64 nanosecond stamps from a ``Time`` or seconds, or N of them."""
+    if single:
+        if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) == 1 and len(stamps) == 1:
+            stamps = stamps[0]
+        return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
+    if isinstance(stamps, (Time, int, float)) or np.ndim(stamps) != 1:
+        raise ValueError(f"a trajectory of {n} configurations needs {n} stamps, got {stamps!r}")
+    if len(stamps) != n:
+        raise ValueError(f"a trajectory of {n} configurations needs {n} stamps, got {len(stamps)}")
+    array = np.asarray(stamps)
+    if array.dtype.kind == "f":
+        if not np.isfinite(array).all():
+            raise ValueError("stamps must be finite seconds")
+        return np.rint(array * 1e9).astype(np.int64)
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64) * 1_000_000_000
+    return np.array([to_nanoseconds(s, "stamp") for s in stamps], dtype=np.int64)
