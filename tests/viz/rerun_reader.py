@@ -12,8 +12,10 @@ from rerun.chunk import RrdReader
 @dataclass(frozen=True)
 class Row:
     """One logged row of an entity: its Transform3D (translation, xyzw quaternion) or a
-    Clear, static (stamp None) or at a ``ros_time`` stamp in nanoseconds."""
+    clear (a Clear, or a Transform3D whose components are emptied), static (stamp None) or at
+    a ``ros_time`` stamp in nanoseconds; ``row_id`` orders rows as they were logged."""
 
+    row_id: bytes
     path: str
     stamp_ns: int | None
     translation: tuple[float, ...] | None
@@ -31,7 +33,8 @@ def _column(batch: pa.RecordBatch, name: str) -> list | None:
 
 
 def read_rows(path) -> list[Row]:
-    """Every Transform3D and Clear row of every entity in the recording, in file order."""
+    """Every Transform3D and Clear row of every entity in the recording, in the order they
+    were logged."""
     rows: list[Row] = []
     reader = RrdReader(str(path))
     for chunk in reader.stream():
@@ -42,16 +45,18 @@ def read_rows(path) -> list[Row]:
         translations = _column(batch, "Transform3D:translation")
         quaternions = _column(batch, "Transform3D:quaternion")
         clears = _column(batch, "Clear:is_recursive")
+        row_ids = _column(batch, "rerun.controls.RowId")
         for i in range(batch.num_rows):
             stamp = None if chunk.is_static or stamps is None else stamps[i]
             translation = translations[i] if translations is not None else None
             quaternion = quaternions[i] if quaternions is not None else None
-            cleared = clears is not None and clears[i] is not None
+            cleared = (clears is not None and clears[i] is not None) or (
+                translation is not None and len(translation) == 0)
             rows.append(Row(
-                chunk.entity_path, stamp,
+                row_ids[i], chunk.entity_path, stamp,
                 tuple(translation[0]) if translation else None,
                 tuple(quaternion[0]) if quaternion else None, cleared))
-    return rows
+    return sorted(rows, key=lambda row: row.row_id)
 
 
 def split_path(path: str) -> list[str]:

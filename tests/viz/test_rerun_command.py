@@ -103,12 +103,13 @@ def test_saved_recording_holds_every_sample_at_tree_paths_with_statics_once(
     # Statics once: the lidar's one static row at its place in the tree, though it was sent
     # twice; wherever it was shown before its parents were heard, it was cleared.
     last_static: dict[str, object] = {}
-    for row in rows:
+    for row in rows:  # in the order they were logged: a later static replaces an earlier
         if row.stamp_ns is None:
             last_static[row.path] = row
     shown = {path for path, row in last_static.items() if not row.cleared}
     assert shown == {"/tf/map/odom/base_link/lidar"}
     assert sum(1 for r in rows if r.path == "/tf/map/odom/base_link/lidar") == 1
+    assert all(r.cleared for path, r in last_static.items() if path not in shown)
 
 
 def _one_line_error(result, code: int, *words: str) -> None:

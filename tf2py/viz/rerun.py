@@ -216,7 +216,8 @@ class RerunTree:
         rr = self._rr
         path = self._path_string(parts)
         if static:
-            rr.log(path, rr.Clear(recursive=False), static=True, recording=self.recording)
+            # Static data is replaced, not cleared: empty components overwrite the pose.
+            rr.log(path, rr.Transform3D.cleared(), static=True, recording=self.recording)
         else:
             rr.send_columns(path, indexes=[self._time(stamp)],
                             columns=rr.Clear.columns(is_recursive=[False]),
