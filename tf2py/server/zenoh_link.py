@@ -174,6 +174,12 @@ class ZenohServerLink:
         self._shared.release()
 
 
+def _matching(status: Any) -> bool:
+    """A publisher's matching status (zenoh-python hands out a ``MatchingStatus``; its stubs
+    say ``bool``)."""
+    return bool(getattr(status, "matching", status))
+
+
 class ZenohClientLink:
     """One client socket (see link.py's ClientLink)."""
 
@@ -210,14 +216,14 @@ class ZenohClientLink:
             # before, on the same links, so the server knows them before it gets a goal.
             self._early: list[bytes] | None = []
             self._entities.append(self._publisher.declare_matching_listener(self._on_matching))
-            if self._publisher.matching_status.matching:
+            if _matching(self._publisher.matching_status):
                 self._flush_early()
         except BaseException:
             self.close()
             raise
 
     def _on_matching(self, status: Any) -> None:
-        if status.matching:
+        if _matching(status):
             self._flush_early()
 
     def _flush_early(self) -> None:
