@@ -8,8 +8,9 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["join_thread", "release_when_collected"]
+__all__ = ["join_thread", "release_when_collected", "weak_callback"]
 
 
 def join_thread(thread: threading.Thread, timeout: float) -> None:
@@ -47,3 +48,17 @@ def release_when_collected(owner: object, release: Callable[[], None],
     finalizer = weakref.finalize(owner, _release_unclosed, release, what)
     finalizer.atexit = False
     return finalizer
+
+
+def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A callback that calls the bound ``method`` while its object lives, and does nothing
+    once it is gone. A bus that keeps its callbacks in its own registry (Zenoh's callback
+    subscribers, a shared DDS participant) would otherwise keep the object alive for ever,
+    so an object dropped without ``close()`` could never be collected and released."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = ref()
+        return None if bound is None else bound(*args)
+
+    return call

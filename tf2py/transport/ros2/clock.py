@@ -11,6 +11,7 @@ from typing import Any
 
 from ...buffer.time import Time, to_nanoseconds
 from ..counters import DropCounter
+from ..lifetime import release_when_collected, weak_callback
 from ..clock import ClockPublisher, SimClock, TimeJump
 
 __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
@@ -20,6 +21,14 @@ def _refuse_keys(keys: Any) -> None:
     if keys is not None:
         raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
                          "(ros2://), whose traffic is plain DDS")
+
+
+def _releaser(*steps: Callable[[], None]) -> Callable[[], None]:
+    """What releases an unclosed object's parts, in order (it must not hold the object)."""
+    def release() -> None:
+        for step in steps:
+            step()
+    return release
 
 
 class Ros2ClockPublisher:
@@ -42,6 +51,8 @@ class Ros2ClockPublisher:
         except BaseException:
             self._participant.release()
             raise
+        self._finalizer = release_when_collected(
+            self, _releaser(self._writer.close, self._participant.release), type(self).__name__)
 
     def publish(self, time: Time | float) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""
@@ -62,6 +73,7 @@ class Ros2ClockPublisher:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         self._writer.close()
         self._participant.release()
 
@@ -92,8 +104,11 @@ class Ros2SimClock:
         self._callbacks: list[Callable[[TimeJump], Any]] = []
         self._condition = threading.Condition()
         self._closed = False
-        self._subscription = ClockSubscription(self.address, self._on_tick)
         self.dropped = DropCounter("tf2py-sim-clock")
+        # The participant keeps its callbacks: a weak one lets an unclosed clock be collected
+        self._subscription = ClockSubscription(self.address, weak_callback(self._on_tick))
+        self._finalizer = release_when_collected(self, self._subscription.close,
+                                                 type(self).__name__)
 
     def _on_tick(self, stamp_ns: int) -> None:
         with self._condition:
@@ -157,6 +172,7 @@ class Ros2SimClock:
                 return
             self._closed = True
             self._condition.notify_all()
+        self._finalizer.detach()
         self._subscription.close()
 
     def __enter__(self) -> Ros2SimClock:

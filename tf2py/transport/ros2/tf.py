@@ -21,6 +21,7 @@ from ...buffer.messages import TransformStamped
 from .. import wire
 from ..counters import DropCounter
 from ..fill import BufferFiller
+from ..lifetime import release_when_collected, weak_callback
 from . import cdr, types
 from .participant import (
     Subscription,
@@ -85,9 +86,25 @@ class _Node:
             else participant
 
     def _leave(self) -> None:
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer.detach()
         if self._own_participant and self._participant is not None:
             self._participant.release()
         self._participant = None
+
+    def _release_when_collected(self, entities: list[Any]) -> None:
+        """Release ``entities`` (writers, subscriptions) and our share of the participant
+        when this object is collected without ``close()`` (with a ResourceWarning)."""
+        participant = self._participant if self._own_participant else None
+
+        def release() -> None:
+            for entity in entities:
+                entity.close()
+            if participant is not None:
+                participant.release()
+
+        self._finalizer = release_when_collected(self, release, type(self).__name__)
 
     @property
     def node_name(self) -> str:
@@ -116,6 +133,7 @@ class _Ros2Writer(_Node):
         except BaseException:
             self._leave()
             raise
+        self._release_when_collected([self._writer])
 
     def matched_listeners(self) -> int:
         """How many DDS readers of this broadcaster's topic it has found."""
@@ -240,12 +258,15 @@ class _Ros2Receiver(_Node):
         self._decode = cdr.TfDecoder().decode  # both topics are read on one thread
         self._participant = None
         self._join(core, participant, keys)
+        self._release_when_collected(self._subscriptions)
         try:
             for topic, qos, is_static in ((TOPIC_TF_STATIC, STATIC_READER_QOS, True),
                                           (TOPIC_TF, TF_QOS, False)):
+                # The participant keeps its callbacks: a weak one lets an unclosed receiver
+                # be collected.
                 self._subscriptions.append(self._live_participant().subscribe(
-                    topic, types.TFMessage, qos, self._on_sample_static if is_static
-                    else self._on_sample))
+                    topic, types.TFMessage, qos, weak_callback(
+                        self._on_sample_static if is_static else self._on_sample)))
         except BaseException:
             self.close()
             raise

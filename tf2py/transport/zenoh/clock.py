@@ -16,6 +16,7 @@ from typing import Any
 from ...buffer.time import Time, to_nanoseconds
 from ..clock import ClockPublisher, SimClock, TimeJump
 from ..counters import DropCounter
+from ..lifetime import release_when_collected, weak_callback
 from ..ros2 import cdr
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
@@ -48,6 +49,8 @@ class ZenohClockPublisher:
         self._closed = False
         parsed = parse_zenoh_address(address)
         self._publisher = Publisher(parsed, clock_topic(parsed), keys)
+        self._finalizer = release_when_collected(self, self._publisher.close,
+                                                 type(self).__name__)
 
     def publish(self, time: Any) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""
@@ -67,6 +70,7 @@ class ZenohClockPublisher:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         self._publisher.close()
 
     def __enter__(self) -> ZenohClockPublisher:
@@ -91,7 +95,11 @@ class ZenohSimClock:
         self._closed = False
         self.dropped = DropCounter("tf2py-zenoh-sim-clock")
         parsed = parse_zenoh_address(address)
-        self._subscription = Subscription(parsed, clock_topic(parsed), self._on_sample, keys)
+        # Zenoh keeps its callbacks: a weak one lets an unclosed clock be collected
+        self._subscription = Subscription(parsed, clock_topic(parsed),
+                                          weak_callback(self._on_sample), keys)
+        self._finalizer = release_when_collected(self, self._subscription.close,
+                                                 type(self).__name__)
 
     def _on_sample(self, sample: Any) -> None:
         try:
@@ -158,6 +166,7 @@ class ZenohSimClock:
                 return
             self._closed = True
             self._condition.notify_all()
+        self._finalizer.detach()
         self._subscription.close()
 
     def __enter__(self) -> ZenohSimClock:

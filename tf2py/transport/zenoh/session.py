@@ -179,6 +179,41 @@ def open_session(address: ZenohAddress, keys: Any = None) -> zenoh.Session:
         raise ValueError(f"cannot open a Zenoh session for {address}: {reason}") from None
 
 
+_exit_hook_lock = threading.Lock()
+_exit_hook = False
+
+
+def _close_open_sessions() -> None:
+    """Close every session still open (their users were never closed), so the threads that
+    zenoh-python runs our callbacks on end, and the process can exit."""
+    with SharedSession._lock:
+        sessions = list(SharedSession._open.values())
+        SharedSession._open.clear()
+    for shared in sessions:
+        try:
+            shared.session.close()  # type: ignore[no-untyped-call]
+        except Exception:  # its runtime is already gone
+            pass
+
+
+def _close_at_exit() -> None:
+    """Once per process: close the sessions left open when the interpreter exits. zenoh-python
+    runs each callback subscriber on a thread that is not a daemon and lives as long as the
+    session, and Python joins such threads before ``atexit`` handlers run, so the hook must
+    run before that join (``threading._register_atexit``, as concurrent.futures does)."""
+    global _exit_hook
+    with _exit_hook_lock:
+        if _exit_hook:
+            return
+        _exit_hook = True
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(_close_open_sessions)
+        except RuntimeError:  # the interpreter is already shutting down
+            pass
+
+
 class SharedSession:
     """One Zenoh session per process and (locator, mode, config file, keys folder), shared by
     every broadcaster, listener and clock of those addresses and closed with the last one.
@@ -205,6 +240,7 @@ class SharedSession:
         with cls._lock:
             shared = cls._open.get(key)
             if shared is None:
+                _close_at_exit()
                 shared = cls._open[key] = SharedSession(key, open_session(address, keys))
             shared._users += 1
             return shared

@@ -23,6 +23,7 @@ import numpy as np
 from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
 from ..fill import BufferFiller
+from ..lifetime import release_when_collected, weak_callback
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
 from . import wire
@@ -77,6 +78,14 @@ def _row(ts: Any) -> tuple[str, str, int, tuple[float, ...]]:
              t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w))
 
 
+def _closer(entities: list[Any]) -> Callable[[], None]:
+    """What releases an unclosed object's publishers or subscriptions (not the object)."""
+    def close_all() -> None:
+        for entity in entities:
+            entity.close()
+    return close_all
+
+
 class _Sender:
     """What both broadcasters share: the address, the authority and one rmw_zenoh publisher."""
 
@@ -87,6 +96,8 @@ class _Sender:
         self._closed = False
         parsed = parse_zenoh_address(address)
         self._publisher = Publisher(parsed, tf_topic(parsed, is_static), keys)
+        self._finalizer = release_when_collected(self, self._publisher.close,
+                                                 type(self).__name__)
 
     @property
     def gid(self) -> bytes:
@@ -98,6 +109,7 @@ class _Sender:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         self._publisher.close()
 
     def __enter__(self) -> Any:
@@ -197,6 +209,8 @@ class _Receiver:
         self._last_sequence: dict[bytes, int] = {}
         self._ignore = ignore_gids if ignore_gids is not None else set()
         self._subscriptions: list[Subscription] = []
+        self._finalizer = release_when_collected(self, _closer(self._subscriptions),
+                                                 type(self).__name__)
         parsed = parse_zenoh_address(address)
         self._namespace = parsed.namespace
         self._all = all_namespaces
@@ -204,7 +218,8 @@ class _Receiver:
             for is_static in (True, False):
                 keyexpr = wire.all_namespaces_keyexpr(parsed.domain, is_static) \
                     if all_namespaces else None
-                callback = self._on_static if is_static else self._on_dynamic
+                # Zenoh keeps its callbacks: a weak one lets an unclosed receiver be collected
+                callback = weak_callback(self._on_static if is_static else self._on_dynamic)
                 self._subscriptions.append(Subscription(
                     parsed, tf_topic(parsed, is_static), callback, keys, keyexpr=keyexpr))
         except BaseException:
@@ -275,6 +290,7 @@ class _Receiver:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         for subscription in self._subscriptions:
             subscription.close()
         self._subscriptions = []
@@ -347,3 +363,17 @@ class ZenohTransformListener(_Receiver):
         stats["stored_transforms"] = self._filler.stored_transforms
         stats["old_transforms"] = self._filler.old_transforms
         return stats
+
+
+def _register() -> None:
+    """Make ``isinstance(b, TransformBroadcaster)`` (and the others) hold for this bus."""
+    from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+    from ..listener import TransformListener, TransformSubscriber
+
+    TransformBroadcaster.register(ZenohTransformBroadcaster)
+    StaticTransformBroadcaster.register(ZenohStaticTransformBroadcaster)
+    TransformListener.register(ZenohTransformListener)
+    TransformSubscriber.register(ZenohTransformSubscriber)
+
+
+_register()
