@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 from .errors import INSTALL_HINT, BagDependencyError, BagError, BagWarning
 from .reader import TRANSFORM_TYPES, BagTransforms, read_transforms
+from .robot import RobotArgument
 from .writer import BagWriter
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ def load(
     tf_static_topic: str = "/tf_static",
     *,
     strict: bool = True,
+    robot: RobotArgument = None,
 ) -> Buffer: ...
 
 
@@ -64,6 +66,7 @@ def load(
     tf_static_topic: str = "/tf_static",
     *,
     strict: bool = True,
+    robot: RobotArgument = None,
 ) -> _B: ...
 
 
@@ -75,6 +78,7 @@ def load(
     tf_static_topic: str = "/tf_static",
     *,
     strict: bool = True,
+    robot: RobotArgument = None,
 ) -> BufferCore:
     """Load every transform of a bag's ``tf_topic`` and ``tf_static_topic`` into a Buffer.
 
@@ -88,10 +92,20 @@ def load(
     ``read_transforms``; ``strict=False`` loads the readable part with a ``BagWarning``);
     nothing is inserted then. Invalid transforms, or transforms older than the cache
     window of a given ``buffer``, are skipped with a ``BagWarning`` giving the counts.
+
+    ``robot``: a ``RobotModel``, a URDF or xacro path, or ``True`` for the bag's own latest
+    ``/robot_description``: the bag's ``/joint_states`` then also become the robot's
+    transforms, as robot_state_publisher would have sent them (see ``tf2py.bag.robot``);
+    ``BagError`` when the bag has no joint states (or, with ``True``, no description).
     """
     if buffer is not None and cache_time is not None:
         raise ValueError("give either buffer or cache_time, not both (the buffer has its own)")
-    data = read_transforms(path, tf_topic, tf_static_topic, strict=strict)
+    if robot is None:
+        data = read_transforms(path, tf_topic, tf_static_topic, strict=strict)
+    else:
+        from .robot import read_with_robot
+
+        data = read_with_robot(path, robot, tf_topic, tf_static_topic, strict=strict)
     if buffer is None:
         from ..buffer.buffer import Buffer
 
