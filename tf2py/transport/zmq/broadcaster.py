@@ -12,6 +12,7 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import zmq
@@ -111,7 +112,17 @@ class ZmqTransformBroadcaster:
             n = len(transform)
         if n == 0:
             return  # nothing to say: no empty message on the bus
-        body = wire.encode_transforms(transform, self.authority)
+        self._send_body(wire.encode_transforms(transform, self.authority), n)
+
+    def send_columns(self, parents: Sequence[str], children: Sequence[str],
+                     stamps_ns: Any, values: Any) -> None:
+        """Publish N transforms given as columns (``values`` (N, 7) tx..qw) as one message:
+        what a ``TransformBatch`` holds, with no object per transform."""
+        if len(parents):
+            self._send_body(wire.encode_arrays(parents, children, stamps_ns, values,
+                                               self.authority), len(parents))
+
+    def _send_body(self, body: bytes, n: int) -> None:
         if len(body) > wire.MAX_PIECE_BYTES:
             wire.check_message_size(body, f"a message of {n} transforms")
             # The bus carries messages of at most 16 KiB: a big list goes as several
