@@ -48,12 +48,20 @@ __all__ = [
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
+class ExtraMissing(ImportError):
+    """The ``zenoh`` extra is not installed; the message is the one line to show (commands
+    print it alone, as for ``ros2://``)."""
+
+    one_line = True
+
+
 def import_zenoh() -> Any:
     """The ``zenoh`` module; ImportError with one line naming the extra when it is missing."""
     try:
         import zenoh
     except ImportError:
-        raise ImportError("zenoh:// needs the zenoh extra: pip install 'tf2py[zenoh]'") from None
+        raise ExtraMissing("zenoh:// needs the zenoh extra: pip install 'tf2py[zenoh]'"
+                           ) from None
     return zenoh
 
 
