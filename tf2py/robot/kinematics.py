@@ -99,18 +99,27 @@ class Kinematics:
         self.followers: list[list[int]] = [[] for _ in description.joint_names]
         for k, s in enumerate(self.source.tolist()):
             self.followers[s].append(k)
-        # Forward kinematics: one step per joint, parents first.
+        # Forward kinematics: one step per joint, parents first. Each step's constant
+        # matrices are stacked as the rows of one weight matrix W, so that the products of
+        # the parent's rotation with all of them are one matrix product (see ``poses``):
+        # rows 0-2 A^T, then B^T and C^T (revolute), then t, then R_origin·a (prismatic).
         self.root = self.link_index[description.root]
         by_child = {j.child: j for j in description.joints}
-        self.steps: list[tuple[int, int, int, int, Array, Array, Array, Array, Array]] = []
+        self.steps: list[tuple[int, int, int, int, Array]] = []
         for link in self.links[1:]:
             joint = by_child[link]
             t, q, r = _origin_arrays(joint)
             k = self.moving_index.get(joint.name, -1)
             kind = _STATIC if k < 0 else (_PRISMATIC if joint.type == "prismatic" else _REVOLUTE)
             skew = _skew(joint.axis)
+            rows = [r.T]
+            if kind == _REVOLUTE:
+                rows += [(r @ skew).T, (r @ skew @ skew).T]
+            rows.append(t[None, :])
+            if kind == _PRISMATIC:
+                rows.append((r @ joint.axis)[None, :])
             self.steps.append((self.link_index[joint.parent], self.link_index[link], kind, k,
-                               t, r, r @ skew, r @ skew @ skew, r @ joint.axis))
+                               np.ascontiguousarray(np.vstack(rows))))
         # The fixed joints (published once, on /tf_static).
         statics = [j for j in description.joints if j.type == "fixed"]
         self.static_parents = [j.parent for j in statics]
@@ -139,39 +148,37 @@ class Kinematics:
 
     def poses(self, positions: Array) -> tuple[Array, Array]:
         """Every link's pose in the root for ``positions (N, dof)``: rotations
-        ``(L, N, 3, 3)`` and translations ``(L, N, 3)``, link-major."""
+        ``(L, 3, 3, N)`` and translations ``(L, 3, N)``, configurations last.
+
+        With the configurations last, a parent's rotations ``R_p (3, 3, N)`` are three
+        ``(3, N)`` matrices, and ``W · R_p[i]`` (W the step's stacked constants, ``(m, 3)``)
+        gives row i of ``R_p·A``, ``R_p·B``, ``R_p·C``, ``R_p·t`` and ``R_p·R_origin·a`` for
+        every configuration in one BLAS product; the joint's motion is then a few
+        element-wise operations."""
         n = positions.shape[0]
-        theta = self.moving_positions(positions)
+        theta = self.moving_positions(positions).T  # (M, N)
         sin = np.sin(theta)
         one_minus_cos = 1.0 - np.cos(theta)
         count = len(self.links)
-        rotation = np.empty((count, n, 3, 3))
-        translation = np.empty((count, n, 3))
-        rotation[self.root] = np.eye(3)
+        rotation = np.empty((count, 3, 3, n))
+        translation = np.empty((count, 3, n))
+        rotation[self.root] = np.eye(3)[:, :, None]
         translation[self.root] = 0.0
-        for parent, child, kind, k, t, a, b, c, d in self.steps:
-            at_root = parent == self.root
-            r_parent = rotation[parent]
+        for parent, child, kind, k, w in self.steps:
+            r_child = rotation[child]
+            t_child = translation[child]
+            if parent == self.root:  # R_p = I: the products are W's rows themselves
+                product = np.broadcast_to(w.T[:, :, None], (3, w.shape[0], n))
+            else:
+                product = np.matmul(w, rotation[parent])  # (3, m, N)
             if kind == _REVOLUTE:
-                local = a + sin[:, k, None, None] * b + one_minus_cos[:, k, None, None] * c
-                if at_root:
-                    rotation[child] = local
-                else:
-                    np.matmul(r_parent, local, out=rotation[child])
-            elif at_root:
-                rotation[child] = a
+                np.multiply(product[:, 3:6], sin[k], out=r_child)
+                r_child += product[:, 0:3]
+                r_child += product[:, 6:9] * one_minus_cos[k]
+                np.add(product[:, 9], translation[parent], out=t_child)
             else:
-                np.matmul(r_parent, a, out=rotation[child])
-            if kind == _PRISMATIC:
-                shift = t + theta[:, k, None] * d
-                if at_root:
-                    translation[child] = shift
-                else:
-                    np.matmul(r_parent, shift[:, :, None], out=translation[child][:, :, None])
-                    translation[child] += translation[parent]
-            elif at_root:
-                translation[child] = t
-            else:
-                np.matmul(r_parent, t, out=translation[child])
-                translation[child] += translation[parent]
+                r_child[...] = product[:, 0:3]
+                np.add(product[:, 3], translation[parent], out=t_child)
+                if kind == _PRISMATIC:
+                    t_child += product[:, 4] * theta[k]
         return rotation, translation

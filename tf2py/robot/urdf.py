@@ -217,7 +217,7 @@ def _drives(joints: list[Joint], joint_names: Sequence[str], lines: dict[str, in
                     f"{source}:{lines[current.name]}: joint {current.name!r} mimics joint "
                     f"{mimic.joint!r}, which the model {why}: joint {joint.name!r} stays at its "
                     "origin and is not published",
-                    stacklevel=4,
+                    stacklevel=5,  # the caller of from_urdf or from_urdf_string
                 )
                 break
             chain.append(master.name)
