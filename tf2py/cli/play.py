@@ -57,6 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also publish the bag's time on the bus's /clock stream, HZ "
                         f"times a second (default {_DEFAULT_CLOCK_HZ}), as ros2 bag play "
                         "--clock (put it after BAG)")
+    parser.add_argument("--robot", metavar="URDF", nargs="?", const=True, default=None,
+                        help="also publish the bag's /joint_states as the robot's transforms, as "
+                        "robot_state_publisher would: the robot of URDF (a URDF or xacro file), "
+                        "else of the bag's /robot_description (put it after BAG)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument("--lenient", action="store_true",
                         help="play the readable part of a damaged or truncated recording "
@@ -147,6 +151,23 @@ def _clock_publisher(core: str | None, clock_hz: float | None) -> Any:
     return ClockPublisher(core)
 
 
+def _read(args: argparse.Namespace) -> Any:
+    """The bag's transforms (``BagTransforms``), with ``--robot`` its joint states' too."""
+    from ..bag import read_transforms
+
+    if args.robot is None:
+        return read_transforms(args.bag, args.tf_topic, args.tf_static_topic,
+                               strict=not args.lenient)
+    from ..bag.robot import read_with_robot
+    from ..robot.errors import RobotModelError
+
+    try:
+        return read_with_robot(args.bag, args.robot, args.tf_topic, args.tf_static_topic,
+                               strict=not args.lenient)
+    except RobotModelError as exc:
+        raise CommandError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     rate = _number(args.rate, "--rate", positive=True)
     start_s = _number(args.start, "--start", positive=False)
@@ -158,15 +179,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
 
-    from ..bag import BagError, BagWarning, read_transforms
+    from ..bag import BagError, BagWarning
 
     import warnings
 
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", BagWarning)
-            data = read_transforms(args.bag, args.tf_topic, args.tf_static_topic,
-                                   strict=not args.lenient)
+            data = _read(args)
     except BagError as exc:
         message = str(exc)
         if not args.lenient and ("truncated" in message or "could not be decoded" in message):
