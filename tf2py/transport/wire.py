@@ -300,7 +300,8 @@ def _columns(obj: object) -> Columns:
         version, authority, parents, children, stamps_bin, values_bin = obj[:6]
         if (
             (version == 1 and len(obj) == 6 or version == 2 and len(obj) == 8
-             and obj[6].__class__ is int and obj[7].__class__ is int)
+             and obj[6].__class__ is int and obj[7].__class__ is int
+             and obj[6] >= 0 and obj[7] >= 0)  # the checks a longer message gets below
             and version.__class__ is int
             and authority.__class__ is str
             and parents.__class__ is list

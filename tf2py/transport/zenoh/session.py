@@ -155,7 +155,21 @@ def session_config(address: ZenohAddress, keys: Any = None) -> zenoh.Config:
         for key, value in tls_settings(folder).items():
             _insert(config, key, value)
         _check_tls_links(config, mode, address)
+    elif _get(config, "transport/link/tls/root_ca_certificate") is None:
+        _check_plain_links(config, mode, address)
     return config  # type: ignore[no-any-return]
+
+
+def _check_plain_links(config: zenoh.Config, mode: str, address: ZenohAddress) -> None:
+    """Without keys (nor TLS settings in the config file), a ``tls/`` or ``quic/`` link could
+    never be made: Zenoh would retry it in the background and the process would hear
+    nothing, silently. Say so at once."""
+    for kind in ("connect", "listen"):
+        for endpoint in _endpoints(_get(config, f"{kind}/endpoints"), mode):
+            if endpoint.startswith(("tls/", "quic/")):
+                raise ValueError(
+                    f"{address}: the {kind} endpoint {endpoint} needs keys: pass keys=DIR "
+                    f"(--keys DIR, or $TF2PY_KEYS) with a folder made by `tf2py keygen DIR`")
 
 
 def _check_tls_links(config: zenoh.Config, mode: str, address: ZenohAddress) -> None:
