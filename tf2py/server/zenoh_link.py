@@ -12,6 +12,14 @@ Payloads are the buffer server protocol's messages, untouched. A client socket i
 ``"<link>/<channel>"`` (``<link>`` random per process and address, ``<channel>`` random per
 ClientLink); when its liveliness token goes (closed, process ended, or Zenoh's lease ran out)
 the server link reports the peer gone, and ignores whatever comes from it later.
+
+The server takes goals only from *present* clients: a peer whose liveliness token it holds.
+A goal from a peer it has no token of yet is held (up to ``_HELD_PER_PEER`` messages, for
+``_HOLD_SECONDS``, ``_MAX_HELD_PEERS`` peers at once) until the token arrives, then dropped
+and counted (``"absent client"``): made-up client ids cannot fill the server's limits. At
+most ``_MAX_PRESENT`` peers are present at once, ``_MAX_CHANNELS_PER_LINK`` of one
+process's link. Without keys, any process on the domain can declare the server's token and
+answer; with keys, only the site's identities can connect at all.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import deque
 from typing import Any, Callable
 
@@ -37,6 +46,12 @@ MAX_MESSAGE_BYTES = 1024 * 1024
 _MAX_QUEUED = 100_000
 _PEER = re.compile(r"^[0-9a-f]{8,32}/[0-9a-f]{8,32}$")
 _GONE_REMEMBERED = 100_000
+_MAX_PRESENT = 10_000  # client sockets present at once
+_MAX_CHANNELS_PER_LINK = 1_000  # client sockets of one process link (``<link>/``)
+_MAX_HELD_PEERS = 1_000  # peers whose goals came before their token
+_HELD_PER_PEER = 64
+_HOLD_SECONDS = 5.0
+_MAX_LATENCIES = 10_000  # lookup latencies kept between two reads (stats)
 _PROCESS_LINK = os.urandom(8).hex()
 
 
@@ -90,6 +105,11 @@ class ZenohServerLink:
         self._prefix = service_prefix(parsed)
         self._inbox = _Inbox()
         self._gone: set[str] = set()
+        self._present: set[str] = set()
+        self._per_link: dict[str, int] = {}
+        self._held: dict[str, tuple[float, list[bytes]]] = {}  # peer -> (first, messages)
+        self._arrivals: dict[str, deque[float]] = {}  # peer -> goals not answered yet
+        self._latencies: list[float] = []
         self._lock = threading.Lock()
         self._closed = False
         self._entities: list[Any] = []
@@ -102,7 +122,7 @@ class ZenohServerLink:
             self._entities.append(session.declare_subscriber(
                 f"{self._prefix}/goal/*/*", self._on_goal))
             self._entities.append(session.liveliness().declare_subscriber(
-                f"{self._prefix}/client/*/*", self._on_client))
+                f"{self._prefix}/client/*/*", self._on_client, history=True))
             self._entities.append(session.liveliness().declare_token(
                 f"{self._prefix}/server/{self._shared.zid}"))
         except BaseException:
@@ -125,20 +145,90 @@ class ZenohServerLink:
         with self._lock:
             if peer in self._gone:
                 return  # after its goodbye: nothing of that peer follows its None
-        if not self._inbox.put((peer, payload)):
-            self._on_drop("queue full", f"a message from {peer}: the server is behind")
+            if peer not in self._present:
+                self._hold(peer, payload)
+                return
+            self._arrived(peer)
+            if not self._inbox.put((peer, payload)):
+                self._on_drop("queue full", f"a message from {peer}: the server is behind")
+
+    def _hold(self, peer: str, payload: bytes) -> None:
+        """Keep a goal of a peer without a token yet (its token may be on its way)."""
+        self._expire_held(time.monotonic())
+        held = self._held.get(peer)
+        if held is None:
+            if len(self._held) >= _MAX_HELD_PEERS:
+                self._on_drop("absent client", f"a message from {peer}, which has no "
+                              "liveliness token (too many such clients)")
+                return
+            held = self._held[peer] = (time.monotonic(), [])
+        if len(held[1]) >= _HELD_PER_PEER:
+            self._on_drop("absent client", f"a message from {peer}, which has no liveliness "
+                          "token (too many of its messages waiting for it)")
+            return
+        held[1].append(payload)
+
+    def _expire_held(self, now: float) -> None:
+        while self._held:
+            peer, (first, messages) = next(iter(self._held.items()))
+            if now - first < _HOLD_SECONDS:
+                return
+            del self._held[peer]
+            for _ in messages:
+                self._on_drop("absent client", f"a message from {peer}, which never showed "
+                              f"a liveliness token within {_HOLD_SECONDS:g} s")
+
+    def _arrived(self, peer: str) -> None:
+        arrivals = self._arrivals.get(peer)
+        if arrivals is None:
+            arrivals = self._arrivals[peer] = deque()
+        if len(arrivals) < _HELD_PER_PEER:
+            arrivals.append(time.monotonic())
 
     def _on_client(self, sample: Any) -> None:
-        if sample.kind != self._zenoh.SampleKind.DELETE:
-            return
         peer = self._peer(str(sample.key_expr), "client")
         if peer is None:
             return
+        link = peer.split("/", 1)[0]
+        if sample.kind != self._zenoh.SampleKind.DELETE:
+            with self._lock:
+                if peer in self._present or peer in self._gone:
+                    return
+                if len(self._present) >= _MAX_PRESENT or \
+                        self._per_link.get(link, 0) >= _MAX_CHANNELS_PER_LINK:
+                    self._on_drop("client limit", f"client {peer}: over the server's bound "
+                                  "on clients present")
+                    return
+                self._present.add(peer)
+                self._per_link[link] = self._per_link.get(link, 0) + 1
+                _, held = self._held.pop(peer, (0.0, []))
+                for payload in held:  # in order, before any later message of the peer
+                    self._arrived(peer)
+                    if not self._inbox.put((peer, payload)):
+                        self._on_drop("queue full", f"a message from {peer}: the server is "
+                                      "behind")
+            return
         with self._lock:
+            if peer in self._present:
+                self._present.discard(peer)
+                left = self._per_link.get(link, 1) - 1
+                if left > 0:
+                    self._per_link[link] = left
+                else:
+                    self._per_link.pop(link, None)
+            self._held.pop(peer, None)
+            self._arrivals.pop(peer, None)
             if len(self._gone) >= _GONE_REMEMBERED:
                 self._gone.clear()
             self._gone.add(peer)
         self._inbox.put((peer, None))
+
+    def take_latencies(self) -> list[float]:
+        """Seconds from each goal's arrival to the first answer sent to its client (accepted
+        or result), since the last call (at most the last 10 000)."""
+        with self._lock:
+            out, self._latencies = self._latencies, []
+            return out
 
     def receive(self, limit: int) -> list[tuple[Any, bytes | None]]:
         return self._inbox.take(limit)
@@ -146,6 +236,12 @@ class ZenohServerLink:
     def send(self, peer: Any, payload: bytes) -> bool:
         if self._closed:
             return False
+        with self._lock:
+            arrivals = self._arrivals.get(peer)
+            if arrivals:
+                if len(self._latencies) >= _MAX_LATENCIES:
+                    del self._latencies[:_MAX_LATENCIES // 2]
+                self._latencies.append(time.monotonic() - arrivals.popleft())
         try:
             self._shared.session.put(f"{self._prefix}/reply/{peer}", payload,
                                      congestion_control=self._zenoh.CongestionControl.BLOCK)

@@ -86,6 +86,9 @@ def test_robot_that_leaves_is_announced_and_its_statics_dropped_after_stale_afte
     wait_for(lambda: fleet.lines.has("robot /robot1 left"), 60)
     wait_for(lambda: fleet.lines.has("robot /robot1 gone for 1 s: 2 statics dropped"), 60)
     assert not fleet.buffer.can_transform("robot1/base_link", "robot1/laser", Time())
+    # Its dynamic frames go too: a dead robot's last pose is not answered.
+    assert not fleet.buffer.can_transform("robot1/map", "robot1/base_link", Time())
+    assert fleet.stats()["robots_held"] == 0
     # The --world statics stay.
     assert fleet.buffer.can_transform("world", "robot1/map", Time())
     assert fleet.stats()["stale_statics_dropped"] == 2

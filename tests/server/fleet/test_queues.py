@@ -9,7 +9,7 @@ def test_a_flooding_robot_is_bounded_and_the_others_are_not_dropped():
     queues = RobotQueues(max_samples=10, per_round=2)
     for i in range(1000):
         queues.put("flood", "tf", b"x" * 10)
-    assert queues.put("quiet", "tf", b"q")
+    assert queues.put("quiet", "tf", b"q") is None
     assert queues.dropped == {"flood": 990}
     first = queues.take(timeout=0)
     assert [r for r, _, _ in first] == ["flood", "flood", "quiet"]
@@ -27,12 +27,24 @@ def test_each_round_takes_a_few_samples_of_every_robot_in_turn():
 
 def test_byte_bound_per_robot():
     queues = RobotQueues(max_samples=100, max_bytes=100)
-    assert queues.put("a", "tf", b"x" * 60)
-    assert not queues.put("a", "tf", b"x" * 60)
-    assert queues.put("b", "tf", b"x" * 60)
+    assert queues.put("a", "tf", b"x" * 60) is None
+    assert queues.put("a", "tf", b"x" * 60) == "robot_queue_full"
+    assert queues.put("b", "tf", b"x" * 60) is None
     queues.take(timeout=0)
-    assert queues.put("a", "tf", b"x" * 60)  # bytes given back when taken
+    assert queues.put("a", "tf", b"x" * 60) is None  # bytes given back when taken
 
 
 def test_take_waits_until_timeout_when_empty():
     assert RobotQueues().take(timeout=0.01) == []
+
+
+def test_all_queues_together_stay_within_their_byte_budget():
+    queues = RobotQueues(max_samples=100, max_bytes=10_000, max_total_bytes=2_000)
+    causes = [queues.put(f"robot{k}", "tf", b"x" * 300) for k in range(10)]
+    assert causes.count(None) == 4 and causes[4:] == ["fleet_budget"] * 6
+    assert queues.total_bytes <= 2_000
+    queues.forget("robot0")
+    assert queues.put("robot9", "tf", b"x" * 300) is None  # a forgotten queue gives its bytes back
+    while queues.take(timeout=0.01):
+        pass
+    assert queues.total_bytes == 0 and queues.pending() == 0

@@ -17,14 +17,13 @@ def test_first_token_joins_and_last_token_leaves():
     assert tracker.alive() == []
 
 
-def test_robot_gone_for_stale_after_is_stale_with_its_statics():
+def test_robot_gone_for_stale_after_is_stale():
     tracker = RobotTracker(stale_after=5)
     tracker.token_added("r7", "tf", 0.0)
-    tracker.static_frames_seen("r7", {"r7/base_link", "r7/laser"})
     tracker.token_removed("r7", "tf", 10.0)
     assert tracker.next_expiry() == 15.0
     assert tracker.expire(14.9) == []
-    assert tracker.expire(15.0) == [(STALE, "r7", {"r7/base_link", "r7/laser"})]
+    assert tracker.expire(15.0) == [(STALE, "r7")]
     assert tracker.expire(100.0) == []
     assert tracker.token_added("r7", "tf", 101.0) == [(JOINED, "r7")]
 

@@ -16,76 +16,61 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
 
 from ...transport.ros2.cdr import CdrError, TfDecoder
-from .names import TF_TYPE, prefix_frame, robot_of_data_key
+from ...transport.zenoh.wire import MAX_NAMESPACE_LENGTH
+from .names import TF_TOPICS, TF_TYPE, robot_of_data_key
 from .queues import RobotQueues
+from .slots import MAX_FRAMES_PER_ROBOT, MAX_ROBOTS, RobotSlots
 
-__all__ = ["Ingest", "AUTHORITY", "MAX_FRAMES_PER_ROBOT", "MAX_ROBOTS"]
+__all__ = ["Ingest", "AUTHORITY", "FORGOTTEN_PARENT", "MAX_FRAMES_PER_ROBOT", "MAX_ROBOTS"]
 
 _log = logging.getLogger("tf2py.fleet")
 
 #: The authority the fleet's inserts carry (ROS 2's TransformListener cannot tell either).
 AUTHORITY = "tf2py fleet"
-#: Distinct frame ids one robot may bring into the fleet's Buffer; more are dropped, counted.
-MAX_FRAMES_PER_ROBOT = 10_000
-#: Robots (namespaces) the fleet keeps at once; samples of more are dropped, counted.
-MAX_ROBOTS = 100_000
-_MAX_KEYS = 200_000  # key expressions remembered (one per robot, topic and type)
-
-
-class _RobotNames:
-    """A robot's frame ids as the fleet names them (``robot7/base_link``), cached."""
-
-    __slots__ = ("robot", "names", "full")
-
-    def __init__(self, robot: str):
-        self.robot = robot
-        self.names: dict[str, str] = {}
-        self.full = False
-
-    def prefixed(self, frames: list[str]) -> list[str] | None:
-        names = self.names
-        try:
-            return [names[f] for f in frames]
-        except KeyError:
-            pass
-        out = []
-        for f in frames:
-            name = names.get(f)
-            if name is None:
-                if len(names) >= MAX_FRAMES_PER_ROBOT:
-                    self.full = True
-                    return None
-                name = names[f] = prefix_frame(self.robot, f)
-            out.append(name)
-        return out
+#: The parent a forgotten robot's frames hang from for an instant (see ``_drop_frames``): a
+#: frame of no robot, so no lookup between robots can pass through it.
+FORGOTTEN_PARENT = "tf2py_fleet_forgotten"
+_MAX_BAD_KEYS = 10_000  # key expressions remembered as naming no robot we hold
+_MAX_KEY_LENGTH = 1024  # longer keys cannot name a robot (namespaces are bounded)
 
 
 class Ingest:
     """Samples in (``on_sample`` from any thread), batches into ``buffer`` on its own thread.
 
-    ``accept(robot)`` filters robots (``--robots``); ``on_statics(robot, frames)`` is told the
-    prefixed child frames of each robot's statics (the tracker drops them when it goes stale).
+    ``accept(robot)`` filters robots (``--robots``); ``slots`` holds the robots (slots.py);
+    ``stale_after``: seconds without a token or a sample after which ``forget`` takes a robot
+    away; ``keep``: frame ids never dropped (the ``--world`` children); ``on_forgotten(robot,
+    statics, names)`` is told, from the ingest thread, what went with each forgotten robot.
     """
 
-    def __init__(self, buffer: Any, accept: Callable[[str], bool],
-                 on_statics: Callable[[str, set[str]], None], queues: RobotQueues | None = None):
+    def __init__(self, buffer: Any, accept: Callable[[str], bool], slots: RobotSlots,
+                 stale_after: float, keep: set[str],
+                 on_forgotten: Callable[[str, int, int], None],
+                 queues: RobotQueues | None = None):
         self.buffer = buffer
         self.accept = accept
-        self.on_statics = on_statics
+        self.slots = slots
+        self.stale_after = stale_after
+        self.keep = keep
+        self.on_forgotten = on_forgotten
         self.queues = queues if queues is not None else RobotQueues()
-        self._keys: dict[str, tuple[str, str] | str] = {}  # key -> (robot, topic) or drop cause
-        self._robots: dict[str, _RobotNames] = {}
+        self._keys: dict[str, tuple[str, str]] = {}  # key -> (robot, topic) of held robots
+        self._bad_keys: dict[str, str] = {}  # key -> drop cause
         self._decoders: dict[tuple[str, str], TfDecoder] = {}
         self._counts_lock = threading.Lock()
+        self._forgets: list[str] = []
         self.dropped: dict[str, int] = {}
         self.received = 0
         self.transforms = 0
         self.batches = 0
+        self.forgotten = 0
+        self.worst_lag_ns = 0  # the worst newest-stamp lag since stats last took it
         self._logged: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tf2py-fleet-ingest", daemon=True)
@@ -95,30 +80,53 @@ class Ingest:
 
     def on_sample(self, key: str, payload: bytes) -> None:
         """A /tf or /tf_static sample (any type) arrived on ``key``."""
+        self.received += 1  # under the GIL; an approximate count is enough for stats
         found = self._keys.get(key)
         if found is None:
-            found = self._classify(key)
-            if len(self._keys) < _MAX_KEYS:
-                self._keys[key] = found
-        self.received += 1  # under the GIL; an approximate count is enough for stats
-        if isinstance(found, str):
-            self._drop(found, f"a sample on {key!r}")
-            return
+            cause = self._bad_keys.get(key)
+            if cause is None:
+                parsed = self._classify(key)
+                if isinstance(parsed, str):
+                    if len(self._bad_keys) >= _MAX_BAD_KEYS:
+                        self._bad_keys.clear()
+                    if len(key) <= _MAX_KEY_LENGTH:
+                        self._bad_keys[key] = parsed
+                    cause = parsed
+                else:
+                    found = parsed
+            if cause is not None:
+                self._drop(cause, f"a sample on {key[:200]!r}")
+                return
+            assert found is not None
         robot, topic = found
-        if not self.queues.put(robot, topic, payload):
-            self._drop("robot_queue_full", f"robot /{robot} sends faster than the fleet reads")
+        slot = self.slots.slots.get(robot)
+        if slot is None:
+            admitted = self.slots.admit(robot, None, time.monotonic())
+            if isinstance(admitted, str):
+                self._drop(admitted, f"a sample of robot /{robot[:200]}")
+                return
+            slot = admitted
+        if found is not self._keys.get(key):
+            self._keys[key] = found
+            slot.keys.append(key)
+        refused = self.queues.put(robot, topic, payload)
+        if refused is not None:
+            self._drop(refused, f"a sample of robot /{robot}: its queue, or all queues "
+                       "together, are full (the fleet reads slower than robots send)")
 
     def _classify(self, key: str) -> tuple[str, str] | str:
+        if len(key) > _MAX_KEY_LENGTH:
+            return "namespace_too_long"
         parsed = robot_of_data_key(key)
         if parsed is None:
             return "bad_key"
         robot, topic, type_name = parsed
         if type_name != TF_TYPE:
             return "wrong_type"
+        if len(robot) > MAX_NAMESPACE_LENGTH:
+            return "namespace_too_long"
         if not self.accept(robot):
             return "filtered"
-        if robot not in self._robots and len(self._robots) >= MAX_ROBOTS:
-            return "too_many_robots"
         return robot, topic
 
     def _drop(self, cause: str, what: str, count: int = 1) -> None:
@@ -134,6 +142,8 @@ class Ingest:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if self._forgets:
+                self._forget_now()
             batch = self.queues.take(timeout=0.2)
             if batch:
                 try:
@@ -144,8 +154,15 @@ class Ingest:
     def _insert(self, batch: list[tuple[str, str, bytes]]) -> None:
         columns: dict[bool, tuple[list[str], list[str], list[Any], list[Any]]] = {
             False: ([], [], [], []), True: ([], [], [], [])}
-        statics: dict[str, set[str]] = {}
+        slots = self.slots
+        held = slots.slots
+        now = time.monotonic()
+        newest: dict[str, Any] = {}  # robot -> the stamp of its newest dynamic sample
         for robot, topic, payload in batch:
+            slot = held.get(robot)
+            if slot is None:  # forgotten since it was queued
+                continue
+            slot.last_heard = now
             decoder = self._decoders.get((robot, topic))
             if decoder is None:
                 decoder = self._decoders[(robot, topic)] = TfDecoder()
@@ -154,14 +171,14 @@ class Ingest:
             except CdrError as exc:
                 self._drop(exc.cause, f"a sample of robot /{robot} on {topic}: {exc}")
                 continue
-            names = self._robots.get(robot)
-            if names is None:
-                names = self._robots[robot] = _RobotNames(robot)
-            prefixed_parents = names.prefixed(parents)
-            prefixed_children = names.prefixed(children)
-            if prefixed_parents is None or prefixed_children is None:
-                self._drop("robot_frames_full", f"robot /{robot} names over "
-                           f"{MAX_FRAMES_PER_ROBOT} frames", len(parents))
+            prefixed_parents = slots.name(slot, parents)
+            prefixed_children = slots.name(slot, children) \
+                if not isinstance(prefixed_parents, str) else prefixed_parents
+            if isinstance(prefixed_children, str) or isinstance(prefixed_parents, str):
+                cause = prefixed_children if isinstance(prefixed_children, str) else \
+                    str(prefixed_parents)
+                self._drop(cause, f"{len(parents)} transforms of robot /{robot}: "
+                           f"{cause.replace('_', ' ')}", len(parents))
                 continue
             is_static = topic == "tf_static"
             out = columns[is_static]
@@ -170,13 +187,16 @@ class Ingest:
             out[2].append(stamps)
             out[3].append(values)
             if is_static:
-                statics.setdefault(robot, set()).update(prefixed_children)
+                slot.statics.update(prefixed_children)
+            elif len(stamps):
+                newest[robot] = stamps[0]
         for is_static, (all_parents, all_children, stamp_blocks, value_blocks) in columns.items():
             if not all_parents:
                 continue
+            stamps_all = np.concatenate(stamp_blocks) if len(stamp_blocks) > 1 \
+                else stamp_blocks[0]
             result = self.buffer.set_transforms(
-                all_parents, all_children,
-                np.concatenate(stamp_blocks) if len(stamp_blocks) > 1 else stamp_blocks[0],
+                all_parents, all_children, stamps_all,
                 np.concatenate(value_blocks) if len(value_blocks) > 1 else value_blocks[0],
                 AUTHORITY, is_static)
             self.batches += 1
@@ -185,14 +205,59 @@ class Ingest:
                 index, error = result.invalid[0]
                 self._drop("invalid", f"{len(result.invalid)} invalid transforms, the first "
                            f"{all_children[index]!r}: {error}", len(result.invalid))
-        for robot, frames in statics.items():
-            self.on_statics(robot, frames)
+
+        if newest:  # how far behind the clock the robot furthest behind is, at insert
+            lag = time.time_ns() - int(min(newest.values()))
+            if lag > self.worst_lag_ns:
+                self.worst_lag_ns = lag
+
+    # -- forgetting -----------------------------------------------------------------------
 
     def forget(self, robot: str) -> None:
-        """A stale robot: its queue and decoders go (its names stay: it may come back)."""
-        self.queues.forget(robot)
-        for topic in ("tf", "tf_static"):
-            self._decoders.pop((robot, topic), None)
+        """Ask the ingest thread to forget ``robot`` if it is still gone (no token, nothing
+        heard for ``stale_after``) when it gets there: its slot, names, keys, queue,
+        decoders, and its frames in the Buffer, statics and dynamic data alike."""
+        with self._counts_lock:
+            self._forgets.append(robot)
+
+    def _forget_now(self) -> None:
+        with self._counts_lock:
+            robots, self._forgets = self._forgets, []
+        before = time.monotonic() - self.stale_after
+        for robot in robots:
+            slot = self.slots.forget(robot, before)
+            if slot is None:
+                continue  # back meanwhile, or already forgotten
+            for key in slot.keys:
+                self._keys.pop(key, None)
+            self.queues.forget(robot)
+            for topic in TF_TOPICS:
+                self._decoders.pop((robot, topic), None)
+            names = sorted(set(slot.names.values()) - self.keep)
+            try:
+                statics = self._drop_frames(names, sorted(slot.statics - self.keep))
+            except Exception:  # a Buffer that refuses: the robot is forgotten here anyway
+                _log.exception("tf2py fleet: dropping the frames of robot /%s failed", robot)
+                statics = 0
+            self.forgotten += 1
+            self.on_forgotten(robot, statics, len(names))
+
+    def _drop_frames(self, names: list[str], statics: list[str]) -> int:
+        """Take ``names`` out of the Buffer: their statics, and their dynamic data, which the
+        kernel drops when a frame turns static (its ROS 2 rule: a change of kind replaces the
+        cache): each becomes a static child of ``FORGOTTEN_PARENT``, then that static is
+        dropped. (The kernel has no call to drop one frame's dynamic data, nor to forget a
+        name: the names stay registered, without data.) Returns how many statics of the
+        robot's own were dropped."""
+        dropped = int(self.buffer.drop_static(statics)) if statics else 0
+        if names:
+            n = len(names)
+            values = np.zeros((n, 7))
+            values[:, 6] = 1.0
+            self.buffer.set_transforms([FORGOTTEN_PARENT] * n, names,
+                                       np.zeros(n, dtype=np.int64), values, AUTHORITY, True)
+            self.buffer.drop_static(names)
+        return dropped
 
     def stats(self) -> dict[str, Any]:
         with self._counts_lock:
@@ -200,7 +265,8 @@ class Ingest:
         return {"received": self.received, "transforms": self.transforms,
                 "batches": self.batches, "pending": self.queues.pending(),
                 "dropped": sum(dropped.values()), "dropped_by_cause": dropped,
-                "robot_queue_drops": dict(self.queues.dropped)}
+                "robot_queue_drops": dict(self.queues.dropped),
+                "robots_forgotten": self.forgotten}
 
     def close(self) -> None:
         self._stop.set()

@@ -3,8 +3,8 @@
 A robot (a namespace) is *alive* while at least one of its /tf or /tf_static publishers holds a
 liveliness token. Its first token makes it join; losing its last token makes it leave; a
 robot that has left and not come back within ``stale_after`` seconds is *stale*: the fleet
-drops its statics then (its dynamic data ages out of the cache by itself). A robot coming back
-before that simply joins again and keeps its statics.
+forgets it whole then (ingest.py: its slot, names, queue, statics and dynamic frames). A robot
+coming back before that simply joins again and keeps everything.
 
 The tracker is pure: it is told about tokens and the time (monotonic seconds), and answers with
 events; the fleet prints them and acts on them.
@@ -22,12 +22,11 @@ STALE = "stale"
 
 
 class _Robot:
-    __slots__ = ("tokens", "left_at", "static_frames")
+    __slots__ = ("tokens", "left_at")
 
     def __init__(self) -> None:
         self.tokens: set[str] = set()
         self.left_at: float | None = None
-        self.static_frames: set[str] = set()
 
 
 class RobotTracker:
@@ -64,16 +63,9 @@ class RobotTracker:
         heapq.heappush(self._leaving, (now, robot))
         return [(LEFT, robot)]
 
-    def static_frames_seen(self, robot: str, frames: set[str]) -> None:
-        """Remember the (prefixed) child frames of statics that ``robot`` published."""
-        state = self._robots.get(robot)
-        if state is None:
-            state = self._robots[robot] = _Robot()
-        state.static_frames.update(frames)
-
-    def expire(self, now: float) -> list[tuple[str, str, set[str]]]:
-        """Robots gone for ``stale_after`` by ``now``: ``[(STALE, robot, static frames)]``;
-        they are forgotten (a later token is a new join)."""
+    def expire(self, now: float) -> list[tuple[str, str]]:
+        """Robots gone for ``stale_after`` by ``now``: ``[(STALE, robot)]``; they are
+        forgotten (a later token is a new join)."""
         out = []
         limit = now - self.stale_after
         while self._leaving and self._leaving[0][0] <= limit:
@@ -82,7 +74,7 @@ class RobotTracker:
             if state is None or state.tokens or state.left_at != left_at:
                 continue  # came back meanwhile (or left again later: a newer heap entry)
             del self._robots[robot]
-            out.append((STALE, robot, state.static_frames))
+            out.append((STALE, robot))
         return out
 
     def next_expiry(self) -> float | None:

@@ -25,18 +25,25 @@ from ...buffer.buffer import Buffer
 from ...transport.zenoh.address import parse_zenoh_address
 from ...transport.zenoh.session import SharedSession
 from ..server import BufferServer
+from .health import FleetHealth
 from .ingest import Ingest
 from .names import (LIVELINESS_PREFIX, RobotFilter, is_tf_publisher, robot_label,
                     robot_of_token)
+from .queues import RobotQueues
 from .robots import JOINED, LEFT, RobotTracker
+from .slots import RobotSlots
 from .world import WorldStatic, world_columns
 
-__all__ = ["Fleet", "FLEET_CACHE_TIME"]
+__all__ = ["Fleet", "FLEET_CACHE_TIME", "FLEET_BUDGET_BYTES"]
 
 _log = logging.getLogger("tf2py.fleet")
 
 #: The fleet's Buffer keeps this much history, in seconds (as tf2's buffer_server).
 FLEET_CACHE_TIME = 10.0
+#: Bytes the fleet may hold for its robots: 1/8 names, 1/8 queued samples, the rest the
+#: Buffer's caches (when they are over their share, no new robot is taken in).
+FLEET_BUDGET_BYTES = 2 * 1024 ** 3
+_MAX_TOKEN_LENGTH = 2048  # a liveliness key longer than this names no robot we keep
 
 
 class Fleet:
@@ -46,16 +53,18 @@ class Fleet:
     lookup service answers (a ``zenoh://`` or ``tcp://`` buffer server address; None: the
     core's address); ``world``: statics (``WorldStatic``) relating robots; ``robots``: an
     fnmatch pattern of the namespaces to keep; ``stale_after``: seconds after which a robot
-    that left has its statics dropped; ``on_event(line)``: told one line per join, leave and
-    stale robot; ``keys``: a keys folder (else ``$TF2PY_KEYS``): mutual TLS on ``tls/``
-    locators. ``.buffer``, ``.address``, ``stats()``, ``robots()``, ``close()``.
+    gone (no liveliness token, nothing heard) is forgotten whole; ``on_event(line)``: told one
+    line per join, leave, forgotten robot and router change; ``keys``: a keys folder (else
+    ``$TF2PY_KEYS``): mutual TLS on ``tls/`` locators; ``budget_bytes``: the byte budget
+    (``FLEET_BUDGET_BYTES``). ``.buffer``, ``.address``, ``stats()``, ``robots()``,
+    ``close()``.
     """
 
     def __init__(self, core: str, address: str | None = None,
                  world: list[WorldStatic] | None = None, robots: str | None = None,
                  stale_after: float = 5.0, on_event: Callable[[str], None] | None = None,
                  cache_time: float = FLEET_CACHE_TIME, buffer: Buffer | None = None,
-                 keys: Any = None):
+                 keys: Any = None, budget_bytes: int = FLEET_BUDGET_BYTES):
         self._filter = RobotFilter(robots)
         self._tracker = RobotTracker(stale_after)
         self._world = list(world or [])
@@ -66,6 +75,8 @@ class Fleet:
         self._closed = False
         self._subscribers: list[Any] = []
         self.stale_dropped = 0
+        self.budget_bytes = int(budget_bytes)
+        self.slots = RobotSlots(self.budget_bytes // 8)
         self.buffer = buffer if buffer is not None else Buffer(cache_time=cache_time)
         self._insert_world()
         parsed = parse_zenoh_address(core)
@@ -75,7 +86,10 @@ class Fleet:
         self.server: BufferServer | None = None
         self.ingest: Ingest | None = None
         try:
-            self.ingest = Ingest(self.buffer, self._filter, self._statics_seen)
+            self.ingest = Ingest(self.buffer, self._filter, self.slots, stale_after,
+                                 self._world_children, self._forgotten,
+                                 RobotQueues(max_total_bytes=self.budget_bytes // 8))
+            self.health = FleetHealth(self, parsed.locator)
             self._declare()
             self._expiry = threading.Thread(target=self._expire_loop, daemon=True,
                                             name="tf2py-fleet-robots")
@@ -117,45 +131,65 @@ class Fleet:
         import zenoh
 
         key = str(sample.key_expr)
+        if len(key) > _MAX_TOKEN_LENGTH:
+            return
         token = robot_of_token(key)
         if token is None or not is_tf_publisher(token) or not self._filter(token.robot):
             return
         now = time.monotonic()
+        put = sample.kind == zenoh.SampleKind.PUT
+        if put:
+            # The session the token names (rmw_zenoh's tokens carry their session's id):
+            # a session flooding namespaces fills its own allowance, not the fleet.
+            admitted = self.slots.admit(token.robot, token.entity.split("/", 1)[0], now)
+            if isinstance(admitted, str):
+                if self.ingest is not None:
+                    self.ingest._drop(admitted, f"robot /{token.robot[:200]}'s token")
+                return
         with self._lock:
             if self._closed:
                 return
-            if sample.kind == zenoh.SampleKind.PUT:
+            if put:
                 events = self._tracker.token_added(token.robot, key, now)
             else:
                 events = self._tracker.token_removed(token.robot, key, now)
+            for kind, robot in events:
+                self.slots.set_present(robot, kind == JOINED, now)
             if events:
                 self._wake.notify()
         for kind, robot in events:
             self._emit(f"robot {robot_label(robot)} {kind}")
 
-    def _statics_seen(self, robot: str, frames: set[str]) -> None:
-        with self._lock:
-            self._tracker.static_frames_seen(robot, frames - self._world_children)
+    def _forgotten(self, robot: str, statics: int, names: int) -> None:
+        self.stale_dropped += statics
+        self._emit(f"robot {robot_label(robot)} gone for {self._tracker.stale_after:g} s: "
+                   f"{statics} statics dropped, {names} frames forgotten")
 
     def _expire_loop(self) -> None:
+        stale_after = self._tracker.stale_after
+        tick = min(1.0, stale_after / 2)
+        next_sweep = 0.0
         while True:
             with self._lock:
                 if self._closed:
                     return
                 due = self._tracker.next_expiry()
-                wait = 1.0 if due is None else max(0.0, min(1.0, due - time.monotonic()))
+                wait = tick if due is None else max(0.0, min(tick, due - time.monotonic()))
                 if wait > 0:
                     self._wake.wait(wait)
                 if self._closed:
                     return
-                stale = self._tracker.expire(time.monotonic())
-            for _, robot, frames in stale:
-                if self.ingest is not None:
-                    self.ingest.forget(robot)
-                dropped = self.buffer.drop_static(sorted(frames))
-                self.stale_dropped += dropped
-                self._emit(f"robot {robot_label(robot)} gone for "
-                           f"{self._tracker.stale_after:g} s: {dropped} statics dropped")
+                now = time.monotonic()
+                stale = [robot for _, robot in self._tracker.expire(now)]
+            ingest = self.ingest
+            if ingest is None:
+                continue
+            if now >= next_sweep:  # robots heard without a token, now silent
+                next_sweep = now + tick
+                stale.extend(self.slots.silent(now - stale_after))
+                self.health.check()
+            for robot in dict.fromkeys(stale):
+                ingest.forget(robot)
 
     def _emit(self, line: str) -> None:
         try:
@@ -169,11 +203,16 @@ class Fleet:
             return self._tracker.alive()
 
     def stats(self) -> dict[str, Any]:
-        """The ingest's counters (received, transforms, batches, dropped_by_cause, ...),
-        robots alive and statics dropped for stale robots."""
+        """What the fleet does (the ``--stats`` line's numbers): ``robots`` (alive),
+        ``robots_held``, ``samples_per_s`` and ``transforms_per_s`` since the last call,
+        ``dropped_by_cause``, ``worst_lag_s`` (the worst newest-stamp lag since the last
+        call), ``lookup_ms`` (p50/p99/count of the lookups answered since the last call),
+        ``bytes`` (names, queued, caches, budget), and the ingest's counters (received,
+        transforms, batches, pending, robots_forgotten, ...)."""
         out = self.ingest.stats() if self.ingest is not None else {}
         out["robots"] = len(self.robots())
         out["stale_statics_dropped"] = self.stale_dropped
+        out.update(self.health.stats())
         return out
 
     def close(self) -> None:

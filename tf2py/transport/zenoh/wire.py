@@ -45,6 +45,7 @@ __all__ = [
     "KEEP_LAST",
     "KEEP_ALL",
     "WireError",
+    "MAX_NAMESPACE_LENGTH",
     "Attachment",
     "Entity",
     "TopicKey",
@@ -184,6 +185,10 @@ def all_namespaces_keyexpr(domain: int, is_static: bool) -> str:
     topic = "tf_static" if is_static else "tf"
     return f"{domain}/**/{topic}/{TYPE_NAME}/{TYPE_HASH}"
 
+
+#: Longest namespace (in characters) a reader keeps: ROS 2's limit on a topic name (255), so no
+#: ROS 2 robot is refused. Frame ids have the ZeroMQ bus's limit (wire_common.MAX_FRAME_ID_LENGTH).
+MAX_NAMESPACE_LENGTH = 255
 
 _TOPIC_KEY = re.compile(
     r"^(?P<domain>\d+)/(?:(?P<namespace>[^@*$#?]+)/)?(?P<topic>tf|tf_static)/"
