@@ -122,3 +122,33 @@ def test_many_threads_ask_at_once(served):
     for t in threads:
         t.join(30)
     assert not errors
+
+
+def test_goals_of_clients_without_a_liveliness_token_never_wait_on_the_server(core):
+    """Goals under made-up client ids (no token) are held a moment, then dropped and counted:
+    they never fill the server's limits, and a real client is served meanwhile (issue 30)."""
+    from tf2py.server import protocol
+    from tf2py.server.zenoh_link import service_prefix
+    from tf2py.transport.zenoh.address import parse_zenoh_address
+    from tf2py.transport.zenoh.session import SharedSession
+
+    parsed = parse_zenoh_address(core)
+    prefix = service_prefix(parsed)
+    goal = protocol.pack_goal(1, "map", "never", 0, 0, "", False, 3600 * 10**9)
+    with BufferServer(small_tree(), address=core) as server:
+        shared = SharedSession.acquire(parsed, None)
+        try:
+            forged = 3000
+            for k in range(forged):
+                shared.session.put(f"{prefix}/goal/{k:016x}/{k:016x}", goal)
+            wait_for(lambda: server.stats()["dropped_by_cause"].get("absent client", 0)
+                     >= forged - 1000, 60, message="the forged goals are dropped")
+            with BufferClient(core) as client:
+                future = client.lookup_transform_async("map", "never", Time(), timeout=60)
+                wait_for(lambda: server.pending_count == 1, 60)
+                assert client.lookup_transform("map", "base_link", 2.0, timeout=5)
+                assert server.pending_count == 1  # only the real client's goal waits
+                future.cancel()
+        finally:
+            shared.release()
+        assert server.stats()["refused"] == 0
