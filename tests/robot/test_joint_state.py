@@ -10,6 +10,8 @@ import struct
 import numpy as np
 import pytest
 
+from rsp_support import hand_laid
+
 from tf2py import JointState, Time
 from tf2py.buffer.messages import Header
 from tf2py.robot.joint_state import (
@@ -24,33 +26,6 @@ from tf2py.robot.joint_state import (
     encode_joint_state,
     encode_string,
 )
-
-
-def hand_laid(names, position, velocity, effort, sec=7, nanosec=5, frame="base") -> bytes:
-    """XCDR1 little-endian as the CDR rules lay it out, written independently of the codec."""
-    out = bytearray(b"\x00\x01\x00\x00")
-
-    def pad(n):
-        out.extend(bytes(-(len(out) - 4) % n))
-
-    def string(s):
-        pad(4)
-        b = s.encode() + b"\0"
-        out.extend(struct.pack("<I", len(b)) + b)
-
-    out.extend(struct.pack("<iI", sec, nanosec))
-    string(frame)
-    pad(4)
-    out.extend(struct.pack("<I", len(names)))
-    for n in names:
-        string(n)
-    for seq in (position, velocity, effort):
-        pad(4)
-        out.extend(struct.pack("<I", len(seq)))
-        if seq:
-            pad(8)
-            out.extend(struct.pack(f"<{len(seq)}d", *seq))
-    return bytes(out)
 
 
 @pytest.mark.parametrize("velocity,effort", [([], []), ([0.5, -0.5, 2.0], []),
