@@ -1,0 +1,184 @@
+"""Forward kinematics equal pinocchio's (an independent implementation, on urdfdom) to 1e-9
+on robot descriptions published by others in example-robot-data: arms, hands, humanoids,
+quadrupeds, with prismatic, continuous and mimic joints, at random configurations within
+their limits."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tf2py import RobotModel
+
+pinocchio = pytest.importorskip("pinocchio")
+
+# (package folder, file): every kind of robot the package ships.
+DESCRIPTIONS = [
+    # arms
+    ("panda_description", "panda.urdf"),  # prismatic fingers, one a mimic
+    ("ur_description", "ur5_robot.urdf"),
+    ("ur_description", "ur10_joint_limited_robot.urdf"),
+    ("ur_description", "ur3_gripper.urdf"),
+    ("kinova_description", "kinova.urdf"),  # continuous joints
+    ("xarm_description", "xarm7.urdf"),
+    ("z1_description", "z1.urdf"),
+    ("so_arm_description", "so100.urdf"),
+    ("so_arm_description", "so101.urdf"),
+    ("baxter_description", "baxter.urdf"),  # prismatic grippers with mimics
+    ("double_pendulum_description", "double_pendulum_continuous.urdf"),
+    ("asr_twodof_description", "TwoDofs.urdf"),
+    ("finger_edu_description", "finger_edu.urdf"),
+    # hands
+    ("allegro_hand_description", "allegro_left_hand.urdf"),
+    ("allegro_hand_description", "allegro_right_hand.urdf"),
+    # humanoids and mobile manipulators
+    ("talos_data", "talos_full_v2.urdf"),  # mimic fingers
+    ("talos_data", "talos_left_arm.urdf"),
+    ("romeo_description", "romeo.urdf"),  # 22 mimics
+    ("icub_description", "icub.urdf"),
+    ("g1_description", "g1_29dof_with_hand_rev_1_0.urdf"),
+    ("simple_humanoid_description", "simple_humanoid.urdf"),
+    ("human_description", "human.urdf"),
+    ("alex_description", "alex_psyonic_hands.urdf"),  # mimics of joints it lacks
+    ("alexander_description", "alexander_v1.lowerBodyOnly.urdf"),
+    ("centauro_description", "centauro.urdf"),
+    ("pr2_description", "pr2.urdf"),  # prismatic torso, continuous wheels, mimics
+    ("tiago_description", "tiago_dual.urdf"),
+    ("tiago_pro_description", "tiago_pro.urdf"),
+    # quadrupeds and bipeds
+    ("anymal_b_simple_description", "anymal-kinova.urdf"),
+    ("anymal_c_simple_description", "anymal.urdf"),
+    ("go1_description", "go1.urdf"),
+    ("go2_description", "go2.urdf"),
+    ("a1_description", "a1.urdf"),
+    ("b1_description", "b1-z1.urdf"),
+    ("hyq_description", "hyq_no_sensors.urdf"),
+    ("laikago_description", "laikago.urdf"),
+    ("solo_description", "solo12.urdf"),
+    ("bolt_description", "bolt.urdf"),
+    # flying robots
+    ("hextilt_description", "hextilt_flying_arm_5.urdf"),
+    ("iris_description", "iris.urdf"),
+]
+
+
+def _published() -> dict[tuple[str, str], Path]:
+    """The package's URDF files by (package folder, file name), found through its metadata."""
+    try:
+        files = importlib.metadata.distribution("example-robot-data").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    found: dict[tuple[str, str], Path] = {}
+    for file in files:
+        parts = Path(str(file)).parts
+        if parts[-1].endswith((".urdf", ".xacro")) and "robots" in parts:
+            folder = parts[parts.index("robots") + 1]
+            found.setdefault((folder, parts[-1]), Path(str(file.locate())))
+    return found
+
+
+PUBLISHED = _published()
+
+
+def path_of(folder: str, name: str) -> Path:
+    if not PUBLISHED:
+        pytest.skip("example-robot-data is not installed (the test extra brings it)")
+    return PUBLISHED[(folder, name)]
+
+
+def load(path: Path) -> RobotModel:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mimics of joints a description lacks (alex)
+        return RobotModel.from_urdf(path)
+
+
+def random_configurations(model: RobotModel, n: int, seed: int) -> np.ndarray:
+    """Positions within each joint's limits; continuous (or unlimited) joints in [-pi, pi]."""
+    rng = np.random.default_rng(seed)
+    joints = {j.name: j for j in model.joints}
+    out = np.empty((n, len(model.joint_names)))
+    for k, name in enumerate(model.joint_names):
+        limits = joints[name].limits
+        if joints[name].type == "continuous" or limits is None or limits.lower >= limits.upper:
+            out[:, k] = rng.uniform(-np.pi, np.pi, n)
+        else:
+            out[:, k] = rng.uniform(limits.lower, limits.upper, n)
+    return out
+
+
+def pinocchio_configuration(model: RobotModel, pin_model, positions: np.ndarray) -> np.ndarray:
+    """Pinocchio's q for our positions: mimics get ``multiplier × master + offset`` resolved
+    along their chain (pinocchio builds them as ordinary joints), continuous joints are
+    (cos, sin), joints we leave undriven stay at pinocchio's neutral."""
+    joints = {j.name: j for j in model.joints}
+    value = dict(zip(model.joint_names, positions.tolist()))
+
+    def position(name: str) -> float | None:
+        joint = joints[name]
+        if joint.mimic is None:
+            return value.get(name)
+        master = joints.get(joint.mimic.joint)
+        if master is None or master.type not in ("revolute", "continuous", "prismatic"):
+            return None
+        base = position(master.name)
+        return None if base is None else joint.mimic.multiplier * base + joint.mimic.offset
+
+    q = pinocchio.neutral(pin_model)
+    for joint in model.joints:
+        if joint.type not in ("revolute", "continuous", "prismatic"):
+            continue
+        p = position(joint.name)
+        if p is None:
+            continue
+        pin_joint = pin_model.joints[pin_model.getJointId(joint.name)]
+        if pin_joint.nq == 2:
+            q[pin_joint.idx_q], q[pin_joint.idx_q + 1] = np.cos(p), np.sin(p)
+        else:
+            q[pin_joint.idx_q] = p
+    return q
+
+
+@pytest.mark.parametrize("folder,name", DESCRIPTIONS, ids=[n for _, n in DESCRIPTIONS])
+def test_forward_kinematics_equal_pinocchio(folder, name):
+    path = path_of(folder, name)
+    model = load(path)
+    try:
+        pin_model = pinocchio.buildModelFromUrdf(str(path))
+    except Exception as exc:  # pragma: no cover - every listed file loads in pinocchio 3/4
+        pytest.skip(f"pinocchio cannot load {name}: {exc}")
+    data = pin_model.createData()
+    configurations = random_configurations(model, 4, seed=len(name))
+    ours = model.forward_kinematics(configurations)
+    frames = [pin_model.getFrameId(link, pinocchio.BODY) for link in model.links]
+    assert all(f < pin_model.nframes for f in frames), "a link pinocchio does not know"
+    worst = 0.0
+    for i, positions in enumerate(configurations):
+        pinocchio.framesForwardKinematics(pin_model, data,
+                                          pinocchio_configuration(model, pin_model, positions))
+        theirs = np.array([data.oMf[f].homogeneous for f in frames])
+        worst = max(worst, float(np.abs(ours[i] - theirs).max()))
+    assert worst < 1e-9, f"{name}: largest difference {worst:g}"
+
+
+def test_the_descriptions_cover_every_kind_of_moving_joint():
+    kinds: Counter[str] = Counter()
+    for folder, name in DESCRIPTIONS:
+        model = load(path_of(folder, name))
+        kinds.update(j.type for j in model.joints)
+        kinds["mimic"] += sum(1 for j in model.joints if j.mimic is not None)
+    assert len(DESCRIPTIONS) >= 30
+    assert kinds["prismatic"] and kinds["continuous"] and kinds["revolute"] and kinds["mimic"]
+
+
+def test_a_published_arm_from_a_file_and_from_its_text_agree():
+    path = path_of("panda_description", "panda.urdf")
+    from_file = load(path)
+    from_text = RobotModel.from_urdf_string(path.read_text())
+    q = random_configurations(from_file, 3, seed=1)
+    assert from_file.links == from_text.links and from_file.urdf == from_text.urdf
+    assert np.array_equal(from_file.forward_kinematics(q), from_text.forward_kinematics(q))
