@@ -20,13 +20,14 @@ Not thread-safe: ``Buffer`` adds the lock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _kernel_ext
-from .errors import can_frame_message, check_insert, frame_error, query_error
+from .errors import add_hints, can_frame_message, check_insert, frame_error, query_error
 from .exceptions import InvalidArgumentException, TransformException
 from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
 from .batch import BatchResult, store_rows
@@ -66,6 +67,20 @@ class BufferCore(FrameTree):
         self._cache_time_ns = cache_time_ns
         if type(self)._notify_new_data is not BufferCore._notify_new_data:
             self._k_set_insert_mode(1)  # a subclass hears every insert that stored data
+
+    #: Callables ``() -> str | None`` whose sentences end a failed ``lookup_transform``'s
+    #: message (a listener that has heard nothing says so); see ``add_lookup_hint``.
+    _lookup_hints: tuple[Callable[[], str | None], ...] = ()
+
+    def add_lookup_hint(self, hint: Callable[[], str | None]) -> None:
+        """Have ``hint()`` (a sentence, or None for nothing to add) end the message of every
+        failed ``lookup_transform`` that data could cure (not an invalid argument). Asked
+        only when a lookup fails: a lookup that succeeds never calls it."""
+        self._lookup_hints = (*self._lookup_hints, hint)
+
+    def remove_lookup_hint(self, hint: Callable[[], str | None]) -> None:
+        """Stop adding ``hint`` (no error if it was not added)."""
+        self._lookup_hints = tuple(h for h in self._lookup_hints if h is not hint)
 
     @property
     def cache_time(self) -> Duration:
@@ -433,7 +448,16 @@ def _lookup_fallback(
     to word, arguments to convert, a wait (``Buffer``)."""
     if not isinstance(store, BufferCore):
         raise TypeError("lookup_transform needs a BufferCore, not a bare kernel")
-    return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
+    hints = store._lookup_hints
+    if not hints:
+        return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
+    try:
+        return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
+    except InvalidArgumentException:
+        raise  # no data can cure it: nothing to hint
+    except TransformException as exc:
+        add_hints(exc, hints)
+        raise
 
 
 def _can_fallback(store: BufferCore, target_frame: Any, source_frame: Any, time: Any, timeout: Any) -> bool:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #: The seven values of a transform: tx, ty, tz, qx, qy, qz, qw.
 Values7 = tuple[float, float, float, float, float, float, float]
 
-__all__ = ["check_insert", "frame_error", "can_frame_message", "query_error", "cache_error"]
+__all__ = ["check_insert", "frame_error", "can_frame_message", "query_error", "cache_error",
+           "add_hints"]
 
 NO_PARENT = "NO_PARENT"  # tf2's reserved name of frame id 0: "no parent"
 QUATERNION_TOLERANCE = 0.01  # |x²+y²+z²+w² - 1| must stay below this (ROS 1 rule)
@@ -287,3 +288,21 @@ def query_error(
             + ", when looking up transform from frame [%s] to frame [%s]" % (source, target)
         )
     return TransformException("unknown kernel error %r" % (error,))
+
+
+def add_hints(exc: TransformException, hints: tuple[Callable[[], str | None], ...]) -> None:
+    """End ``exc``'s message with the sentences of ``hints`` (tf2's own message stays first:
+    users grep for it). A hint that fails adds nothing: the lookup's error is what matters.
+    Sentences a retried lookup already added inside the message move to its end."""
+    sentences = []
+    for hint in hints:
+        try:
+            sentence = hint()
+        except Exception:
+            sentence = None
+        if sentence:
+            sentences.append(sentence)
+    if sentences and exc.args:
+        added = " ".join(sentences)
+        message = str(exc.args[0]).replace(f" {added}", "", 1).rstrip()
+        exc.args = (f"{message} {added}", *exc.args[1:])

@@ -59,57 +59,20 @@ NEGATIVE_NUMBER = r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinit
 
 
 def no_data_hint(core: str | None, broadcasting: bool = True) -> str:
-    """What to check when nothing was heard on the bus at ``core``: for a ROS 2 graph, ROS 2's
-    discovery; for a tf2py bus, the core (and, when its handshake refuses us, its keys).
-    ``broadcasting``: also ask whether anything broadcasts."""
-    import os
+    """What to check when nothing was heard on the bus at ``core`` (the transport's wording,
+    which the library's listeners also use); a command may take the time to probe the bus
+    (a tf2py core's handshake tells a refusal for keys). ``broadcasting``: also ask whether
+    anything broadcasts."""
+    from ..transport.hints import no_data_hint as hint
 
-    from ..transport.interface import is_ros2
-
-    if is_ros2(core):
-        return ("is a ROS 2 node publishing /tf on that domain? Check ROS_DOMAIN_ID, "
-                "ROS_LOCALHOST_ONLY / ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_STATIC_PEERS on "
-                "both sides, and that multicast discovery reaches this host")
-    refusal = handshake_refusal(core)
-    if refusal:
-        return refusal
-    keys = " with the same --keys" if os.environ.get("TF2PY_KEYS") else ""
-    if not broadcasting:
-        return f"is `tf2py core` running there{keys}?"
-    return f"is `tf2py core` running there{keys}, and is anything broadcasting?"
+    return hint(core, broadcasting, probe=True)
 
 
 def bus_name(core: str | None) -> str:
-    """"the core at ADDRESS", or "the ROS 2 graph at ros2://..." for messages."""
-    from ..transport.address import core_address
-    from ..transport.interface import is_ros2
+    """"the core at ADDRESS", "the ROS 2 graph at ros2://...", ... for messages."""
+    from ..transport.hints import bus_name as name
 
-    kind = "the ROS 2 graph" if is_ros2(core) else "the core"
-    return f"{kind} at {core_address(core)}"
-
-
-def handshake_refusal(core: str | None) -> str | None:
-    """Why the tf2py core at ``core`` refuses this process's handshake (keys it lacks, or
-    keys it does not accept), or None if it does not (or nothing answers)."""
-    from ..transport.address import bus_endpoints
-    from ..transport.zmq.handshake import handshake_problem
-    from ..transport.keys import KeysError, load_keys
-
-    try:
-        _, subscribe_endpoint = bus_endpoints(core)
-        keys = load_keys()
-    except (ValueError, KeysError):
-        return None
-    problem = handshake_problem(subscribe_endpoint, keys, timeout=1.5)
-    if problem is None:
-        return None
-    return problem.replace(subscribe_endpoint, core_address_of(core))
-
-
-def core_address_of(core: str | None) -> str:
-    from ..transport.address import core_address
-
-    return str(core_address(core))
+    return name(core)
 
 
 def cut(text: str, limit: int = 80) -> str:

@@ -211,6 +211,14 @@ class Transport(ABC):
     #: Whether ``topic_publisher`` keeps a transient-local topic for late joiners (ROS 2 and
     #: Zenoh do; tf2py's own core latches only /tf_static).
     transient_local_topics: bool = False
+    #: How messages name a bus of this kind ("the core at tcp://...").
+    bus_kind: str = "the bus"
+
+    def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
+        """What to check when nothing was heard on the bus at ``address`` (a question for
+        a one-line message). ``broadcasting``: also ask whether anything broadcasts;
+        ``probe``: the bus may try the network to find out more (slower; for commands)."""
+        return "is anything broadcasting there?" if broadcasting else "is the bus up there?"
 
     @abstractmethod
     def check_address(self, address: str) -> str:

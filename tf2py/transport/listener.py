@@ -4,11 +4,13 @@ doctor and the bridge). The address's scheme picks the bus (``interface.transpor
 
 from __future__ import annotations
 
+import weakref
 from abc import ABCMeta
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
+from .hints import listener_hint
 from .interface import transport_for
 
 __all__ = ["TransformListener", "TransformSubscriber", "TransformBatch"]
@@ -64,7 +66,13 @@ class TransformListener(metaclass=ABCMeta):
     def __new__(cls, buffer: Any, core: Any = None, keys: Any = None) -> "TransformListener":
         transport, address = transport_for(core)
         # Each bus's listener class is registered as a virtual subclass (isinstance holds).
-        return cast("TransformListener", transport.transform_listener(buffer, address, keys))
+        listener = cast("TransformListener", transport.transform_listener(buffer, address, keys))
+        add_hint = getattr(buffer, "add_lookup_hint", None)
+        if add_hint is not None:
+            # A failed lookup on a buffer this listener has never fed says which bus was
+            # silent and what to start, as the command line does.
+            add_hint(listener_hint(address, _received_by(listener)))
+        return listener
 
     if TYPE_CHECKING:  # what every bus's listener offers, for type checkers
         received_messages: int
@@ -77,6 +85,18 @@ class TransformListener(metaclass=ABCMeta):
         def close(self) -> None: ...
         def __enter__(self) -> "TransformListener": ...
         def __exit__(self, *exc: object) -> None: ...
+
+
+def _received_by(listener: Any) -> Callable[[], bool]:
+    """Whether ``listener`` has handed the buffer anything (True once it is collected: its
+    silence is no longer news), without keeping the listener alive."""
+    ref = weakref.ref(listener)
+
+    def received() -> bool:
+        alive = ref()
+        return alive is None or bool(alive.received_messages)
+
+    return received
 
 
 class TransformSubscriber(metaclass=ABCMeta):

@@ -76,6 +76,12 @@ class Ros2Transport(Transport):
     schemes = ("ros2",)
     extra = "ros2"
     transient_local_topics = True
+    bus_kind = "the ROS 2 graph"
+
+    def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
+        return ("is a ROS 2 node publishing /tf on that domain? Check ROS_DOMAIN_ID, "
+                "ROS_LOCALHOST_ONLY / ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_STATIC_PEERS on "
+                "both sides, and that multicast discovery reaches this host")
 
     def check_address(self, address: str) -> str:
         parse_ros2_address(address)

@@ -45,6 +45,13 @@ class ZenohTransport(Transport):
     schemes = ("zenoh",)
     extra = "zenoh"
     transient_local_topics = True
+    bus_kind = "the Zenoh network"
+
+    def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
+        anything = (", and is anything publishing /tf with the same namespace= and domain="
+                    if broadcasting else "")
+        return (f"is a Zenoh router or peer reachable there (`tf2py router`; the same keys "
+                f"and a tls/ locator if it has keys){anything}?")
 
     def check_address(self, address: str) -> str:
         parse_zenoh_address(address)

@@ -36,10 +36,26 @@ class ZmqTransport(Transport):
 
     schemes = ("tcp",)
     extra = ""
+    bus_kind = "the core"
 
     def check_address(self, address: str) -> str:
         bus_endpoints(address)
         return address
+
+    def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
+        # With ``probe``, one handshake with the core tells a silent refusal (keys) apart.
+        import os
+
+        if probe:
+            from .handshake import handshake_refusal
+
+            refusal = handshake_refusal(address)
+            if refusal:
+                return refusal
+        keys = " with the same keys" if os.environ.get("TF2PY_KEYS") else ""
+        if not broadcasting:
+            return f"is `tf2py core` running there{keys}?"
+        return f"is `tf2py core` running there{keys}, and is anything broadcasting?"
 
     def transform_broadcaster(self, address: str, authority: str | None,
                               keys: Any = None) -> TransformSender:

@@ -20,7 +20,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from .sockets import make_socket
 
-__all__ = ["handshake_problem"]
+__all__ = ["handshake_problem", "handshake_refusal"]
 
 _FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
            | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
@@ -63,3 +63,21 @@ def handshake_problem(endpoint: str, keys: object = None, timeout: float = 2.0,
             pass
         monitor.close(0)
         sock.close(0)
+
+
+def handshake_refusal(address: str) -> str | None:
+    """Why the tf2py core at ``address`` refuses this process's handshake (keys it lacks,
+    or keys it does not accept), worded with the core's address; None if it does not (or
+    nothing answers within 1.5 s)."""
+    from ..address import bus_endpoints
+    from ..keys import KeysError, load_keys
+
+    try:
+        _, subscribe_endpoint = bus_endpoints(address)
+        keys = load_keys()
+    except (ValueError, KeysError):
+        return None
+    problem = handshake_problem(subscribe_endpoint, keys, timeout=1.5)
+    if problem is None:
+        return None
+    return problem.replace(subscribe_endpoint, address)
