@@ -26,6 +26,7 @@ from ..fill import BufferFiller
 from ..lifetime import release_when_collected, weak_callback
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
+from ..wire_common import MAX_FRAME_ID_LENGTH
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
@@ -196,6 +197,12 @@ class _Receiver:
     one call at a time."""
 
     _name = "tf2py-zenoh-receiver"
+    #: Publishers whose sequence numbers are remembered (the least recently heard go first).
+    MAX_PUBLISHERS = 4096
+    #: The largest jump in a publisher's sequence counted as messages missed: a bigger one
+    #: is a restart or a forgery, counted once as ``sequence_jump`` (so ``gap`` stays within
+    #: MAX_GAP per message received).
+    MAX_GAP = 1024
 
     def _open(self, address: str, keys: Any, all_namespaces: bool,
               ignore_gids: set[bytes] | None) -> None:
@@ -244,11 +251,16 @@ class _Receiver:
                     return
                 namespace = wire.parse_topic_keyexpr(str(sample.key_expr)).namespace \
                     if self._all else self._namespace
+                if len(namespace) > wire.MAX_NAMESPACE_LENGTH + 1:
+                    raise wire.WireError(f"a namespace over {wire.MAX_NAMESPACE_LENGTH} "
+                                         "characters", "namespace_too_long")
                 payload = sample.payload.to_bytes()
                 single = cdr.decode_tf_single(payload)
                 columns = self._decode(payload) if single is None else None
+                if len(payload) > MAX_FRAME_ID_LENGTH:  # only then can an id be too long
+                    single, columns = self._short_ids(single, columns)
             except (wire.WireError, cdr.CdrError) as exc:
-                self.dropped.drop(exc.cause, f"{sample.key_expr}: {exc}")
+                self.dropped.drop(exc.cause, f"{str(sample.key_expr)[:300]}: {exc}")
                 return
             self._count_gap(attachment)
             authority = authority_of(namespace, attachment.gid)
@@ -261,11 +273,37 @@ class _Receiver:
                 self.received_messages += 1
                 self.received_transforms += 1 if columns is None else len(columns[0])
 
+    def _short_ids(self, single: Any, columns: Any) -> tuple[Any, Any]:
+        """The message without its rows whose frame id is over MAX_FRAME_ID_LENGTH (the
+        ZeroMQ bus's limit), each counted ``frame_id_too_long``."""
+        if single is not None:
+            if max(len(single[0]), len(single[1])) > MAX_FRAME_ID_LENGTH:
+                raise wire.WireError("a frame id over the limit", "frame_id_too_long")
+            return single, None
+        parents, children, stamps, values = columns
+        if max(map(len, parents), default=0) <= MAX_FRAME_ID_LENGTH and \
+                max(map(len, children), default=0) <= MAX_FRAME_ID_LENGTH:
+            return None, columns
+        keep = [k for k, (p, c) in enumerate(zip(parents, children))
+                if len(p) <= MAX_FRAME_ID_LENGTH and len(c) <= MAX_FRAME_ID_LENGTH]
+        self.dropped.drop("frame_id_too_long", f"{len(parents) - len(keep)} transform(s) "
+                          f"with a frame id over {MAX_FRAME_ID_LENGTH} characters",
+                          n=len(parents) - len(keep))
+        return None, ([parents[k] for k in keep], [children[k] for k in keep],
+                      stamps[keep], values[keep])
+
     def _count_gap(self, attachment: wire.Attachment) -> None:
-        last = self._last_sequence.get(attachment.gid)
-        self._last_sequence[attachment.gid] = attachment.sequence_number
+        table = self._last_sequence
+        last = table.pop(attachment.gid, None)  # re-inserted last: least recent first
+        table[attachment.gid] = attachment.sequence_number
+        if len(table) > self.MAX_PUBLISHERS:
+            del table[next(iter(table))]
         if last is not None and attachment.sequence_number > last + 1:
             missed = attachment.sequence_number - last - 1
+            if missed > self.MAX_GAP:
+                self.dropped.drop("sequence_jump", f"publisher {attachment.gid.hex()}'s "
+                                  f"sequence jumped by {missed} (a restart, or forged)")
+                return
             self.dropped.drop("gap", f"{missed} message(s) of publisher "
                               f"{attachment.gid.hex()} missed", n=missed)
 
