@@ -6,8 +6,6 @@ line on stderr and a non-zero exit."""
 from __future__ import annotations
 
 import signal
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +16,7 @@ from tf2py import Buffer, RobotModel, StaticTransformBroadcaster, Time, Transfor
 from tf2py import make_transform
 from tf2py.transport.core import Core
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bag"))
-from robot_bags import ARM, ARM_JOINTS, pinocchio_pose, write_mcap  # noqa: E402
+from bag.robot_bags import ARM, ARM_JOINTS, pinocchio_pose, write_mcap
 
 LAUNCH = REPO / "launch" / "arm.yaml"
 # joint_state_publisher's defaults for the arm: 0, or the middle of limits without 0

@@ -28,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", metavar="S", default="5",
                         help="seconds to listen to the bus (default 5; longer finds gaps and "
                         "slow frames more surely)")
+    parser.add_argument("--robot", metavar="URDF", default=None,
+                        help="check /joint_states against this robot (URDF or xacro file); "
+                        "default: the /robot_description of the bus (ROS 2, Zenoh) or bag")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (the findings and what was heard) instead "
                         "of lines")
@@ -49,8 +52,9 @@ def _cut(text: str) -> str:
     return cut(text)
 
 
-def _listen(core: str | None, duration: float) -> tuple[Any, float]:
-    """Observations of the bus at ``core`` over ``duration`` seconds, and the time listened."""
+def _listen(core: str | None, duration: float) -> tuple[Any, float, Any]:
+    """Observations of the bus at ``core`` over ``duration`` seconds, the time listened, and
+    the joint states and robot description heard (a ``JointWatch``)."""
     from ..doctor import TF, TF_STATIC, Observations
     from ..transport.listener import TransformSubscriber
 
@@ -69,25 +73,89 @@ def _listen(core: str | None, duration: float) -> tuple[Any, float]:
     except ValueError as exc:  # a malformed address
         raise CommandError(str(exc), 2) from None
     start = time.monotonic()
-    with subscriber:
-        end = start + duration
-        while (remaining := end - time.monotonic()) > 0:
-            time.sleep(min(remaining, 3600.0))  # time.sleep refuses far longer waits
+    watch, receivers = _watch_joints(core)
+    try:
+        with subscriber:
+            end = start + duration
+            while (remaining := end - time.monotonic()) > 0:
+                time.sleep(min(remaining, 3600.0))  # time.sleep refuses far longer waits
+    finally:
+        for receiver in receivers:
+            receiver.close()
     with lock:
-        return observations, time.monotonic() - start
+        return observations, time.monotonic() - start, watch
 
 
-def _read_bag(path: str) -> tuple[Any, float]:
+def _watch_joints(core: str | None) -> tuple[Any, list[Any]]:
+    """A ``JointWatch`` fed from /joint_states and /robot_description at ``core``, and its
+    subscriptions (none on a bus that carries no typed topics)."""
+    from ..doctor.joints import JointWatch
+    from ..robot.joint_state import JOINT_STATES_SENSOR, ROBOT_DESCRIPTION
+    from ..transport.topics import subscribe_topic
+
+    watch = JointWatch()
+    receivers = []
+    for topic, on_message in ((JOINT_STATES_SENSOR, watch.on_joint_state),
+                              (ROBOT_DESCRIPTION, watch.on_description)):
+        try:
+            receivers.append(subscribe_topic(topic, on_message, core=core))
+        except NotImplementedError:
+            pass
+    return watch, receivers
+
+
+def _joint_findings(robot: str | None, heard: Any, description: str | None,
+                    notes: list[str]) -> list[Any]:
+    """The joint checks against ``--robot``, else the description heard; none (and a note
+    when joint states were heard) without a model."""
+    from ..doctor.joints import diagnose_joints
+    from ..robot.errors import RobotModelError
+    from ..robot.model import RobotModel
+
+    try:
+        if robot is not None:
+            model = RobotModel.from_urdf(robot)
+        elif description is not None:
+            model = RobotModel.from_urdf_string(description)
+        else:
+            if heard.messages:
+                notes.append(f"{heard.messages} joint states heard, but no robot description "
+                             "to check them against: give --robot URDF")
+            return []
+    except RobotModelError as exc:
+        raise CommandError(str(exc)) from None
+    return diagnose_joints(heard, model)
+
+
+def _read_bag(path: str) -> tuple[Any, float, Any]:
     from ..bag import BagError, read_transforms
+    from ..bag.robot import read_joint_states
     from ..doctor import Observations, observe_bag
+    from ..doctor.joints import JointObservations
 
+    authority = f"bag:{Path(path).name}"
+    try:
+        states = read_joint_states(path, strict=False)
+    except BagError as exc:
+        raise CommandError(str(exc)) from None
+    heard = JointObservations()
+    for k in states.layout_of.tolist():
+        names = states.layouts[k]
+        heard.add(authority, names, len(names))
+    mismatched = states.dropped.get("length_mismatch", 0)  # left out by the reader
+    if mismatched:
+        heard.invalid[authority] = mismatched
+        heard.messages += mismatched
+    observations = Observations()
     try:
         bag = read_transforms(path, strict=False)
     except BagError as exc:
-        raise CommandError(str(exc)) from None
-    observations = Observations()
-    observe_bag(bag, observations, f"bag:{Path(path).name}")
-    return observations, bag.duration_ns / 1e9
+        if not len(states):
+            raise CommandError(str(exc)) from None
+        return observations, (int(states.log_ns[-1]) - int(states.log_ns[0])) / 1e9, (
+            heard, states.description)
+    observe_bag(bag, observations, authority)
+    return observations, bag.duration_ns / 1e9, (heard, states.description)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,14 +168,15 @@ def run(args: argparse.Namespace) -> int:
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            observations, listened = _read_bag(args.from_bag)
+            observations, listened, (heard, description) = _read_bag(args.from_bag)
         notes = [" ".join(str(w.message).split()) for w in caught]
         where = f"bag {_cut(args.from_bag)}"
     else:
         where = core_address(args.core)
-        observations, listened = _listen(args.core, duration)
+        observations, listened, watch = _listen(args.core, duration)
+        heard, description = watch.snapshot()
         notes = []
-        if not observations.messages:
+        if not observations.messages and not heard.messages:
             raise CommandError(f"no tf data received from {bus_name(args.core)} in {duration:g} s "
                                f"({no_data_hint(args.core)})")
     recorded = args.from_bag is not None
@@ -116,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
                      "simulated time recorded on the wall clock): clock offsets are measured "
                      "between its frames")
     findings = diagnose(observations, listened_s=listened, recorded=recorded)
+    findings += _joint_findings(args.robot, heard, description, notes)
     if args.json:
         print(json.dumps({
             "source": where,
