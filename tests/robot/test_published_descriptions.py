@@ -5,7 +5,6 @@ their limits."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -67,30 +66,6 @@ DESCRIPTIONS = [
 ]
 
 
-def _published() -> dict[tuple[str, str], Path]:
-    """The package's URDF files by (package folder, file name), found through its metadata."""
-    try:
-        files = importlib.metadata.distribution("example-robot-data").files or []
-    except importlib.metadata.PackageNotFoundError:
-        return {}
-    found: dict[tuple[str, str], Path] = {}
-    for file in files:
-        parts = Path(str(file)).parts
-        if parts[-1].endswith((".urdf", ".xacro")) and "robots" in parts:
-            folder = parts[parts.index("robots") + 1]
-            found.setdefault((folder, parts[-1]), Path(str(file.locate())))
-    return found
-
-
-PUBLISHED = _published()
-
-
-def path_of(folder: str, name: str) -> Path:
-    if not PUBLISHED:
-        pytest.skip("example-robot-data is not installed (the test extra brings it)")
-    return PUBLISHED[(folder, name)]
-
-
 def load(path: Path) -> RobotModel:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # mimics of joints a description lacks (alex)
@@ -144,8 +119,8 @@ def pinocchio_configuration(model: RobotModel, pin_model, positions: np.ndarray)
 
 
 @pytest.mark.parametrize("folder,name", DESCRIPTIONS, ids=[n for _, n in DESCRIPTIONS])
-def test_forward_kinematics_equal_pinocchio(folder, name):
-    path = path_of(folder, name)
+def test_forward_kinematics_equal_pinocchio(published, folder, name):
+    path = published[(folder, name)]
     model = load(path)
     try:
         pin_model = pinocchio.buildModelFromUrdf(str(path))
@@ -165,18 +140,18 @@ def test_forward_kinematics_equal_pinocchio(folder, name):
     assert worst < 1e-9, f"{name}: largest difference {worst:g}"
 
 
-def test_the_descriptions_cover_every_kind_of_moving_joint():
+def test_the_descriptions_cover_every_kind_of_moving_joint(published):
     kinds: Counter[str] = Counter()
     for folder, name in DESCRIPTIONS:
-        model = load(path_of(folder, name))
+        model = load(published[(folder, name)])
         kinds.update(j.type for j in model.joints)
         kinds["mimic"] += sum(1 for j in model.joints if j.mimic is not None)
     assert len(DESCRIPTIONS) >= 30
     assert kinds["prismatic"] and kinds["continuous"] and kinds["revolute"] and kinds["mimic"]
 
 
-def test_a_published_arm_from_a_file_and_from_its_text_agree():
-    path = path_of("panda_description", "panda.urdf")
+def test_a_published_arm_from_a_file_and_from_its_text_agree(published):
+    path = published[("panda_description", "panda.urdf")]
     from_file = load(path)
     from_text = RobotModel.from_urdf_string(path.read_text())
     q = random_configurations(from_file, 3, seed=1)
