@@ -21,6 +21,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "the protocol has no authentication)")
     parser.add_argument("--port", type=int, default=8765,
                         help="TCP port (default: 8765, Foxglove's; 0 picks a free one)")
+    parser.add_argument("--robot", metavar="URDF", default=None,
+                        help="also serve this robot (URDF or xacro file) on /robot_description "
+                        "for Foxglove's 3D panel (default: the bus's /robot_description, which "
+                        "a robot-state-publisher sends on ros2:// and zenoh://)")
     parse_core_argument(parser)
 
 
@@ -36,10 +40,16 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     from ..viz.subprotocols import SubprotocolFront
 
+    description = None
+    if args.robot is not None:
+        from .robot_state_publisher import load_model
+
+        description = load_model(args.robot).urdf
     try:
         # The SDK's server on a loopback port of its own, behind a front that also accepts
         # the protocol's older name (foxglove.websocket.v1), which the SDK refuses.
-        server = FoxgloveServer(core=args.core, host="127.0.0.1", port=0)
+        server = FoxgloveServer(core=args.core, host="127.0.0.1", port=0,
+                                robot_description=description)
     except VizDependencyError as exc:
         raise CommandError(str(exc)) from None
     except ValueError as exc:

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from ..transport.address import core_address
 
     rate = _rate(args.rate)
-    model = load_model(args)
+    model = load_model(args.robot, args.xacro_arg)
     names = list(model.joint_names)
     values = positions(model, args.set)
     try:

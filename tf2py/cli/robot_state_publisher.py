@@ -54,20 +54,20 @@ def xacro_arguments(texts: list[str]) -> dict[str, str]:
     return found
 
 
-def load_model(args: argparse.Namespace) -> Any:
-    """The ``RobotModel`` of ``args.robot`` (with ``args.xacro_arg``), or a CommandError
-    holding the model's one-line error."""
+def load_model(robot: str, xacro_texts: list[str] | None = None) -> Any:
+    """The ``RobotModel`` of the file ``robot`` (with ``NAME:=VALUE`` xacro arguments), or a
+    CommandError holding the model's one-line error."""
     from ..robot.errors import RobotModelError
     from ..robot.model import RobotModel
 
-    xacro_args = xacro_arguments(args.xacro_arg)
+    xacro_args = xacro_arguments(xacro_texts or [])
     try:
-        return RobotModel.from_urdf(args.robot, xacro_args=xacro_args or None)
+        return RobotModel.from_urdf(robot, xacro_args=xacro_args or None)
     except RobotModelError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:  # a folder, a file we may not read
         reason = exc.strerror or str(exc)
-        raise CommandError(f"{cut(args.robot)}: cannot read the robot ({reason})") from None
+        raise CommandError(f"{cut(robot)}: cannot read the robot ({reason})") from None
 
 
 def joint_counts(model: Any) -> tuple[int, int]:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from ..transport.address import core_address
 
     frequency = _frequency(args.publish_frequency)
-    model = load_model(args)
+    model = load_model(args.robot, args.xacro_arg)
     try:
         publisher = RobotStatePublisher(model, core=args.core, frame_prefix=args.frame_prefix,
                                         publish_frequency=frequency,

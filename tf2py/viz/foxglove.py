@@ -11,6 +11,13 @@ per child frame and, when a client subscribes to ``/tf``, logs them all as one m
 SDK's Python binding cannot address one client, so clients that were already subscribed get
 that message again; re-receiving a static transform changes nothing for them.
 
+Robot description: with ``robot_description`` (URDF text), or when the bus carries a
+``/robot_description`` (``std_msgs/msg/String``, as a ``RobotStatePublisher`` sends on ROS 2
+and Zenoh), the server also has a channel ``/robot_description`` of schema
+``std_msgs/msg/String`` in JSON (``{"data": URDF}``), which Foxglove's 3D panel reads to draw
+the robot on the live frames. The latest description is logged again to each client that
+subscribes, as the transient-local topic gives it to a late joiner.
+
     with FoxgloveServer(core="tcp://127.0.0.1:7400") as server:
         print(server.app_url)   # open it in a browser
 """
@@ -35,9 +42,13 @@ if TYPE_CHECKING:
 
     from ..transport.listener import TransformBatch
 
-__all__ = ["FoxgloveServer", "TOPIC", "DEFAULT_HOST", "DEFAULT_PORT"]
+__all__ = ["FoxgloveServer", "TOPIC", "ROBOT_DESCRIPTION_TOPIC", "DEFAULT_HOST", "DEFAULT_PORT"]
 
 TOPIC = "/tf"
+ROBOT_DESCRIPTION_TOPIC = "/robot_description"
+#: std_msgs/msg/String as a JSON schema: the schema name Foxglove's URDF layer looks for.
+_STRING_SCHEMA = {"type": "object", "properties": {"data": {"type": "string"}},
+                  "required": ["data"]}
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 
@@ -93,6 +104,18 @@ def disable_nagle(port: int) -> int:
     return count
 
 
+def _subscribe_description(core: str | None, keys: Any, on_message: Any) -> Any:
+    """A subscription to the bus's ``/robot_description``, or None on a bus without typed
+    topics."""
+    from ..robot.joint_state import ROBOT_DESCRIPTION
+    from ..transport.topics import subscribe_topic
+
+    try:
+        return subscribe_topic(ROBOT_DESCRIPTION, on_message, core=core, keys=keys)
+    except NotImplementedError:
+        return None
+
+
 def _listening(port: int) -> bool:
     """Whether this process still has a listening socket on ``port`` (Linux; else False)."""
     listening = False
@@ -117,9 +140,67 @@ class _Listener:
             disable_nagle(port)
         if channel.topic == TOPIC:
             self._server._send_statics()
+        elif channel.topic == ROBOT_DESCRIPTION_TOPIC:
+            self._server._description.resend()
 
     def on_unsubscribe(self, client: Any, channel: Any) -> None:
         return None
+
+
+class _DescriptionChannel:
+    """The ``/robot_description`` channel: created with the first description, which it
+    keeps (the latest) and logs again on ``resend`` (a new subscriber)."""
+
+    def __init__(self, foxglove: Any, context: Any) -> None:
+        self._foxglove = foxglove
+        self._context = context
+        self._lock = threading.Lock()
+        self._channel: Any = None
+        self._message = b""
+        self.fixed = False  # a description given by the caller: the bus's are not used
+
+    def set(self, text: str) -> None:
+        import json
+
+        with self._lock:
+            self._message = json.dumps({"data": text}).encode("utf-8")
+            if self._channel is None:
+                schema = self._foxglove.Schema(name="std_msgs/msg/String", encoding="jsonschema",
+                                               data=json.dumps(_STRING_SCHEMA).encode("utf-8"))
+                self._channel = self._foxglove.Channel(
+                    ROBOT_DESCRIPTION_TOPIC, schema=schema, message_encoding="json",
+                    context=self._context)
+            self._channel.log(self._message)
+
+    def resend(self) -> None:
+        with self._lock:
+            if self._channel is not None:
+                self._channel.log(self._message)
+
+    @property
+    def text(self) -> str | None:
+        import json
+
+        with self._lock:
+            return str(json.loads(self._message)["data"]) if self._message else None
+
+    def on_bus_message(self, data: bytes) -> None:
+        """A ``std_msgs/msg/String`` CDR sample from the bus (ignored when ``fixed``)."""
+        from ..robot.joint_state import decode_string
+
+        if self.fixed:
+            return
+        try:
+            text = decode_string(data)
+        except ValueError:
+            return  # (counted by the bus's receiver when it cannot be decoded there)
+        self.set(text)
+
+    def close(self) -> None:
+        with self._lock:
+            channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
 
 
 class FoxgloveServer:
@@ -129,7 +210,9 @@ class FoxgloveServer:
 
     ``core``: the bus address (``None``: ``$TF2PY_CORE``, else the loopback default).
     ``host``: where to listen, loopback by default (the protocol has no authentication).
-    ``port``: 0 picks a free one; ``.port`` tells which. ``close()`` stops the subscriber,
+    ``port``: 0 picks a free one; ``.port`` tells which. ``robot_description``: URDF text
+    to serve on ``/robot_description`` (else the bus's, when it carries one; see above).
+    ``close()`` stops the subscriber,
     then the server; a context manager. Needs ``pip install 'tf2py[viz]'``
     (``VizDependencyError`` otherwise).
     """
@@ -138,7 +221,8 @@ class FoxgloveServer:
     close_timeout = 2.0
 
     def __init__(self, core: str | None = None, host: str = DEFAULT_HOST,
-                 port: int = DEFAULT_PORT, *, name: str = "tf2py", keys: Any = None) -> None:
+                 port: int = DEFAULT_PORT, *, name: str = "tf2py", keys: Any = None,
+                 robot_description: str | None = None) -> None:
         foxglove = require_foxglove()
         from ..transport.listener import TransformSubscriber
 
@@ -154,16 +238,24 @@ class FoxgloveServer:
         self._server: WebSocketServer | None = None
         self._channel: FrameTransformsChannel | None = None
         self._subscriber: Any = None  # a TransformSubscriber of the bus's scheme
+        self._description_receiver: Any = None
         try:
             # A context of our own: two servers in one process never share a channel.
             self._context = foxglove.Context()
             self._channel = foxglove.channels.FrameTransformsChannel(
                 TOPIC, context=self._context)
+            self._description = _DescriptionChannel(foxglove, self._context)
+            if robot_description is not None:
+                self._description.fixed = True
+                self._description.set(robot_description)
             # The subscriber first: it refuses a malformed bus address before a port opens;
             # what it forwards before the server is up reaches no client, and the statics
             # among it are kept for the first subscriber.
             self._subscriber = TransformSubscriber(core=core, on_batch=self._on_batch,
                                                    keys=keys)
+            if robot_description is None:
+                self._description_receiver = _subscribe_description(
+                    core, keys, self._description.on_bus_message)
             try:
                 server: WebSocketServer = foxglove.start_server(
                     name=name, host=host, port=port, context=self._context,
@@ -233,6 +325,11 @@ class FoxgloveServer:
             message = self._builder.message(list(self._statics.values()))
             self._channel.log(message)
 
+    @property
+    def robot_description(self) -> str | None:
+        """The URDF served on ``/robot_description`` (None until there is one)."""
+        return self._description.text
+
     def static_frames(self) -> list[str]:
         """The child frames whose static transform a new client receives."""
         with self._static_lock:
@@ -256,6 +353,8 @@ class FoxgloveServer:
             self._closed = True
         subscriber = self._subscriber
         try:
+            if self._description_receiver is not None:
+                self._description_receiver.close()
             if subscriber is not None:
                 subscriber.close()
         finally:
@@ -270,6 +369,9 @@ class FoxgloveServer:
                     time.sleep(0.001)
             if self._channel is not None:
                 self._channel.close()
+            description = getattr(self, "_description", None)
+            if description is not None:
+                description.close()
 
     def __enter__(self) -> FoxgloveServer:
         return self
