@@ -11,6 +11,7 @@ import numpy as np
 
 from ..buffer.exceptions import InvalidArgumentException
 from .counters import DropCounter
+from .frame_ids import SlashCounter
 from .wire import TransformArrays, arrays_to_transforms
 
 if TYPE_CHECKING:
@@ -31,12 +32,14 @@ class BufferFiller:
     """Inserts decoded messages into ``buffer``, one insertion call per message, with the
     sender's authority; counts stored and old transforms, and drops invalid ones into
     ``dropped`` (cause ``"invalid"``), and those of an insert that raised anything else (cause
-    ``"error"``: a buffer's own fault never ends a listener)."""
+    ``"error"``: a buffer's own fault never ends a listener). Frame ids with a leading ``/``
+    are stored without it (the buffer's rule, tf2's) and counted per sender in ``slashes``."""
 
     def __init__(self, buffer: Any, dropped: DropCounter):
         check_buffer(buffer)
         self.buffer = buffer
         self.dropped = dropped
+        self.slashes = SlashCounter(getattr(dropped, "_owner", "tf2py listener"))
         self.stored_transforms = 0
         self.old_transforms = 0
         self._set_transforms = getattr(buffer, "set_transforms", None)
@@ -45,6 +48,8 @@ class BufferFiller:
     def insert_one(self, parent: str, child: str, stamp_ns: int, values: Sequence[float],
                    authority: str, is_static: bool) -> None:
         """Insert one transform (the single insert skips the batch's array set-up)."""
+        if parent[:1] == "/" or child[:1] == "/":
+            self.slashes.count(authority, (parent,), (child,))
         if self._set_transform_values is None:
             self.insert(authority, [parent], [child], np.array([stamp_ns], dtype=np.int64),
                         np.array([values], dtype=np.float64), is_static)
@@ -66,6 +71,7 @@ class BufferFiller:
     def insert(self, authority: str, parents: Sequence[str], children: Sequence[str],
                stamps_ns: np.ndarray, values: np.ndarray, is_static: bool) -> None:
         """Insert N transforms given as columns (stamps int64 ns, values (N, 7) float64)."""
+        self.slashes.count(authority, parents, children)
         if self._set_transforms is None:
             self._insert_one_by_one(
                 TransformArrays(authority, list(parents), list(children), stamps_ns, values),
@@ -133,6 +139,7 @@ class SubscriberListener:
         stats["dropped"] = dropped
         stats["stored_transforms"] = self._filler.stored_transforms
         stats["old_transforms"] = self._filler.old_transforms
+        stats["leading_slash"] = self._filler.slashes.snapshot()
         return stats
 
     def close(self) -> None:

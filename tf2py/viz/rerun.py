@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ..transport.frame_ids import strip_leading_slash
 from .errors import INSTALL_HINT, VizDependencyError
 
 if TYPE_CHECKING:
@@ -52,10 +53,6 @@ def require_rerun() -> ModuleType:
             f"the Rerun view needs the optional library 'rerun-sdk': {INSTALL_HINT}"
         ) from None
     return rerun
-
-
-def _strip(frame_id: str) -> str:
-    return frame_id[1:] if frame_id.startswith("/") else frame_id
 
 
 class RerunTree:
@@ -99,7 +96,7 @@ class RerunTree:
     def entity_path(self, frame: str) -> str:
         """The entity path of ``frame`` in the tree as it is now (e.g. ``/tf/map/odom``)."""
         with self._lock:
-            return self._path_string(self._parts(_strip(frame)))
+            return self._path_string(self._parts(strip_leading_slash(frame)))
 
     def _path_string(self, parts: Parts) -> str:
         escape = self._rr.escape_entity_path_part
@@ -132,7 +129,7 @@ class RerunTree:
         with self._lock:
             for parent, child, ok, stamp, row in zip(
                     parents, children, good.tolist(), stamps.tolist(), rows.tolist()):
-                parent, child = _strip(parent), _strip(child)
+                parent, child = strip_leading_slash(parent), strip_leading_slash(child)
                 if not ok:
                     self._leave_out("not finite" if not all(np.isfinite(row)) else
                                     "quaternion not unit")

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..counters import DropCounter
+from ..frame_ids import strip_leading_slash
 from ..fill import BufferFiller
 from ..lifetime import release_when_collected, weak_callback
 from . import cdr, types
@@ -230,7 +231,7 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             for row in rows:
-                self._latched[row[1]] = row
+                self._latched[strip_leading_slash(row[1])] = row  # "/a" and "a": one frame
             latched = list(self._latched.values())
             if not latched:
                 return
@@ -380,6 +381,7 @@ class Ros2TransformListener(_Ros2Receiver):
         stats = super().stats()
         stats["stored_transforms"] = self.stored_transforms
         stats["old_transforms"] = self.old_transforms
+        stats["leading_slash"] = self._filler.slashes.snapshot()
         return stats
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
+from ..frame_ids import strip_leading_slash
 from ..fill import BufferFiller
 from ..lifetime import release_when_collected, weak_callback
 from ..ros2 import cdr
@@ -180,7 +181,7 @@ class ZenohStaticTransformBroadcaster(_Sender):
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             for row in rows:
-                self._latched[row[1]] = row
+                self._latched[strip_leading_slash(row[1])] = row  # "/a" and "a": one frame
             latched = list(self._latched.values())
             if not latched:
                 return
@@ -400,6 +401,7 @@ class ZenohTransformListener(_Receiver):
         stats = super().stats()
         stats["stored_transforms"] = self._filler.stored_transforms
         stats["old_transforms"] = self._filler.old_transforms
+        stats["leading_slash"] = self._filler.slashes.snapshot()
         return stats
 
 

@@ -20,6 +20,7 @@ import zmq
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..address import bus_endpoints
+from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..keys import load_keys
 from .sockets import (
@@ -240,15 +241,16 @@ class _StaticLatch:
             sizes: dict[str, int] = {}
             for row in rows:
                 size = _row_bytes(row)
-                total += size - sizes.get(row[1], self._row_sizes.get(row[1], 0))
-                sizes[row[1]] = size
+                child = strip_leading_slash(row[1])  # "/a" and "a": one frame
+                total += size - sizes.get(child, self._row_sizes.get(child, 0))
+                sizes[child] = size
             if total + 64 + len(self.authority.encode()) > wire.MAX_MESSAGE_BYTES:
                 raise ValueError(
                     f"the latched set would be about {total} bytes, over the bus limit of "
                     f"{wire.MAX_MESSAGE_BYTES} bytes (64 MiB); these {len(rows)} transforms "
                     "were not latched")
             for row in rows:
-                self._latched[row[1]] = row
+                self._latched[strip_leading_slash(row[1])] = row
             self._row_sizes.update(sizes)
             self._set_bytes = total
             self._version += 1

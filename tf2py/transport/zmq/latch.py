@@ -13,6 +13,7 @@ import zmq
 
 from .. import wire
 from ..counters import DropCounter
+from ..frame_ids import strip_leading_slash
 
 __all__ = ["LatchStore", "LATCHED_BYTES", "EXPIRE_SECONDS", "REPLAY_MIN_INTERVAL",
            "REPLAY_RATE", "RESEND_INTERVAL"]
@@ -44,7 +45,9 @@ class _Publisher:
     def __init__(self, key: str, authority: str):
         self.key = key
         self.authority = authority
-        self.rows: dict[str, tuple[str, int, np.ndarray]] = {}
+        # stripped child id -> (parent, stamp, values, child as sent): ids are given on as
+        # their publisher wrote them (doctor names who sends a leading '/').
+        self.rows: dict[str, tuple[str, int, np.ndarray, str]] = {}
         self.bytes = 0
         self.version: int | None = None
         self.pieces: set[int] = set()
@@ -152,8 +155,8 @@ class LatchStore:
             publisher.updated = self.static_messages
             full = 0
             for i in valid:
-                child = _strip(children[i])
-                parent = _strip(parents[i])
+                child = strip_leading_slash(children[i])
+                parent = parents[i]
                 cost = len(child) + len(parent) + _ROW_OVERHEAD
                 old = publisher.rows.get(child)
                 if old is not None:
@@ -161,7 +164,7 @@ class LatchStore:
                 if cost > 0 and self._latched_bytes + cost > LATCHED_BYTES:
                     full += 1
                     continue
-                publisher.rows[child] = (parent, int(stamps[i]), values[i].copy())
+                publisher.rows[child] = (parent, int(stamps[i]), values[i].copy(), children[i])
                 publisher.bytes += cost
                 self._latched_bytes += cost
         if full:
@@ -222,7 +225,7 @@ class LatchStore:
         for _, authority, rows in sets:
             body = wire.encode_arrays(
                 [r[1][0] for r in rows],
-                [r[0] for r in rows],
+                [r[1][3] for r in rows],
                 [r[1][1] for r in rows],
                 np.array([r[1][2] for r in rows], dtype=np.float64).reshape(-1, 7),
                 authority,
@@ -263,10 +266,6 @@ def _publisher_id(tail: bytes) -> tuple[str, int | None, int, int]:
     if piece is None or pieces is None or not 0 <= piece < pieces <= 100_000:
         return parts[0].decode("ascii", "replace"), version, 0, 1
     return parts[0].decode("ascii", "replace"), version, piece, pieces
-
-
-def _strip(frame_id: str) -> str:
-    return frame_id[1:] if frame_id.startswith("/") else frame_id
 
 
 Columns = tuple[str, list[str], list[str], bytes, bytes]

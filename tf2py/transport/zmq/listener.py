@@ -360,6 +360,7 @@ class ZmqTransformListener(_ZmqReceiver):
         stats = self._loop.stats()
         stats["stored_transforms"] = self._filler.stored_transforms
         stats["old_transforms"] = self._filler.old_transforms
+        stats["leading_slash"] = self._filler.slashes.snapshot()
         return stats
 
 
