@@ -43,7 +43,6 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from typing import Any
 
 import yaml
 
+from ..transport.yaml_files import YamlFileError, compose_yaml, read_text_file
 from .common import cut
 
 __all__ = ["LaunchFileError", "ProcessSpec", "load", "parse_arguments"]
@@ -68,6 +68,8 @@ _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 
 #: The largest launch file read (a launch file is a page of YAML; /dev/zero is not one).
 MAX_LAUNCH_FILE_BYTES = 1024 * 1024
+#: The longest a string may grow by substitution (``$(var ...)`` of ``$(var ...)``, ...).
+MAX_SUBSTITUTED_CHARS = 64 * 1024
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -128,7 +130,17 @@ class _Parser:
 
     # -- scalars -------------------------------------------------------------------------
     def substitute(self, node: Any, text: str) -> str:
+        grown = [len(text)]
+
         def replace(match: re.Match[str]) -> str:
+            value = expand(match)
+            grown[0] += len(value) - len(match.group(0))
+            if grown[0] > MAX_SUBSTITUTED_CHARS:
+                raise self.error(node, f"substitutions make this value longer than "
+                                 f"{MAX_SUBSTITUTED_CHARS} characters")
+            return value
+
+        def expand(match: re.Match[str]) -> str:
             words = match.group(1).split()
             if not words:
                 raise self.error(node, f"empty substitution {match.group(0)!r}")
@@ -240,7 +252,10 @@ class _Parser:
     # -- the file ------------------------------------------------------------------------
     def parse(self, text: str) -> list[ProcessSpec]:
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = compose_yaml(text, "the launch file")
+        except YamlFileError as exc:
+            raise LaunchFileError(self.path, None, str(exc).removeprefix("the launch file: ")
+                                  ) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else None
@@ -452,25 +467,13 @@ def _node_kind(node: Any) -> str:
 def load(path: str, overrides: dict[str, str] | None = None) -> list[ProcessSpec]:
     """The processes a launch file lists, fully checked; raises LaunchFileError."""
     try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise LaunchFileError(path, None, f"cannot read the launch file: {exc.strerror}") from None
-    if not stat.S_ISREG(mode):
-        # A FIFO would block, a device (/dev/zero) never end: refuse before opening.
-        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe or a device?)"
-        raise LaunchFileError(path, None, f"cannot read the launch file: {kind}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_LAUNCH_FILE_BYTES + 1)
-    except OSError as exc:
-        raise LaunchFileError(path, None, f"cannot read the launch file: {exc.strerror}") from None
-    if len(data) > MAX_LAUNCH_FILE_BYTES:
-        raise LaunchFileError(path, None, f"too large for a launch file (over "
-                              f"{MAX_LAUNCH_FILE_BYTES // 1024} KiB)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LaunchFileError(path, None, f"not a UTF-8 text file ({exc.reason})") from None
+        text = read_text_file(path, "launch file", MAX_LAUNCH_FILE_BYTES)
+    except YamlFileError as exc:
+        problem = {"too_large": f"too large for a launch file (over "
+                                f"{MAX_LAUNCH_FILE_BYTES // 1024} KiB)",
+                   "not_utf8": f"not a UTF-8 text file ({exc.detail})"}.get(
+            exc.kind, f"cannot read the launch file: {exc.detail}")
+        raise LaunchFileError(path, None, problem) from None
     parser = _Parser(path, overrides or {})
     specs = parser.parse(text)
     if parser.overrides:

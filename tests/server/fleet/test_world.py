@@ -56,3 +56,47 @@ def test_bad_world_files_give_one_line_naming_the_file_and_entry(tmp_path, text,
 def test_missing_world_file_is_one_line(tmp_path):
     with pytest.raises(WorldError, match="cannot read world file"):
         load_world(str(tmp_path / "nope.yaml"))
+
+
+def test_a_cycle_in_a_world_is_one_line_naming_it(tmp_path):
+    path = write(tmp_path, "- {parent: world, child: dock}\n- {parent: c, child: a}\n"
+                           "- {parent: a, child: b}\n- {parent: b, child: c}\n")
+    with pytest.raises(WorldError) as info:
+        load_world(path)
+    message = str(info.value)
+    assert "a cycle" in message and "\n" not in message
+    assert all(f in message for f in ("a -> ", "b", "c"))
+
+
+def test_a_world_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path):
+    import os
+
+    fifo = tmp_path / "world.fifo"
+    os.mkfifo(fifo)  # nobody writes: reading it would block for ever
+    for path in (str(fifo), "/dev/zero", str(tmp_path)):
+        with pytest.raises(WorldError) as info:
+            load_world(path)
+        assert "not a regular file" in str(info.value) or "a folder" in str(info.value)
+
+
+def test_a_world_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from tf2py.server.fleet import world
+
+    monkeypatch.setattr(world, "MAX_WORLD_BYTES", 1000)
+    path = write(tmp_path, "- {parent: world, child: dock}\n" * 100)
+    with pytest.raises(WorldError, match="too large"):
+        load_world(path)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ("- " * 1000 + "x", "nested deeper than 64 levels"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi")), "once its aliases are expanded"),
+])
+def test_deep_or_exploding_yaml_is_one_line(tmp_path, text, words):
+    path = write(tmp_path, text)
+    with pytest.raises(WorldError) as info:
+        load_world(path)
+    assert words in str(info.value) and "\n" not in str(info.value)

@@ -16,9 +16,14 @@ import math
 from typing import Any
 
 import numpy as np
-import yaml
 
-__all__ = ["WorldError", "WorldStatic", "load_world", "parse_world", "world_columns"]
+from ...transport.yaml_files import YamlFileError, load_yaml, read_text_file
+
+__all__ = ["WorldError", "WorldStatic", "load_world", "parse_world", "world_columns",
+           "MAX_WORLD_BYTES"]
+
+#: The largest world file read (a static is about 100 bytes: 100 000 of them fit).
+MAX_WORLD_BYTES = 16 * 1024 * 1024
 
 _KEYS = {"parent", "child", "translation", "rotation"}
 
@@ -95,26 +100,40 @@ def parse_world(document: Any, source: str = "world file") -> list[WorldStatic]:
                              f"(norm {norm:g})")
         rotation = [q / norm for q in rotation]
         statics.append(WorldStatic(parent, child, tuple(translation + rotation)))
+    _refuse_cycles(statics, children, source)
     return statics
 
 
+def _refuse_cycles(statics: list[WorldStatic], entries: dict[str, int], source: str) -> None:
+    """WorldError naming the frames of the first cycle (a frame its own ancestor)."""
+    parent_of = {s.child: s.parent for s in statics}
+    done: set[str] = set()
+    for start in parent_of:
+        path: list[str] = []
+        on_path: set[str] = set()
+        frame: str | None = start
+        while frame is not None and frame not in done:
+            if frame in on_path:
+                loop = path[path.index(frame):] + [frame]
+                raise WorldError(f"{source}: entry {entries[frame]}: a cycle: "
+                                 f"{' -> '.join(reversed(loop))} (a frame cannot be its own "
+                                 "ancestor)")
+            path.append(frame)
+            on_path.add(frame)
+            frame = parent_of.get(frame)
+        done.update(path)
+
+
 def load_world(path: str) -> list[WorldStatic]:
-    """The statics of the YAML file at ``path``; WorldError (one line) if it cannot be read."""
+    """The statics of the YAML file at ``path``; WorldError (one line) if it cannot be read:
+    not a regular file, over ``MAX_WORLD_BYTES``, nested too deep, too many aliases
+    (``tf2py.transport.yaml_files``), invalid YAML or statics."""
+    where = f"world file {path!r}"
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise WorldError(f"cannot read world file {path!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise WorldError(f"world file {path!r} is not UTF-8 text") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise WorldError(f"world file {path!r}: {problem}{line}") from None
-    return parse_world(document, f"world file {path!r}")
+        document = load_yaml(read_text_file(path, "world file", MAX_WORLD_BYTES), where)
+    except YamlFileError as exc:
+        raise WorldError(str(exc)) from None
+    return parse_world(document, where)
 
 
 def world_columns(statics: list[WorldStatic]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
