@@ -134,7 +134,8 @@ class Kinematics:
         """The moving joints' positions ``(..., M)`` from the driven ones ``(..., dof)``."""
         if self.plain:
             return positions
-        return positions[..., self.source] * self.multiplier + self.offset
+        moved: Array = positions[..., self.source] * self.multiplier + self.offset
+        return moved
 
     def rows(self, theta: Array) -> Array:
         """The moving joints' transforms ``(M, N, 7)`` for their positions ``theta (N, M)``."""
@@ -146,9 +147,9 @@ class Kinematics:
         out[:, :, 3:] = s * self.u[:, None, :] + c * self.v[:, None, :]
         return out
 
-    def poses(self, positions: Array) -> tuple[Array, Array]:
-        """Every link's pose in the root for ``positions (N, dof)``: rotations
-        ``(L, 3, 3, N)`` and translations ``(L, 3, N)``, configurations last.
+    def poses(self, positions: Array) -> Array:
+        """Every link's pose in the root for ``positions (N, dof)``, configurations last:
+        ``(L, 3, 4, N)``, the top three rows ``[R | t]`` of each 4×4 pose.
 
         With the configurations last, a parent's rotations ``R_p (3, 3, N)`` are three
         ``(3, N)`` matrices, and ``W · R_p[i]`` (W the step's stacked constants, ``(m, 3)``)
@@ -159,26 +160,27 @@ class Kinematics:
         theta = self.moving_positions(positions).T  # (M, N)
         sin = np.sin(theta)
         one_minus_cos = 1.0 - np.cos(theta)
-        count = len(self.links)
-        rotation = np.empty((count, 3, 3, n))
-        translation = np.empty((count, 3, n))
-        rotation[self.root] = np.eye(3)[:, :, None]
-        translation[self.root] = 0.0
+        poses = np.empty((len(self.links), 3, 4, n))
+        poses[self.root] = np.eye(3, 4)[:, :, None]
+        scratch = np.empty((3, 3, n))
         for parent, child, kind, k, w in self.steps:
-            r_child = rotation[child]
-            t_child = translation[child]
+            r_child = poses[child, :, :3]
+            t_child = poses[child, :, 3]
+            t_parent = poses[parent, :, 3]
             if parent == self.root:  # R_p = I: the products are W's rows themselves
                 product = np.broadcast_to(w.T[:, :, None], (3, w.shape[0], n))
             else:
-                product = np.matmul(w, rotation[parent])  # (3, m, N)
+                product = np.matmul(w, poses[parent, :, :3])  # (3, m, N)
             if kind == _REVOLUTE:
                 np.multiply(product[:, 3:6], sin[k], out=r_child)
                 r_child += product[:, 0:3]
-                r_child += product[:, 6:9] * one_minus_cos[k]
-                np.add(product[:, 9], translation[parent], out=t_child)
+                np.multiply(product[:, 6:9], one_minus_cos[k], out=scratch)
+                r_child += scratch
+                np.add(product[:, 9], t_parent, out=t_child)
             else:
                 r_child[...] = product[:, 0:3]
-                np.add(product[:, 3], translation[parent], out=t_child)
+                np.add(product[:, 3], t_parent, out=t_child)
                 if kind == _PRISMATIC:
-                    t_child += product[:, 4] * theta[k]
-        return rotation, translation
+                    np.multiply(product[:, 4], theta[k], out=scratch[0])
+                    t_child += scratch[0]
+        return poses

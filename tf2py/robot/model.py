@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 import os
+from itertools import chain, repeat
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 import numpy as np
 import numpy.typing as npt
 
+from ..buffer import core as _core  # noqa: F401  (registers the messages the kernel builds)
+from ..buffer._kernel_ext import build_transform as _build_transform
 from ..buffer.messages import TransformStamped, stamped
 from ..buffer.time import Time, to_nanoseconds
 from .errors import RobotModelError
@@ -50,6 +53,7 @@ class RobotModel:
         self.urdf: str = urdf
         self._kinematics = Kinematics(description)
         self._driven_index = {name: k for k, name in enumerate(self.joint_names)}
+        self._names: dict[str, tuple[list[str], list[str]]] = {}
 
     # -- building --------------------------------------------------------------------------
 
@@ -176,8 +180,12 @@ class RobotModel:
         theta = k.moving_positions(array)
         values = k.rows(theta).reshape(-1, 7)
         m = theta.shape[1]
-        parents = [frame_prefix + p for p in k.moving_parents for _ in range(n)]
-        children = [frame_prefix + c for c in k.moving_children for _ in range(n)]
+        names_p, names_c = self._moving_names(frame_prefix)
+        if n == 1:
+            parents, children = list(names_p), list(names_c)
+        else:
+            parents = list(chain.from_iterable(repeat(p, n) for p in names_p))
+            children = list(chain.from_iterable(repeat(c, n) for c in names_c))
         all_stamps = np.tile(stamps, m)
         given = ~np.isnan(theta.T.reshape(-1))
         if not given.all():
@@ -188,17 +196,36 @@ class RobotModel:
             all_stamps = all_stamps[keep]
         return JointRows(parents, children, all_stamps, np.ascontiguousarray(values))
 
+    def _moving_names(self, frame_prefix: str) -> tuple[list[str], list[str]]:
+        """The moving joints' parent and child links with ``frame_prefix``, kept per prefix
+        (a publisher asks for the same ones at every joint state)."""
+        names = self._names.get(frame_prefix)
+        if names is None:
+            k = self._kinematics
+            names = ([frame_prefix + p for p in k.moving_parents],
+                     [frame_prefix + c for c in k.moving_children])
+            if len(self._names) < 64:
+                self._names[frame_prefix] = names
+        return names
+
     def transforms(self, positions: Positions, stamp: Time | float = 0,
                    frame_prefix: str = "") -> list[TransformStamped]:
         """The moving joints' ``TransformStamped``s (parent link -> child link) for one
         configuration: those given and the mimics following them (a sequence gives all).
         ``stamp`` is a ``Time`` or seconds."""
-        array = self.positions_array(positions)
-        ns = to_nanoseconds(stamp, "stamp")
-        time = Time.from_nanoseconds(ns)
-        rows = self.movable_rows(array, ns, frame_prefix)
-        return [stamped(p, c, row + [ns], time)
-                for p, c, row in zip(rows.parents, rows.children, rows.values.tolist())]
+        k = self._kinematics
+        theta = k.moving_positions(self.positions_array(positions))
+        values = k.rows(theta[None, :])[:, 0, :]
+        time = stamp if type(stamp) is Time else Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
+        parents, children = self._moving_names(frame_prefix)
+        out = []
+        for parent, child, translation, rotation, angle in zip(
+                parents, children, values[:, :3].tolist(), values[:, 3:].tolist(), theta.tolist()):
+            if angle == angle:  # NaN: a joint not given (nor its master)
+                message = _build_transform(parent, child, translation, rotation, time)
+                out.append(message if message is not None else stamped(
+                    parent, child, translation + rotation + [time.nanoseconds], time))
+        return out
 
     # -- forward kinematics ----------------------------------------------------------------
 
@@ -220,21 +247,20 @@ class RobotModel:
         single = array.ndim == 1
         configurations = array[None, :] if single else array
         index = self._link_indices(links, "links")
-        rotation, translation = self._kinematics.poses(configurations)
-        n = configurations.shape[0]
-        out = np.empty((n, len(index), 4, 4))
-        out[:, :, 3, :3] = 0.0
-        out[:, :, 3, 3] = 1.0
-        r = rotation[index].transpose(3, 0, 1, 2)
-        t = translation[index].transpose(2, 0, 1)
+        poses = self._kinematics.poses(configurations)  # (L, 3, 4, N)
         if base is not None and base != self.root:
             b = self._link_indices([base], "base")[0]
-            rb = rotation[b].transpose(2, 0, 1)[:, None]  # (N, 1, 3, 3)
-            tb = translation[b].T[:, None]
-            r = np.matmul(rb.swapaxes(-1, -2), r)
-            t = np.matmul(rb.swapaxes(-1, -2), (t - tb)[..., None])[..., 0]
-        out[:, :, :3, :3] = r
-        out[:, :, :3, 3] = t
+            # T_base⁻¹·T = [R_bᵀ·R | R_bᵀ·(t - t_b)].
+            chosen = poses[index]
+            chosen[:, :, 3] -= poses[b, :, 3]
+            poses = np.einsum("kjn,lkcn->ljcn", poses[b, :, :3], chosen)
+        elif len(index) != len(self.links):
+            poses = poses[index]
+        n = configurations.shape[0]
+        out = np.empty((n, len(index), 4, 4))
+        flat = out.reshape(n, len(index), 16)  # (a view: out is new and contiguous)
+        flat[:, :, :12] = poses.reshape(len(index), 12, n).transpose(2, 0, 1)
+        flat[:, :, 12:] = (0.0, 0.0, 0.0, 1.0)
         return out[0] if single else out
 
     def _link_indices(self, links: Sequence[str] | None, what: str) -> list[int]:
