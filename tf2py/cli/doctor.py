@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
+                     wait_or_interrupt)
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "
@@ -76,9 +77,7 @@ def _listen(core: str | None, duration: float) -> tuple[Any, float, Any]:
     watch, receivers = _watch_joints(core)
     try:
         with subscriber:
-            end = start + duration
-            while (remaining := end - time.monotonic()) > 0:
-                time.sleep(min(remaining, 3600.0))  # time.sleep refuses far longer waits
+            wait_or_interrupt(duration)  # Ctrl-C: report what was heard so far
     finally:
         for receiver in receivers:
             receiver.close()
@@ -158,6 +157,19 @@ def _read_bag(path: str) -> tuple[Any, float, Any]:
     return observations, bag.duration_ns / 1e9, (heard, states.description)
 
 
+# What a bag reader's warning says when part of the bag could not be read (tf2py.bag).
+_DAMAGE_WORDS = ("corrupt", "truncated", "could not be decoded", "invalid transforms skipped")
+
+
+def _damaged_bag(note: str) -> Any:
+    """A finding for a bag read only in part: what was lost is what doctor could not check."""
+    from ..doctor.findings import Finding
+
+    return Finding("damaged_bag", f"the bag is damaged: {note}.",
+                   "re-record it, or check the recorder stopped cleanly (a killed recorder "
+                   "leaves an MCAP without its end); what was lost was not checked")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..doctor import diagnose, recording_time_base_s
     from ..transport.address import core_address
@@ -170,12 +182,14 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("always")
             observations, listened, (heard, description) = _read_bag(args.from_bag)
         notes = [" ".join(str(w.message).split()) for w in caught]
+        damage = [n for n in notes if any(w in n for w in _DAMAGE_WORDS)]
+        notes = [n for n in notes if n not in damage]
         where = f"bag {_cut(args.from_bag)}"
     else:
         where = core_address(args.core)
         observations, listened, watch = _listen(args.core, duration)
         heard, description = watch.snapshot()
-        notes = []
+        notes, damage = [], []
         if not observations.messages and not heard.messages:
             raise CommandError(f"no tf data received from {bus_name(args.core)} in {duration:g} s "
                                f"({no_data_hint(args.core)})")
@@ -185,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
                      "simulated time recorded on the wall clock): clock offsets are measured "
                      "between its frames")
     findings = diagnose(observations, listened_s=listened, recorded=recorded)
+    if recorded:
+        findings[:0] = [_damaged_bag(note) for note in damage]
     findings += _joint_findings(args.robot, heard, description, notes)
     if args.json:
         print(json.dumps({
