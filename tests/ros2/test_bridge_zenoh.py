@@ -26,8 +26,6 @@ def test_a_dds_robot_joins_a_zenoh_fleet_through_the_bridge(rclpy_peer, ros_doma
     statics.wait_for_events("sent")
     bridge = spawn([*tf2py_command, "bridge", "ros2://", robot, "--both"])
     bridge.wait_for_line("relaying", timeout=60)
-    listener = rclpy_peer("listen")
-    listener.wait_for_events("ready")
 
     buffer = tf2py.Buffer()
     with tf2py.TransformListener(buffer, core=robot):
@@ -35,16 +33,33 @@ def test_a_dds_robot_joins_a_zenoh_fleet_through_the_bridge(rclpy_peer, ros_doma
         wait_for(lambda: buffer.can_transform("map", "frame_1", tf2py.Time()),
                  DISCOVERY_TIMEOUT, message="the rclpy node's static on the Zenoh bus")
         talker = rclpy_peer("talk", 1, 40, 20)
-        talker.wait_for_events("matched")
+        talker.wait_for_events("matched")  # the bridge's reader: the only one on /tf
         go(talker)
         talker.wait_for_events("sent", timeout=60)
-        _, _, last, values = expected_transform(39, 0)
-        at = tf2py.Time.from_nanoseconds(last)
-        wait_for(lambda: buffer.can_transform("map", "base_link", at), DISCOVERY_TIMEOUT,
-                 message="the talker's last message on the Zenoh bus")
-        t = buffer.lookup_transform("map", "base_link", at).transform
-        assert (t.translation.x, t.translation.y, t.translation.z, t.rotation.x,
-                t.rotation.y, t.rotation.z, t.rotation.w) == values
+        # map -> base_link is first the node's static (message 0's values), which answers at
+        # any stamp: "can transform at the last stamp" held before the stream was in (it can
+        # come late and all at once, when the bridge's DDS reader matches the talker late).
+        # Wait until the lookup at the last stamp answers the last sample sent; every answer
+        # on the way must be a sample sent, in the order sent.
+        sent = [expected_transform(i, 0)[3] for i in range(40)]
+        at = tf2py.Time.from_nanoseconds(expected_transform(39, 0)[2])
+        answers: list[tuple[float, ...]] = []
+
+        def last_sample_answered() -> bool:
+            try:
+                t = buffer.lookup_transform("map", "base_link", at).transform
+            except tf2py.TransformException:
+                return False
+            answers.append((t.translation.x, t.translation.y, t.translation.z, t.rotation.x,
+                            t.rotation.y, t.rotation.z, t.rotation.w))
+            return answers[-1] == sent[-1]
+        wait_for(last_sample_answered, DISCOVERY_TIMEOUT, interval=0.01,
+                 message=lambda: f"the talker's last message on the Zenoh bus; last answers: "
+                 f"{answers[-3:]}")
+        # Each answer was a sample the talker sent, exact, in the order it sent them.
+        assert all(a in sent for a in answers), [a for a in answers if a not in sent][:3]
+        order = [sent.index(a) for a in answers]
+        assert order == sorted(order), order
 
     # Zenoh -> ROS 2: a static from the robot's namespace, latched for a late rclpy node.
     with tf2py.StaticTransformBroadcaster(core=robot) as static:
