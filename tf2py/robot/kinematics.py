@@ -106,6 +106,7 @@ class Kinematics:
         self.root = self.link_index[description.root]
         by_child = {j.child: j for j in description.joints}
         self.steps: list[tuple[int, int, int, int, Array]] = []
+        self.single_steps: list[tuple[int, int, int, Array]] = []
         for link in self.links[1:]:
             joint = by_child[link]
             t, q, r = _origin_arrays(joint)
@@ -120,6 +121,12 @@ class Kinematics:
                 rows.append((r @ joint.axis)[None, :])
             self.steps.append((self.link_index[joint.parent], self.link_index[link], kind, k,
                                np.ascontiguousarray(np.vstack(rows))))
+            origin = np.eye(4)
+            origin[:3, :3] = r
+            origin[:3, 3] = t
+            # One configuration: the parent's pose times this local pose (the origin, or the
+            # moving joint's row k as a matrix), a 4×4 product per joint.
+            self.single_steps.append((self.link_index[joint.parent], self.link_index[link], k, origin))
         # The fixed joints (published once, on /tf_static).
         statics = [j for j in description.joints if j.type == "fixed"]
         self.static_parents = [j.parent for j in statics]
@@ -183,4 +190,29 @@ class Kinematics:
                 if kind == _PRISMATIC:
                     np.multiply(product[:, 4], theta[k], out=scratch[0])
                     t_child += scratch[0]
+        return poses
+
+    def poses_single(self, positions: Array) -> Array:
+        """Every link's 4×4 pose in the root for one configuration ``(dof,)``: ``(L, 4, 4)``,
+        by 4×4 products along the tree (fewer, larger steps than ``poses`` takes for N)."""
+        theta = self.moving_positions(positions)
+        rows = self.rows(theta[None, :])[:, 0, :]
+        x, y, z, w = rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6]
+        local = np.zeros((len(rows), 4, 4))
+        local[:, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+        local[:, 0, 1] = 2.0 * (x * y - z * w)
+        local[:, 0, 2] = 2.0 * (x * z + y * w)
+        local[:, 1, 0] = 2.0 * (x * y + z * w)
+        local[:, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+        local[:, 1, 2] = 2.0 * (y * z - x * w)
+        local[:, 2, 0] = 2.0 * (x * z - y * w)
+        local[:, 2, 1] = 2.0 * (y * z + x * w)
+        local[:, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+        local[:, :3, 3] = rows[:, :3]
+        local[:, 3, 3] = 1.0
+        poses = np.empty((len(self.links), 4, 4))
+        poses[self.root] = np.eye(4)
+        matmul = np.matmul
+        for parent, child, k, origin in self.single_steps:
+            matmul(poses[parent], origin if k < 0 else local[k], out=poses[child])
         return poses

@@ -247,6 +247,8 @@ class RobotModel:
         single = array.ndim == 1
         configurations = array[None, :] if single else array
         index = self._link_indices(links, "links")
+        if single and base is None and links is None:
+            return self._kinematics.poses_single(array)
         poses = self._kinematics.poses(configurations)  # (L, 3, 4, N)
         if base is not None and base != self.root:
             b = self._link_indices([base], "base")[0]

@@ -1,0 +1,218 @@
+"""RobotModel.forward_kinematics for a Panda over 10 000 configurations against pinocchio
+called once per configuration from Python, the way a user without a batch call would.
+
+    .venv/bin/python bench/bench_robot_fk.py              # ~20 s
+    .venv/bin/python bench/bench_robot_fk.py --quick      # ~5 s
+    .venv/bin/python bench/bench_robot_fk.py --markdown   # also a table for docs/performance.md
+
+Needs the test extra (pinocchio as ``pin``, and example-robot-data for the Panda's URDF).
+
+tf2py: one ``forward_kinematics(Q)`` call, ``Q`` of shape (10 000, 8), giving every link's
+pose as a (10 000, 13, 4, 4) array. pinocchio 3/4 (C++, the fastest kinematics library on
+PyPI for this) from the same URDF, one call per configuration:
+
+- ``framesForwardKinematics(model, data, q)``: computes every frame's placement into
+  pinocchio's ``data`` and gives nothing back to Python (the floor of a per-configuration
+  call: the poses are still inside pinocchio);
+- the same, then every link's pose read out as a (13, 4, 4) array (``data.oMf[f]`` per
+  link), the result tf2py's call returns;
+- ``forwardKinematics`` + ``updateFramePlacements`` (the two-step form), for information.
+
+Both sides are checked to give the same poses (1e-9) before anything is timed. Figures are
+the median of interleaved repeats (the garbage collector paused in each timed loop); each
+ratio is tf2py / pinocchio, the median over repeats of the ratio measured back to back.
+
+Also timed: the per-call paths a RobotStatePublisher uses, ``transforms(positions)`` for a
+Panda and for TALOS (44 moving joints), and ``forward_kinematics`` of one configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from tf2py import RobotModel, Time  # noqa: E402
+
+pc = time.perf_counter
+
+
+def published(folder: str, name: str) -> Path:
+    """A URDF of example-robot-data, found through the package's metadata."""
+    for file in importlib.metadata.distribution("example-robot-data").files or []:
+        parts = Path(str(file)).parts
+        if parts[-1] == name and folder in parts:
+            return Path(str(file.locate()))
+    raise SystemExit(f"example-robot-data has no {folder}/{name}")
+
+
+def configurations(model: RobotModel, n: int, seed: int = 0) -> np.ndarray:
+    """n configurations within the joints' limits (continuous joints in [-pi, pi])."""
+    rng = np.random.default_rng(seed)
+    joints = {j.name: j for j in model.joints}
+    out = np.empty((n, len(model.joint_names)))
+    for k, name in enumerate(model.joint_names):
+        limits = joints[name].limits
+        if limits is None or limits.lower >= limits.upper:
+            out[:, k] = rng.uniform(-np.pi, np.pi, n)
+        else:
+            out[:, k] = rng.uniform(limits.lower, limits.upper, n)
+    return out
+
+
+def pinocchio_q(model: RobotModel, pin: Any, pin_model: Any, positions: np.ndarray) -> np.ndarray:
+    """pinocchio's q of our positions (mimics resolved: pinocchio builds them as joints)."""
+    q = pin.neutral(pin_model)
+    value = dict(zip(model.joint_names, positions.tolist()))
+    for joint in model.joints:
+        if joint.type not in ("revolute", "continuous", "prismatic"):
+            continue
+        p = value.get(joint.name)
+        if joint.mimic is not None:
+            p = joint.mimic.multiplier * value[joint.mimic.joint] + joint.mimic.offset
+        assert p is not None
+        j = pin_model.joints[pin_model.getJointId(joint.name)]
+        if j.nq == 2:
+            q[j.idx_q], q[j.idx_q + 1] = np.cos(p), np.sin(p)
+        else:
+            q[j.idx_q] = p
+    return q
+
+
+def timed(f: Callable[[], object]) -> float:
+    """Seconds of one call of f, the garbage collector paused."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = pc()
+        f()
+        return pc() - start
+    finally:
+        gc.enable()
+
+
+def per_call(f: Callable[[], object], calls: int) -> Callable[[], object]:
+    def loop() -> None:
+        for _ in range(calls):
+            f()
+    return loop
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    options = parser.parse_args()
+    import pinocchio as pin
+
+    repeats = 3 if options.quick else 7
+    n = 10_000
+    path = published("panda_description", "panda.urdf")
+    model = RobotModel.from_urdf(path)
+    pin_model = pin.buildModelFromUrdf(str(path))
+    data = pin_model.createData()
+    q = configurations(model, n)
+    pin_q = [pinocchio_q(model, pin, pin_model, row) for row in q]
+    frames = [pin_model.getFrameId(link, pin.BODY) for link in model.links]
+
+    # The same poses on both sides, before anything is timed.
+    ours = model.forward_kinematics(q)
+    for i in range(0, n, 97):
+        pin.framesForwardKinematics(pin_model, data, pin_q[i])
+        theirs = np.array([data.oMf[f].homogeneous for f in frames])
+        assert np.abs(ours[i] - theirs).max() < 1e-9, i
+
+    def pin_frames() -> None:
+        for qi in pin_q:
+            pin.framesForwardKinematics(pin_model, data, qi)
+
+    def pin_frames_read() -> None:
+        for qi in pin_q:
+            pin.framesForwardKinematics(pin_model, data, qi)
+            np.array([data.oMf[f].homogeneous for f in frames])
+
+    def pin_two_steps() -> None:
+        for qi in pin_q:
+            pin.forwardKinematics(pin_model, data, qi)
+            pin.updateFramePlacements(pin_model, data)
+
+    rows: dict[str, list[float]] = {k: [] for k in ("ours", "frames", "read", "two")}
+    ratios: dict[str, list[float]] = {"frames": [], "read": []}
+    for _ in range(repeats):
+        t_ours = timed(lambda: model.forward_kinematics(q)) / n
+        t_frames = timed(pin_frames) / n
+        t_read = timed(pin_frames_read) / n
+        t_two = timed(pin_two_steps) / n
+        t_ours2 = timed(lambda: model.forward_kinematics(q)) / n
+        mine = min(t_ours, t_ours2)  # the two sides of each repeat measured back to back
+        for key, value in (("ours", mine), ("frames", t_frames), ("read", t_read), ("two", t_two)):
+            rows[key].append(value)
+        ratios["frames"].append(mine / t_frames)
+        ratios["read"].append(mine / t_read)
+
+    # The per-call paths of a RobotStatePublisher.
+    talos = RobotModel.from_urdf(published("talos_data", "talos_full_v2.urdf"))
+    talos_q = dict(zip(talos.joint_names, configurations(talos, 1)[0].tolist()))
+    panda_q = dict(zip(model.joint_names, q[0].tolist()))
+    stamp = Time(sec=1)
+    calls = 2000 if options.quick else 5000
+    singles = {
+        "transforms(mapping), Panda (9 moving joints)": per_call(
+            lambda: model.transforms(panda_q, stamp), calls),
+        f"transforms(mapping), TALOS ({len(talos.transforms(talos_q))} moving joints)": per_call(
+            lambda: talos.transforms(talos_q, stamp), calls),
+        "forward_kinematics of one configuration, Panda": per_call(
+            lambda: model.forward_kinematics(q[0]), calls),
+        "pinocchio framesForwardKinematics, one call, Panda": per_call(
+            lambda: pin.framesForwardKinematics(pin_model, data, pin_q[0]), calls),
+    }
+    single_times = {name: statistics.median(timed(f) for _ in range(repeats)) / calls
+                    for name, f in singles.items()}
+
+    us = 1e6
+    print(f"Panda: {len(model.links)} links, {len(model.joint_names)} driven joints; "
+          f"{n} configurations; {repeats} interleaved repeats; pinocchio {pin.__version__}, "
+          f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}")
+    print(f"tf2py forward_kinematics (one batch call)            "
+          f"{statistics.median(rows['ours']) * us:8.3f} us per configuration")
+    print(f"pinocchio framesForwardKinematics per configuration  "
+          f"{statistics.median(rows['frames']) * us:8.3f} us")
+    print(f"pinocchio the same + every link's pose read out      "
+          f"{statistics.median(rows['read']) * us:8.3f} us")
+    print(f"pinocchio forwardKinematics + updateFramePlacements  "
+          f"{statistics.median(rows['two']) * us:8.3f} us")
+    print(f"ratio tf2py / framesForwardKinematics                "
+          f"{statistics.median(ratios['frames']):8.3f}   (target <= 0.5)")
+    print(f"ratio tf2py / framesForwardKinematics + poses read   "
+          f"{statistics.median(ratios['read']):8.3f}   (target <= 0.5)")
+    for name, value in single_times.items():
+        print(f"{name:52s} {value * us:8.2f} us per call")
+    if options.markdown:
+        print()
+        print("| per configuration (Panda, 10 000) | µs |")
+        print("| --- | ---: |")
+        print(f"| tf2py `forward_kinematics(Q)`, one call | {statistics.median(rows['ours']) * us:.3f} |")
+        print(f"| pinocchio `framesForwardKinematics`, a call each | {statistics.median(rows['frames']) * us:.3f} |")
+        print(f"| the same + each link's pose read out as an array | {statistics.median(rows['read']) * us:.3f} |")
+        print(f"| pinocchio `forwardKinematics` + `updateFramePlacements` | {statistics.median(rows['two']) * us:.3f} |")
+        print(f"| ratio tf2py / `framesForwardKinematics` | {statistics.median(ratios['frames']):.2f} |")
+        print(f"| ratio tf2py / the same + poses read out | {statistics.median(ratios['read']):.2f} |")
+        for name, value in single_times.items():
+            print(f"| {name} (per call) | {value * us:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
