@@ -29,7 +29,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="only the namespaces matching this pattern, e.g. 'robot*' (default: all)")
     parser.add_argument(
         "--stale-after", metavar="SECONDS", default="5",
-        help="drop the statics of a robot gone (liveliness lost) this long (default: 5)")
+        help="forget a robot gone (no liveliness token, nothing heard) this long: its "
+        "statics, frames and place (default: 5)")
+    parser.add_argument(
+        "--stats", metavar="SECONDS", default="10",
+        help="print one line of what the fleet does every SECONDS: robots, samples and "
+        "transforms per second, drops by cause, worst newest-stamp lag, lookup latency "
+        "(default: 10; 0: off)")
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print the --stats lines as JSON objects, one per line, for machines")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,16 +46,20 @@ def run(args: argparse.Namespace) -> int:
     import signal
 
     core = args.core or os.environ.get("TF2PY_CORE")
-    if not core or not core.startswith("zenoh://"):
+    if not core:
+        raise CommandError("no --core given and TF2PY_CORE is not set: name the Zenoh domain "
+                           "to hear, e.g. --core zenoh://tcp/127.0.0.1:7447", 2)
+    if not core.startswith("zenoh://"):
         raise CommandError(f"--core must be a zenoh:// address (e.g. "
                            f"zenoh://tcp/127.0.0.1:7447), got {core!r}", 2)
-    try:
-        stale_after = number(args.stale_after)
-    except ValueError:
-        stale_after = float("nan")
+    stale_after = _seconds(args.stale_after)
     if not 0 < stale_after < 1e9:
         raise CommandError(f"--stale-after must be a positive number of seconds, got "
                            f"{args.stale_after!r}", 2)
+    every = _seconds(args.stats)
+    if not 0 <= every < 1e9:
+        raise CommandError(f"--stats must be a number of seconds (0: off), got "
+                           f"{args.stats!r}", 2)
     from ..server.fleet.names import RobotFilter
     from ..transport.zenoh.address import parse_zenoh_address
     from ..server.fleet.world import WorldError, load_world
@@ -64,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise CommandError("zenoh:// addresses need the zenoh extra: "
                            "pip install 'tf2py[zenoh]'") from None
+    import json
+    import time
+
+    from ..server.fleet.health import stats_line
     from ..server.fleet.service import Fleet
 
     def event(line: str) -> None:
@@ -78,9 +95,26 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         except Exception as exc:  # zenoh.ZError and the like: say it in one line
             raise CommandError(f"cannot open {core}: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
-        print(f"tf2py fleet: ready at {fleet.address}", flush=True)
+        print(f"tf2py fleet: ready at {fleet.address}; ask it with "
+              f"BufferClient({fleet.address!r})", flush=True)
+        fleet.stats()  # the first line's rates start now
         while True:
-            signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt here
+            if not every:
+                signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt here
+                continue
+            time.sleep(every)
+            stats = fleet.stats()
+            if args.json:
+                print(json.dumps({"stats": stats}, sort_keys=True), flush=True)
+            else:
+                print(f"tf2py fleet: {stats_line(stats)}", flush=True)
     finally:
         if fleet is not None:
             fleet.close()
+
+
+def _seconds(text: str) -> float:
+    try:
+        return number(text)
+    except ValueError:
+        return float("nan")

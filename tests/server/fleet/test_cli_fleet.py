@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,7 +24,8 @@ def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_
     proc = Proc(FLEET + ["--core", core, "--world", str(world), "--stale-after", "1"])
     try:
         ready = proc.wait_for_line("tf2py fleet: ready at ", timeout=90)
-        address = ready.split("ready at ", 1)[1]
+        address = ready.split("ready at ", 1)[1].split(";")[0]
+        assert f"ask it with BufferClient('{address}')" in ready
         robot = robots.start(robots=1)
         proc.wait_for_line("tf2py fleet: robot /robot0 joined", timeout=90)
         with BufferClient(address) as client:
@@ -39,6 +42,10 @@ def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_
 
 @pytest.mark.parametrize("args, words", [
     (["--core", "tcp://127.0.0.1:7400"], "--core must be a zenoh:// address"),
+    ([], "no --core given and TF2PY_CORE is not set"),
+    (["--core", "zenoh://", "--stats", "-1"], "--stats must be a number of seconds"),
+    (["--core", "zenoh://", "--stats", "x"], "--stats must be a number of seconds"),
+    (["--core", "zenoh://", "--world", "/dev/zero"], "not a regular file"),
     (["--core", "zenoh://tcp/127.0.0.1:99999"], "port '99999'"),
     (["--core", "zenoh://tcp/127.0.0.1:7447?colour=red"], "unknown parameter 'colour'"),
     (["--core", "zenoh://tcp/127.0.0.1:7447?config=/nonexistent.json5"], "config file"),
@@ -47,7 +54,8 @@ def test_fleet_prints_ready_joins_leaves_and_stops_on_sigterm(core, robots, tmp_
     (["--core", "zenoh://", "--world", "/nonexistent/world.yaml"], "cannot read world file"),
 ])
 def test_bad_input_gives_one_line(args, words):
-    result = subprocess.run(FLEET + args, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "TF2PY_CORE"}
+    result = subprocess.run(FLEET + args, capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.stderr
@@ -94,3 +102,24 @@ def test_a_keyed_fleet_answers_the_sites_clients_and_refuses_others(tmp_path):
     finally:
         fleet.stop()
         router.stop()
+
+
+def test_stats_lines_say_what_the_fleet_does_and_json_gives_the_same(core, robots):
+    robots.start(robots=2, rate=20)
+    for extra, parse in ((["--stats", "0.5"], None), (["--stats", "0.5", "--json"], json.loads)):
+        proc = Proc(FLEET + ["--core", core, *extra])
+        try:
+            proc.wait_for_line("tf2py fleet: ready at ", timeout=90)
+            if parse is None:
+                line = proc.wait_for_line("tf2py fleet: stats: 2 robots", timeout=90)
+                assert "transforms/s" in line and "worst lag" in line and "dropped:" in line
+            else:
+                line = proc.wait_for_line('"robots": 2', timeout=90)
+                stats = parse(line)["stats"]
+                assert stats["robots"] == 2 and stats["transforms_per_s"] > 0
+                assert {"samples_per_s", "worst_lag_s", "lookup_ms", "dropped_by_cause",
+                        "bytes"} <= set(stats)
+            proc.signal(signal.SIGTERM)
+            assert proc.wait() == 0
+        finally:
+            proc.stop()

@@ -65,6 +65,11 @@ def test_cross_robot_lookup_from_a_buffer_client(fleet, robots, core):
         assert t.transform.translation.x == pytest.approx(10.0 + 0 * 2 - 1 * 2)
         assert t.transform.translation.y == pytest.approx(-5.0)
         assert client.can_transform("robot1/map", "robot0/map", Time())
+    # The lookups it served are in its stats, with their latency.
+    stats = fleet.stats()
+    assert stats["lookup_ms"]["count"] >= 2 and stats["lookup_ms"]["p99"] >= 0
+    assert stats["robots"] == 2 and stats["robots_held"] == 2
+    assert stats["worst_lag_s"] < 3600 and stats["bytes"]["names"] > 0
 
 
 def test_unknown_robot_frame_gets_tf2s_error_with_did_you_mean(fleet, robots, core):
