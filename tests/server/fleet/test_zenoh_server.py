@@ -58,9 +58,9 @@ def test_same_exceptions_as_a_local_buffer(served, target, source, time_, exc):
 
 
 def test_a_waiting_goal_is_answered_when_the_data_arrives(served):
-    buffer, _, client = served
+    buffer, server, client = served
     future = client.lookup_transform_async("map", "late", Time(), timeout=10)
-    time.sleep(0.2)
+    wait_for(lambda: server.pending_count == 1, 60, message="the goal waiting on the server")
     assert not future.done()
     buffer.set_transform_static(make_transform("odom", "late", (4.0, 0, 0)), "t")
     assert future.result(timeout=60).transform.translation.x == pytest.approx(7.0)
