@@ -27,7 +27,7 @@ from typing import Any
 
 from .interface import TopicReceiver, TopicSender, transport_for
 
-__all__ = ["TopicSpec", "dds_type_name", "publish_topic", "subscribe_topic",
+__all__ = ["TopicSpec", "dds_type_name", "payload_bytes", "publish_topic", "subscribe_topic",
            "transient_local_topics"]
 
 _ROS_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/(msg|srv|action)/[A-Z][A-Za-z0-9]*$")
@@ -82,6 +82,13 @@ def dds_type_name(type_name: str) -> str:
     """``pkg/msg/Name`` -> ``pkg::msg::dds_::Name_`` (the name DDS and rmw_zenoh use)."""
     package, kind, name = type_name.split("/")
     return f"{package}::{kind}::dds_::{name}_"
+
+
+def payload_bytes(data: object) -> bytes:
+    """``data`` as the bytes a topic publisher sends; TypeError for anything but bytes."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"publish takes bytes, got {type(data).__name__}")
+    return bytes(data)
 
 
 def publish_topic(topic: TopicSpec, core: Any = None, keys: Any = None) -> TopicSender:

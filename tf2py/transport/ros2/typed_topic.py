@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..address import core_address
 from ..counters import DropCounter
+from ..topics import payload_bytes
 from . import types
 from ._dds import dds
 from .participant import Participant
@@ -82,12 +83,11 @@ class Ros2TopicPublisher:
 
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes, encapsulation header included)."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"publish takes bytes, got {type(data).__name__}")
+        data = payload_bytes(data)
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
-            self._writer.write(bytes(data))
+            self._writer.write(data)
             self.sent_messages += 1
 
     def matched_subscriptions(self) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..counters import DropCounter
+from ..topics import payload_bytes
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
@@ -52,12 +53,11 @@ class ZenohTopicPublisher:
 
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes, encapsulation header included)."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"publish takes bytes, got {type(data).__name__}")
+        data = payload_bytes(data)
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
-            self._publisher.put(bytes(data))
+            self._publisher.put(data)
             self.sent_messages += 1
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ import zmq
 from .. import wire
 from ..address import bus_endpoints
 from ..keys import load_keys
+from ..topics import payload_bytes
 from .sockets import (
     RECEIVE_HWM,
     SEND_HWM,
@@ -74,8 +75,7 @@ class ZmqTopicPublisher:
 
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes); ValueError if over the bus's frame bound."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"publish takes bytes, got {type(data).__name__}")
+        data = payload_bytes(data)
         if len(data) > wire.MAX_PIECE_BYTES:
             raise ValueError(f"a {self.topic.name} message of {len(data)} bytes exceeds the "
                              f"tcp:// bus's {wire.MAX_PIECE_BYTES} bytes")
