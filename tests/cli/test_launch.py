@@ -123,6 +123,8 @@ def test_launch_kills_a_process_that_ignores_sigint_and_sigterm(tmp_path, spawn,
 
 def test_exit_of_a_required_process_stops_all_and_exits_non_zero(tmp_path, spawn,
                                                                  tf2py_command):
+    # vital exits once the test has seen long running (a file says so), not after a time.
+    go = tmp_path / "go"
     path = write(tmp_path, f"""\
         launch:
           - process:
@@ -130,11 +132,12 @@ def test_exit_of_a_required_process_stops_all_and_exits_non_zero(tmp_path, spawn
               cmd: {LOOP}
           - process:
               name: vital
-              cmd: [python, -c, "import time; time.sleep(1); raise SystemExit(3)"]
+              cmd: [python, -c, "import os, time; [time.sleep(0.01) for _ in iter(lambda: os.path.exists('{go}'), True)]; raise SystemExit(3)"]
               required: true
         """)
     proc = launch(spawn, tf2py_command, path)
     proc.wait_for_line("[long] hello")
+    go.touch()
     assert proc.wait(timeout=30) == 3
     pids = started_pids(proc.output())
     assert all(gone(pid) for pid in pids.values())
