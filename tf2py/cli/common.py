@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
 
@@ -31,6 +32,35 @@ def install_signal_handlers() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
         signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+#: Listening this long or longer, a command says once on stderr when it starts hearing.
+LONG_WAIT_S = 5.0
+
+
+def wait_or_interrupt(seconds: float, heard: Callable[[], bool] | None = None,
+                      hearing: str = "") -> bool:
+    """Sleep ``seconds``, or until Ctrl-C or SIGTERM; True when interrupted. For commands that
+    listen for a while and then report: a stop request ends the listening, and they report
+    what they heard (as ROS's tools do) instead of throwing it away. For a long wait
+    (``LONG_WAIT_S`` or more), ``hearing`` is printed on stderr once ``heard()`` first holds,
+    with how to report at once."""
+    import sys
+    import time
+
+    end = time.monotonic() + seconds
+    told = heard is None or seconds < LONG_WAIT_S
+    try:
+        while (remaining := end - time.monotonic()) > 0:
+            if not told and heard is not None and heard():
+                told = True
+                print(f"{hearing}; Ctrl-C reports what was heard now, else in "
+                      f"{remaining:.0f} s", file=sys.stderr, flush=True)
+            # time.sleep refuses far longer waits; polled while waiting to tell the hearing
+            time.sleep(min(remaining, 3600.0 if told else 0.05))
+    except KeyboardInterrupt:
+        return True
+    return False
 
 
 def parse_core_argument(parser: argparse.ArgumentParser | argparse._ActionsContainer) -> None:

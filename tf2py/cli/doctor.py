@@ -77,7 +77,9 @@ def _listen(core: str | None, duration: float) -> tuple[Any, float, Any]:
     watch, receivers = _watch_joints(core)
     try:
         with subscriber:
-            wait_or_interrupt(duration)  # Ctrl-C: report what was heard so far
+            wait_or_interrupt(  # Ctrl-C: report what was heard so far
+                duration, lambda: observations.messages > 0,
+                f"tf2py doctor: hearing transforms from {bus_name(core)}")
     finally:
         for receiver in receivers:
             receiver.close()

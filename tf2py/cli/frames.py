@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from typing import Any
 
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
+                     wait_or_interrupt)
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
@@ -38,9 +40,11 @@ def wait_time_of(args: argparse.Namespace) -> float:
     return value
 
 
-def listen(core: str | None, wait_time: float, clock: Any = None) -> Any:
-    """A Buffer filled by listening to the bus at ``core`` for ``wait_time`` seconds (that
-    forgets what it heard before a backward jump of ``clock``, if given)."""
+def listen(core: str | None, wait_time: float, clock: Any = None,
+           command: str = "frames") -> tuple[Any, float, bool]:
+    """``(buffer, seconds, interrupted)``: a Buffer filled by listening to the bus at ``core``
+    for ``wait_time`` seconds, or until Ctrl-C or SIGTERM (``interrupted``: what was heard
+    until then is kept); it forgets what it heard before a backward jump of ``clock``."""
     from ..buffer.buffer import Buffer
     from ..transport.listener import TransformListener
 
@@ -49,11 +53,12 @@ def listen(core: str | None, wait_time: float, clock: Any = None) -> Any:
         listener = TransformListener(buffer, core=core)
     except ValueError as exc:  # a malformed address
         raise CommandError(str(exc), 2) from None
+    start = time.monotonic()
     with listener:
-        end = time.monotonic() + wait_time
-        while (remaining := end - time.monotonic()) > 0:
-            time.sleep(min(remaining, 3600.0))  # time.sleep refuses far longer waits
-    return buffer
+        interrupted = wait_or_interrupt(
+            wait_time, lambda: listener.received_messages > 0,
+            f"tf2py {command}: hearing transforms from {bus_name(core)}")
+    return buffer, time.monotonic() - start, interrupted
 
 
 def frame_trees(info: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], list[str]]:
@@ -128,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     wait_time = wait_time_of(args)
     clock = sim_clock(args)
     try:
-        buffer = listen(args.core, wait_time, clock)
+        buffer, listened, interrupted = listen(args.core, wait_time, clock)
         now = now_ns(clock)
     finally:
         if clock is not None:
@@ -136,12 +141,15 @@ def run(args: argparse.Namespace) -> int:
     info = buffer.frames_info()
     where = core_address(args.core)
     require_time(clock, where, wait_time)
+    seconds = f"{listened:.1f} s (stopped early)" if interrupted else f"{wait_time:g} s"
     if not info:
-        raise CommandError(
-            f"no tf data received from {bus_name(args.core)} in {wait_time:g} s "
-            f"({no_data_hint(args.core)})"
-        )
+        nothing = (f"no tf data received from {bus_name(args.core)} in {seconds} "
+                   f"({no_data_hint(args.core)})")
+        if interrupted:  # a stop asked for is a clean stop: say what was heard, exit 0
+            print(f"tf2py frames: {nothing}", file=sys.stderr, flush=True)
+            return 0
+        raise CommandError(nothing)
     n = len(info)
-    print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {wait_time:g} s:")
+    print(f"{n} frame{'s' if n != 1 else ''} with a parent, heard on {where} in {seconds}:")
     print(format_tree(info, now), flush=True)
     return 0

@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         where = core_address(args.core)
         print(f"Listening to tf data on {where} during {wait_time:g} seconds...", flush=True)
-        buffer = listen(args.core, wait_time)
+        buffer, _, _ = listen(args.core, wait_time, command="view-frames")  # Ctrl-C: draw it
         info = buffer.frames_info()
         now_ns = Time.now().nanoseconds
     data = view_frames_data(buffer)
