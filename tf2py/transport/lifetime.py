@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["join_thread", "release_when_collected", "weak_callback"]
+__all__ = ["join_thread", "release_when_collected", "release_all", "weak_callback"]
 
 
 def join_thread(thread: threading.Thread, timeout: float) -> None:
@@ -48,6 +48,21 @@ def release_when_collected(owner: object, release: Callable[[], None],
     finalizer = weakref.finalize(owner, _release_unclosed, release, what)
     finalizer.atexit = False
     return finalizer
+
+
+def release_all(*parts: Callable[[], object] | list[Any]) -> Callable[[], None]:
+    """What releases an unclosed object's parts, in order: each part is a callable (called),
+    or a list of things with ``close()`` (each closed; the list is read when it runs, so
+    items added after this call count). The parts must not hold the object itself."""
+    def release() -> None:
+        for part in parts:
+            if isinstance(part, list):
+                for item in list(part):
+                    item.close()
+            else:
+                part()
+
+    return release
 
 
 def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...buffer.time import Time, to_nanoseconds
 from ..counters import DropCounter
-from ..lifetime import release_when_collected, weak_callback
+from ..lifetime import release_all, release_when_collected, weak_callback
 from ..clock import ClockPublisher, SimClock, TimeJump
 
 __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
@@ -21,14 +21,6 @@ def _refuse_keys(keys: Any) -> None:
     if keys is not None:
         raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
                          "(ros2://), whose traffic is plain DDS")
-
-
-def _releaser(*steps: Callable[[], None]) -> Callable[[], None]:
-    """What releases an unclosed object's parts, in order (it must not hold the object)."""
-    def release() -> None:
-        for step in steps:
-            step()
-    return release
 
 
 class Ros2ClockPublisher:
@@ -52,7 +44,7 @@ class Ros2ClockPublisher:
             self._participant.release()
             raise
         self._finalizer = release_when_collected(
-            self, _releaser(self._writer.close, self._participant.release), type(self).__name__)
+            self, release_all(self._writer.close, self._participant.release), type(self).__name__)
 
     def publish(self, time: Time | float) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""

@@ -22,7 +22,7 @@ from .. import wire
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..fill import BufferFiller
-from ..lifetime import release_when_collected, weak_callback
+from ..lifetime import release_all, release_when_collected, weak_callback
 from . import cdr, types
 from .participant import (
     Subscription,
@@ -98,13 +98,8 @@ class _Node:
         """Release ``entities`` (writers, subscriptions) and our share of the participant
         when this object is collected without ``close()`` (with a ResourceWarning)."""
         participant = self._participant if self._own_participant else None
-
-        def release() -> None:
-            for entity in entities:
-                entity.close()
-            if participant is not None:
-                participant.release()
-
+        release = release_all(entities) if participant is None else \
+            release_all(entities, participant.release)
         self._finalizer = release_when_collected(self, release, type(self).__name__)
 
     @property

@@ -24,7 +24,7 @@ from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..fill import BufferFiller
-from ..lifetime import release_when_collected, weak_callback
+from ..lifetime import release_all, release_when_collected, weak_callback
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
 from ..wire_common import MAX_FRAME_ID_LENGTH
@@ -78,14 +78,6 @@ def _row(ts: Any) -> tuple[str, str, int, tuple[float, ...]]:
     return (str(ts.header.frame_id), str(ts.child_frame_id), to_nanoseconds(ts.header.stamp),
             (t.translation.x, t.translation.y, t.translation.z,
              t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w))
-
-
-def _closer(entities: list[Any]) -> Callable[[], None]:
-    """What releases an unclosed object's publishers or subscriptions (not the object)."""
-    def close_all() -> None:
-        for entity in entities:
-            entity.close()
-    return close_all
 
 
 class _Sender:
@@ -217,7 +209,7 @@ class _Receiver:
         self._last_sequence: dict[bytes, int] = {}
         self._ignore = ignore_gids if ignore_gids is not None else set()
         self._subscriptions: list[Subscription] = []
-        self._finalizer = release_when_collected(self, _closer(self._subscriptions),
+        self._finalizer = release_when_collected(self, release_all(self._subscriptions),
                                                  type(self).__name__)
         parsed = parse_zenoh_address(address)
         self._namespace = parsed.namespace
