@@ -221,3 +221,43 @@ def test_launch_arm_brings_up_the_arm_and_echoes_base_to_tool(spawn, tf2py_comma
         assert set(RobotModel.from_urdf(ARM).links) <= set(buffer.get_frames())
     proc.signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
+
+
+# -- xacro ------------------------------------------------------------------------------------------
+
+XACRO = """<?xml version="1.0"?>
+<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="stick">
+  <xacro:arg name="length" default="0.5"/>
+  <link name="base"/>
+  <link name="tip"/>
+  <joint name="hinge" type="revolute">
+    <parent link="base"/><child link="tip"/>
+    <origin xyz="0 0 $(arg length)"/>
+    <axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+</robot>
+"""
+
+
+def test_xacro_arguments_reach_the_description(bus, spawn, tf2py_command, tmp_path):
+    pytest.importorskip("xacro")
+    path = tmp_path / "stick.urdf.xacro"
+    path.write_text(XACRO)
+    buffer, listener = listening(bus)
+    with listener:
+        line = spawn([*tf2py_command, "robot-state-publisher", str(path), "--core", bus,
+                      "--xacro-arg", "length:=2.25"]).wait_for_line("publishing on", timeout=60)
+        assert "'stick': 0 fixed and 1 movable joints" in line
+        spawn([*tf2py_command, "joint-state-publisher", str(path), "--core", bus,
+               "--xacro-arg", "length:=2.25", "--set", "hinge=0.5"])
+        t = buffer.lookup_transform("base", "tip", 0, timeout=30).transform
+        assert t.translation.z == 2.25
+        assert abs(t.rotation.z - np.sin(0.25)) < 1e-12
+
+
+def test_a_xacro_error_is_one_line(tf2py, tmp_path):
+    pytest.importorskip("xacro")
+    path = tmp_path / "bad.urdf.xacro"
+    path.write_text(XACRO.replace("$(arg length)", "${undefined_property}"))
+    one_line_failure(tf2py("robot-state-publisher", str(path)), "bad.urdf.xacro", code=1)
