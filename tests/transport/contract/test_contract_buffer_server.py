@@ -1,10 +1,13 @@
 """The buffer server over each of its links (``tcp://`` and ``zenoh://``): the answers and
 exceptions of a local Buffer; a client's first lookups, made at once by a new process, all
-come back; a script that never closes its client still exits."""
+come back; a script that never closes its client still exits, and an unclosed client lets go
+of its threads when it is collected."""
 
 from __future__ import annotations
 
+import gc
 import sys
+import threading
 
 import pytest
 
@@ -79,3 +82,18 @@ def test_a_script_that_never_closes_its_client_exits(served, spawn):
     wait_for(lambda: proc.popen.poll() is not None, 30,
              message=lambda: f"the script to exit; output:\n{proc.output()}")
     assert proc.wait() == 0, proc.output()
+
+
+def test_an_unclosed_client_lets_go_of_its_threads(served):
+    _, server = served
+    with BufferClient(server.address) as warm:  # the link's shared parts (a Zenoh session)
+        warm.lookup_transform("map", "odom", 0, timeout=10)
+        before = set(threading.enumerate())
+        client = BufferClient(server.address)
+        assert client.lookup_transform_async("map", "odom", 0, timeout=10).result(30)
+        del client
+        gc.collect()
+        wait_for(lambda: not [t for t in threading.enumerate()
+                              if t not in before and t.is_alive()], 10,
+                 message=lambda: f"threads left by an unclosed client: "
+                 f"{[t.name for t in threading.enumerate() if t not in before]}")
