@@ -249,20 +249,26 @@ class RobotModel:
         index = self._link_indices(links, "links")
         if single and base is None and links is None:
             return self._kinematics.poses_single(array)
-        poses = self._kinematics.poses(configurations)  # (L, 3, 4, N)
+        kinematics = self._kinematics
+        n = configurations.shape[0]
+        walk = kinematics.poses(configurations, kinematics.scratch(n))  # (L, 4, 4, N)
+        poses = walk
         if base is not None and base != self.root:
             b = self._link_indices([base], "base")[0]
             # T_base⁻¹·T = [R_bᵀ·R | R_bᵀ·(t - t_b)].
-            chosen = poses[index]
-            chosen[:, :, 3] -= poses[b, :, 3]
-            poses = np.einsum("kjn,lkcn->ljcn", poses[b, :, :3], chosen)
-        elif len(index) != len(self.links):
+            chosen = poses[index, :3]
+            chosen[:, :, 3] -= poses[b, :3, 3]
+            relative = np.empty((len(index), 4, 4, n))
+            relative[:, :3] = np.einsum("kjn,lkcn->ljcn", poses[b, :3, :3], chosen)
+            relative[:, 3, :3] = 0.0
+            relative[:, 3, 3] = 1.0
+            poses = relative
+        elif len(index) != len(self.links) or index != list(range(len(index))):
             poses = poses[index]
-        n = configurations.shape[0]
-        out = np.empty((n, len(index), 4, 4))
-        flat = out.reshape(n, len(index), 16)  # (a view: out is new and contiguous)
-        flat[:, :, :12] = poses.reshape(len(index), 12, n).transpose(2, 0, 1)
-        flat[:, :, 12:] = (0.0, 0.0, 0.0, 1.0)
+        # (L, 16, N) -> (N, L, 16): one transposed copy.
+        out: npt.NDArray[np.float64] = (
+            poses.reshape(len(index) * 16, n).T.copy().reshape(n, len(index), 4, 4))
+        kinematics.keep(walk)
         return out[0] if single else out
 
     def _link_indices(self, links: Sequence[str] | None, what: str) -> list[int]:
