@@ -29,18 +29,21 @@ def twist_for(axis: Array) -> Array:
     """A rotation Q whose third column is the unit ``axis`` (Q·z = axis); exact signed
     permutations for axes along ±x, ±y, ±z."""
     a = np.asarray(axis, dtype=np.float64)
-    exact = {(0.0, 0.0, 1.0): ((1, 0, 0), (0, 1, 0)), (0.0, 0.0, -1.0): ((1, 0, 0), (0, -1, 0)),
-             (1.0, 0.0, 0.0): ((0, 1, 0), (0, 0, 1)), (-1.0, 0.0, 0.0): ((0, -1, 0), (0, 0, 1)),
-             (0.0, 1.0, 0.0): ((0, 0, 1), (1, 0, 0)), (0.0, -1.0, 0.0): ((0, 0, -1), (1, 0, 0))}
+    exact: dict[tuple[float, ...], tuple[tuple[int, int, int], tuple[int, int, int]]] = {
+        (0.0, 0.0, 1.0): ((1, 0, 0), (0, 1, 0)), (0.0, 0.0, -1.0): ((1, 0, 0), (0, -1, 0)),
+        (1.0, 0.0, 0.0): ((0, 1, 0), (0, 0, 1)), (-1.0, 0.0, 0.0): ((0, -1, 0), (0, 0, 1)),
+        (0.0, 1.0, 0.0): ((0, 0, 1), (1, 0, 0)), (0.0, -1.0, 0.0): ((0, 0, -1), (1, 0, 0))}
     key = tuple(float(v) for v in a)
     if key in exact:
-        u, v = (np.array(c, dtype=np.float64) for c in exact[key])
+        u = np.array(exact[key][0], dtype=np.float64)
+        v = np.array(exact[key][1], dtype=np.float64)
     else:
         helper = np.eye(3)[int(np.argmin(np.abs(a)))]
         u = np.cross(a, helper)
         u /= np.linalg.norm(u)
         v = np.cross(a, u)
-    return np.column_stack([u, v, a])
+    q: Array = np.column_stack([u, v, a]).astype(np.float64)
+    return q
 
 
 class BatchForward:
