@@ -23,7 +23,7 @@ __all__ = ["Description", "Drive", "describe"]
 
 # What urdfdom's strToDouble (an istringstream in the classic locale, whole string) takes:
 # no inf, nan, hex or digit separators.
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
 class Drive(NamedTuple):
