@@ -93,3 +93,15 @@ def test_an_empty_batch_and_a_model_of_one_link():
     assert np.array_equal(single.forward_kinematics([]), np.eye(4)[None])
     assert single.forward_kinematics(np.zeros((3, 0))).shape == (3, 1, 4, 4)
     assert single.transforms([]) == [] and single.static_transforms() == []
+
+
+def test_turning_by_special_angles_matches_the_rotation_built_by_hand():
+    model = chain(["0 0 1"])
+    angles = np.array([0.0, np.pi, -np.pi, np.pi / 2, -np.pi / 2, 2 * np.pi, 3 * np.pi, 123.456,
+                       -1e4, 1e-300])
+    batch = model.forward_kinematics(angles[:, None])
+    origin = model.joints[0].origin.as_matrix()
+    for theta, pose in zip(angles, batch):
+        turn = np.eye(4)
+        turn[:2, :2] = [[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]]
+        assert np.abs(pose[1] - origin @ turn).max() < 1e-15, theta
