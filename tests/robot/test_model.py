@@ -350,3 +350,19 @@ def test_fill_one_configuration_with_a_prefix_and_an_authority(arm):
 def test_fill_needs_one_stamp_per_configuration(arm):
     with pytest.raises(ValueError, match="3 stamps"):
         arm.fill(Buffer(), np.zeros((3, 4)), [1.0, 2.0])
+
+
+def test_joints_are_found_by_name_too(arm):
+    assert arm.joints["lift"] is next(j for j in arm.joints if j.name == "lift")
+    assert "lift" in arm.joints and "nothing" not in arm.joints
+    assert arm.joints[0].name == "pan" and [j.name for j in arm.joints[:2]] == ["pan", "lift"]
+    with pytest.raises(KeyError, match="'nothing'"):
+        arm.joints["nothing"]
+
+
+def test_fill_takes_one_configuration_as_a_row_with_one_stamp(arm):
+    buffer = Buffer()
+    arm.fill(buffer, np.array([[Q[n] for n in arm.joint_names]]), 2.0)
+    found = buffer.lookup_transform("base", "wrist", Time(sec=2))
+    expected = dict(zip(arm.links, arm.forward_kinematics(Q)))["wrist"]
+    assert np.allclose(found.transform.as_matrix(), expected, atol=1e-9)

@@ -23,7 +23,7 @@ from ..buffer._kernel_ext import build_transform as _build_transform
 from ..buffer.messages import TransformStamped, stamped
 from ..buffer.time import Time, to_nanoseconds
 from .errors import RobotModelError
-from .joint import Joint, JointLimits, JointMimic
+from .joint import Joint, JointLimits, JointMimic, Joints
 from .kinematics import JointRows, Kinematics
 from .urdf import Description, describe
 from .xacro_files import expand_xacro
@@ -48,7 +48,7 @@ class RobotModel:
         self.name: str = description.name
         self.root: str = description.root
         self.links: list[str] = list(description.links)
-        self.joints: list[Joint] = list(description.joints)
+        self.joints: Joints = Joints(list(description.joints))
         self.joint_names: list[str] = list(description.joint_names)
         self.urdf: str = urdf
         self._kinematics = Kinematics(description)
@@ -316,6 +316,8 @@ def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
     if single:
         if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) == 1 and len(stamps) == 1:
             stamps = stamps[0]
+        return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
+    if n == 1 and (isinstance(stamps, (Time, int, float)) or np.ndim(stamps) == 0):
         return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
     if isinstance(stamps, (Time, int, float)) or np.ndim(stamps) != 1:
         raise ValueError(f"a trajectory of {n} configurations needs {n} stamps, got {stamps!r}")
