@@ -163,18 +163,22 @@ def _check_tree(links: dict[str, int], joints: list[Joint], lines: dict[str, int
                 f"{lines[first.name]}) already makes {first.parent!r} its parent")
         parent_joint[joint.child] = joint
         children[joint.parent].append(joint)
-    for start in links:  # every link has at most one parent: walk up, a revisit is a cycle
-        seen: list[str] = []
+    # Every link has at most one parent: walk up from each link, a revisit on the way up is
+    # a cycle; links already walked (and found to reach a root) end a walk early: O(links).
+    reaches_root: set[str] = set()
+    for start in links:
+        path: dict[str, int] = {}
         link = start
-        while link in parent_joint:
-            if link in seen:
-                loop = seen[seen.index(link):]
+        while link in parent_joint and link not in reaches_root:
+            if link in path:
+                loop = list(path)[path[link]:]
                 names = " -> ".join(repr(parent_joint[k].name) for k in reversed(loop))
                 culprit = parent_joint[loop[0]].name
                 raise RobotModelError(source, lines[culprit], f"joint {culprit!r}",
                                       f"joints {names} form a cycle")
-            seen.append(link)
+            path[link] = len(path)
             link = parent_joint[link].parent
+        reaches_root.update(path)
     roots = [name for name in links if name not in parent_joint]
     robot_element = f"robot {robot.attributes.get('name', '')!r}"
     if not roots:
