@@ -19,7 +19,8 @@ A goal from a peer it has no token of yet is held (up to ``_HELD_PER_PEER`` mess
 and counted (``"absent client"``): made-up client ids cannot fill the server's limits. At
 most ``_MAX_PRESENT`` peers are present at once, ``_MAX_CHANNELS_PER_LINK`` of one
 process's link. Without keys, any process on the domain can declare the server's token and
-answer; with keys, only the site's identities can connect at all.
+answer; with keys, only the site's identities can connect at all, the server signs each
+answer and clients take only answers signed by an identity that may serve (zenoh_auth.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Callable
 
 from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
 from ..transport.zenoh.session import SharedSession
+from .zenoh_auth import checker_for, signer_for
 
 __all__ = ["ZenohServerLink", "ZenohClientLink", "open_server_link", "open_client_link",
            "service_prefix", "MAX_MESSAGE_BYTES"]
@@ -113,6 +115,7 @@ class ZenohServerLink:
         self._lock = threading.Lock()
         self._closed = False
         self._entities: list[Any] = []
+        self._signer = signer_for(keys)  # with keys: answers signed (zenoh_auth.py)
         self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
@@ -242,9 +245,11 @@ class ZenohServerLink:
                 if len(self._latencies) >= _MAX_LATENCIES:
                     del self._latencies[:_MAX_LATENCIES // 2]
                 self._latencies.append(time.monotonic() - arrivals.popleft())
+        key = f"{self._prefix}/reply/{peer}"
         try:
-            self._shared.session.put(f"{self._prefix}/reply/{peer}", payload,
-                                     congestion_control=self._zenoh.CongestionControl.BLOCK)
+            self._shared.session.put(
+                key, payload, congestion_control=self._zenoh.CongestionControl.BLOCK,
+                attachment=None if self._signer is None else self._signer.sign(key, payload))
         except Exception as exc:  # the session is closing
             _log.debug("tf2py server (zenoh): cannot answer %s: %s", peer, exc)
             return False
@@ -290,14 +295,16 @@ class ZenohClientLink:
         self._server_back = False
         self._lock = threading.Lock()
         self._entities: list[Any] = []
+        self._checker = checker_for(keys)  # with keys: only answers of a serving identity
+        self.refused = 0
+        self._reply_key = f"{self._prefix}/reply/{self._peer}"
         self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
 
             self._zenoh = zenoh
             session = self._shared.session
-            self._entities.append(session.declare_subscriber(
-                f"{self._prefix}/reply/{self._peer}", self._on_reply))
+            self._entities.append(session.declare_subscriber(self._reply_key, self._on_reply))
             self._entities.append(session.liveliness().declare_token(
                 f"{self._prefix}/client/{self._peer}"))
             self._entities.append(session.liveliness().declare_subscriber(
@@ -333,8 +340,17 @@ class ZenohClientLink:
 
     def _on_reply(self, sample: Any) -> None:
         payload = sample.payload.to_bytes()
-        if len(payload) <= MAX_MESSAGE_BYTES:
-            self._inbox.put(payload)
+        if len(payload) > MAX_MESSAGE_BYTES:
+            return
+        if self._checker is not None:
+            attachment = None if sample.attachment is None else sample.attachment.to_bytes()
+            if not self._checker.check(self._reply_key, payload, attachment):
+                self.refused += 1
+                if self.refused == 1:
+                    _log.warning("tf2py client (zenoh): refused an answer not signed by an "
+                                 "identity of the site that may serve (logged once)")
+                return
+        self._inbox.put(payload)
 
     def _on_server(self, sample: Any) -> None:
         if sample.kind == self._zenoh.SampleKind.PUT:
