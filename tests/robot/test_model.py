@@ -366,3 +366,10 @@ def test_fill_takes_one_configuration_as_a_row_with_one_stamp(arm):
     found = buffer.lookup_transform("base", "wrist", Time(sec=2))
     expected = dict(zip(arm.links, arm.forward_kinematics(Q)))["wrist"]
     assert np.allclose(found.transform.as_matrix(), expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", ["up", None, [1.0, 2.0]])
+def test_a_position_that_is_not_a_number_names_its_joint(arm, bad):
+    with pytest.raises(ValueError, match="'lift'") as info:
+        arm.transforms({"lift": bad})
+    assert "\n" not in str(info.value)

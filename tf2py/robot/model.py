@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-from itertools import chain, repeat
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any, Union
 
 import numpy as np
@@ -104,7 +104,11 @@ class RobotModel:
             for name, value in positions.items():
                 k = index.get(name)
                 if k is not None:
-                    value = float(value)
+                    try:
+                        value = float(value)
+                    except (TypeError, ValueError):
+                        raise ValueError(f"joint {name!r}: position {value!r} is not a number"
+                                         ) from None
                     if not math.isfinite(value):
                         raise ValueError(f"joint {name!r}: position {value} is not finite")
                     out[k] = value
