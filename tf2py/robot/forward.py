@@ -18,11 +18,13 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BatchForward"]
+__all__ = ["BatchForward", "STATIC", "REVOLUTE", "PRISMATIC", "twist_for"]
 
 Array = npt.NDArray[np.float64]
 
-_STATIC, _REVOLUTE, _PRISMATIC = 0, 1, 2
+#: How a joint moves in the walk: not at all (fixed, floating, planar, undriven), by turning
+#: (revolute, continuous), by sliding (prismatic).
+STATIC, REVOLUTE, PRISMATIC = 0, 1, 2
 
 
 def twist_for(axis: Array) -> Array:
@@ -64,18 +66,18 @@ class BatchForward:
             undo = np.eye(4)
             undo[:3, :3] = twist[parent].T  # the parent is stored as R_p·Q_p
             g = undo @ origin
-            if kind == _REVOLUTE:
+            if kind == REVOLUTE:
                 q = twist_for(axis)
                 twist[child] = q
                 g[:3, :3] = g[:3, :3] @ q
                 if not np.array_equal(q, np.eye(3)):
                     self.twisted.append((child, q))
             weights = g.T  # rows: what each column of H_c is, as a mix of H_p's columns
-            if kind == _PRISMATIC:
+            if kind == PRISMATIC:
                 direction = np.zeros(4)
                 direction[:3] = twist[parent].T @ shift
                 weights = np.vstack([weights, direction])
-            if kind == _REVOLUTE:  # its row in the sines and cosines (of turning joints only)
+            if kind == REVOLUTE:  # its row in the sines and cosines (of turning joints only)
                 k = self.turning.setdefault(k, len(self.turning))
             self.steps.append((parent, child, kind, k, np.ascontiguousarray(weights)))
         self.turning_rows = np.fromiter(self.turning, dtype=np.intp, count=len(self.turning))
@@ -102,14 +104,14 @@ class BatchForward:
         scratch = np.empty((2, 3, n))
         for parent, child, kind, k, weights in self.steps:
             rows = h[child, :3]
-            if kind == _PRISMATIC:
+            if kind == PRISMATIC:
                 product = matmul(weights, h[parent, :3])  # (3, 5, N): G's columns and R_p·d
                 rows[...] = product[:, :4]
                 multiply(product[:, 4], theta[k], out=scratch[0])
                 rows[:, 3] += scratch[0]
                 continue
             matmul(weights, h[parent, :3], out=rows)
-            if kind == _REVOLUTE:  # (m0, m1) <- (c·m0 + s·m1, c·m1 − s·m0)
+            if kind == REVOLUTE:  # (m0, m1) <- (c·m0 + s·m1, c·m1 − s·m0)
                 m0, m1 = rows[:, 0], rows[:, 1]
                 s, c = sin[k], cos[k]
                 multiply(m1, s, out=scratch[0])

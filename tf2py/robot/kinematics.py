@@ -23,16 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..buffer.messages import _matrix_from_quaternion
-from .forward import BatchForward
+from .forward import PRISMATIC, REVOLUTE, STATIC, BatchForward
 from .joint import Joint
 from .urdf import Description
 
 __all__ = ["Kinematics", "JointRows"]
 
 Array = npt.NDArray[np.float64]
-
-_STATIC, _REVOLUTE, _PRISMATIC = 0, 1, 2
-
 
 class JointRows(NamedTuple):
     """Joint transforms as the kernel's batch insert takes them: row k maps ``children[k]``
@@ -61,7 +58,6 @@ class Kinematics:
     def __init__(self, description: Description) -> None:
         self.links = list(description.links)
         self.link_index = {name: k for k, name in enumerate(self.links)}
-        joints = {j.name: j for j in description.joints}
         drives = description.drives
         # Moving joints that follow the joint states (driven ones and their mimics), in
         # document order: the joints ``transforms`` publishes.
@@ -100,7 +96,7 @@ class Kinematics:
             joint = by_child[link]
             t, q, r = _origin_arrays(joint)
             k = self.moving_index.get(joint.name, -1)
-            kind = _STATIC if k < 0 else (_PRISMATIC if joint.type == "prismatic" else _REVOLUTE)
+            kind = STATIC if k < 0 else (PRISMATIC if joint.type == "prismatic" else REVOLUTE)
             origin = np.eye(4)
             origin[:3, :3] = r
             origin[:3, 3] = t
