@@ -135,6 +135,17 @@ class Kinematics:
         out[:, :, 3:] = s * self.u[:, None, :] + c * self.v[:, None, :]
         return out
 
+    def rows_single(self, theta: Array) -> Array:
+        """``rows`` for one configuration: ``(M, 7)`` for the positions ``theta (M,)``
+        (the publishers' path, once per joint state: fewer, smaller array operations)."""
+        half = theta * self.half_angle
+        out = np.empty((len(theta), 7))
+        np.multiply(theta[:, None], self.d, out=out[:, :3])
+        out[:, :3] += self.t
+        np.multiply(np.sin(half)[:, None], self.u, out=out[:, 3:])
+        out[:, 3:] += np.cos(half)[:, None] * self.v
+        return out
+
     def poses(self, positions: Array, out: Array | None = None) -> Array:
         """Every link's 4×4 pose in the root for ``positions (N, dof)``, configurations
         last: ``(L, 4, 4, N)`` (into ``out`` when given)."""
@@ -159,7 +170,7 @@ class Kinematics:
         """Every link's 4×4 pose in the root for one configuration ``(dof,)``: ``(L, 4, 4)``,
         by 4×4 products along the tree (fewer, larger steps than ``poses`` takes for N)."""
         theta = self.moving_positions(positions)
-        rows = self.rows(theta[None, :])[:, 0, :]
+        rows = self.rows_single(theta)
         x, y, z, w = rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6]
         local = np.zeros((len(rows), 4, 4))
         local[:, 0, 0] = 1.0 - 2.0 * (y * y + z * z)

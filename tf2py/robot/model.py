@@ -181,17 +181,19 @@ class RobotModel:
             stamps = np.full(n, int(stamps), dtype=np.int64)
         elif stamps.shape != (n,):
             raise ValueError(f"{n} configurations need {n} stamps, got shape {stamps.shape}")
-        theta = k.moving_positions(array)
-        values = k.rows(theta).reshape(-1, 7)
-        m = theta.shape[1]
         names_p, names_c = self._moving_names(frame_prefix)
-        if n == 1:
+        if n == 1:  # a joint state: the publishers' path
+            theta = k.moving_positions(array[0])
+            values = k.rows_single(theta)
             parents, children = list(names_p), list(names_c)
+            all_stamps = np.full(len(theta), stamps[0], dtype=np.int64)
         else:
+            theta = k.moving_positions(array).T
+            values = k.rows(theta.T).reshape(-1, 7)
             parents = list(chain.from_iterable(repeat(p, n) for p in names_p))
             children = list(chain.from_iterable(repeat(c, n) for c in names_c))
-        all_stamps = np.tile(stamps, m)
-        given = ~np.isnan(theta.T.reshape(-1))
+            all_stamps = np.tile(stamps, len(theta))
+        given = ~np.isnan(theta.reshape(-1))
         if not given.all():
             keep = np.flatnonzero(given)
             parents = [parents[i] for i in keep.tolist()]
@@ -219,7 +221,7 @@ class RobotModel:
         ``stamp`` is a ``Time`` or seconds."""
         k = self._kinematics
         theta = k.moving_positions(self.positions_array(positions))
-        values = k.rows(theta[None, :])[:, 0, :]
+        values = k.rows_single(theta)
         time = stamp if type(stamp) is Time else Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
         parents, children = self._moving_names(frame_prefix)
         out = []
