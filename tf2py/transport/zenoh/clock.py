@@ -9,13 +9,10 @@ namespace still uses ``/clock``, so the address's namespace does not apply.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from time import monotonic
 from typing import Any
 
-from ...buffer.time import Time, to_nanoseconds
-from ..clock import ClockPublisher, SimClock, TimeJump
-from ..counters import DropCounter
+from ...buffer.time import to_nanoseconds
+from ..clock import ClockPublisher, FedSimClock, SimClock
 from ..lifetime import release_when_collected, weak_callback
 from ..ros2 import cdr
 from . import wire
@@ -80,26 +77,20 @@ class ZenohClockPublisher:
         self.close()
 
 
-class ZenohSimClock:
+class ZenohSimClock(FedSimClock):
     """Follows ``/clock`` on the Zenoh network of ``address``: ``now()`` is the latest time
     received (``Time()`` before the first tick); jump callbacks are called on the receive
     thread when the time goes backwards. ``close()``; a context manager."""
 
+    _name = "tf2py-zenoh-sim-clock"
+
     def __init__(self, address: str, keys: Any = None):
-        self.address = address
-        self._now_ns = 0
-        self.ticks = 0
-        self.jumps = 0
-        self._callbacks: list[Callable[[TimeJump], Any]] = []
-        self._condition = threading.Condition()
-        self._closed = False
-        self.dropped = DropCounter("tf2py-zenoh-sim-clock")
+        self._start(address)
         parsed = parse_zenoh_address(address)
         # Zenoh keeps its callbacks: a weak one lets an unclosed clock be collected
-        self._subscription = Subscription(parsed, clock_topic(parsed),
-                                          weak_callback(self._on_sample), keys)
-        self._finalizer = release_when_collected(self, self._subscription.close,
-                                                 type(self).__name__)
+        self._source = Subscription(parsed, clock_topic(parsed),
+                                    weak_callback(self._on_sample), keys)
+        self._watch_source()
 
     def _on_sample(self, sample: Any) -> None:
         try:
@@ -109,74 +100,7 @@ class ZenohSimClock:
         except (wire.WireError, cdr.CdrError) as exc:
             self.dropped.drop(exc.cause, f"/clock: {exc}")
             return
-        with self._condition:
-            if self._closed:
-                return
-            previous = self._now_ns
-            self._now_ns = stamp_ns
-            self.ticks += 1
-            jumped = bool(previous) and stamp_ns < previous
-            if jumped:
-                self.jumps += 1
-            callbacks = list(self._callbacks) if jumped else []
-            self._condition.notify_all()
-        if jumped:
-            jump = TimeJump(Time.from_nanoseconds(previous), Time.from_nanoseconds(stamp_ns))
-            for fn in callbacks:
-                try:
-                    fn(jump)
-                except Exception as exc:  # a callback never stops the clock
-                    self.dropped.drop("callback", f"a jump callback raised {exc!r}")
-
-    def now(self) -> Time:
-        """The latest simulated time received (``Time()`` before the first tick)."""
-        now: Time = Time.from_nanoseconds(self._now_ns)
-        return now
-
-    def wait_for_time(self, timeout: float | None = None) -> bool:
-        """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""
-        deadline = None if timeout is None else monotonic() + timeout
-        with self._condition:
-            while not self._now_ns and not self._closed:
-                remaining = None if deadline is None else deadline - monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._condition.wait(remaining)
-            return bool(self._now_ns) and not self._closed
-
-    def add_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
-        if not callable(fn):
-            raise TypeError(f"a jump callback must be callable, got {fn!r}")
-        with self._condition:
-            if self._closed:
-                raise RuntimeError("add_jump_callback on a closed SimClock")
-            self._callbacks.append(fn)
-
-    def remove_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
-        with self._condition:
-            if fn in self._callbacks:
-                self._callbacks.remove(fn)
-
-    def stats(self) -> dict[str, Any]:
-        return {"ticks": self.ticks, "jumps": self.jumps, "dropped": self.dropped.snapshot()}
-
-    def close(self) -> None:
-        with self._condition:
-            if self._closed:
-                return
-            self._closed = True
-            self._condition.notify_all()
-        self._finalizer.detach()
-        self._subscription.close()
-
-    def __enter__(self) -> ZenohSimClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SimClock({self.address!r}, now={self.now()}, ticks={self.ticks})"
+        self._tick(stamp_ns)
 
 
 ClockPublisher.register(ZenohClockPublisher)
