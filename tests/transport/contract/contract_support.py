@@ -99,7 +99,8 @@ class Ros2Bus(Bus):
             import cyclonedds  # noqa: F401
         except ImportError as exc:
             skip_or_fail(f"the ros2 extra (cyclonedds) is not installed: {exc}")
-        self.domain = ros_domain_id(100, 200)
+        # A range no other test draws from (ROS 2's port mapping allows ids up to 232).
+        self.domain = ros_domain_id(201, 233)
         self.address = f"ros2://{self.domain}"
         self.env = {"ROS_DOMAIN_ID": str(self.domain),
                     "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
