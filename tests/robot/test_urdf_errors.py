@@ -226,3 +226,24 @@ def test_a_plain_doctype_loads():
     model = RobotModel.from_urdf_string('<?xml version="1.0"?>\n<!DOCTYPE robot>\n'
                                         '<robot name="r"><link name="a"/></robot>')
     assert model.links == ["a"]
+
+
+@pytest.mark.parametrize("body", [
+    '<visual><origin xyz="0 nan 0"/><geometry><box size="1 1 1"/></geometry></visual>',
+    '<inertial><mass value="inf"/></inertial>',
+    '<inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1e999" iyz="0" izz="1"/></inertial>',
+    '<collision><geometry><mesh filename="package://x/y.stl" scale="1 1"/></geometry></collision>',
+])
+def test_a_bad_number_inside_a_link_is_refused_as_urdfdom_does(urdf_file, body):
+    message = error_of(urdf_file, robot(LINK.format("a"), f'<link name="b">{body}</link>',
+                                        joint("j", "a", "b", "fixed")))
+    assert line_of(message) == 4 and "link 'b'" in message
+
+
+def test_mesh_uris_are_kept_as_text_and_never_opened(tmp_path):
+    model = RobotModel.from_urdf_string(robot(
+        '<link name="a"><visual><geometry><mesh filename="package://nowhere/m.dae"/></geometry>'
+        '</visual></link>', '<link name="b"><visual><geometry>'
+        f'<mesh filename="file://{tmp_path}/absent.stl" scale="1 2 3"/></geometry></visual></link>',
+        joint("j", "a", "b", "fixed")))
+    assert "package://nowhere/m.dae" in model.urdf and model.links == ["a", "b"]

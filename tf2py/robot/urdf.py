@@ -78,6 +78,37 @@ def _origin(xml: Element | None, source: str, element: str) -> Transform:
     return Transform(Vector3(*t), Quaternion(*q))
 
 
+# The numbers of a link's inertial, visual and collision elements (kept as text, unused by
+# kinematics) are checked as urdfdom checks them, so a description that urdfdom refuses for
+# a number is refused here too: element -> its numeric attributes and how many numbers each.
+_LINK_NUMBERS = {
+    "origin": {"xyz": 3, "rpy": 3},
+    "mass": {"value": 1},
+    "inertia": {"ixx": 1, "ixy": 1, "ixz": 1, "iyy": 1, "iyz": 1, "izz": 1},
+    "box": {"size": 3},
+    "cylinder": {"radius": 1, "length": 1},
+    "sphere": {"radius": 1},
+    "mesh": {"scale": 3},
+}
+
+
+def _check_link_numbers(xml: Element, source: str, element: str) -> None:
+    """Refuse a number that is not finite anywhere under a ``<link>``."""
+    stack = list(xml.children)
+    while stack:
+        child = stack.pop()
+        stack.extend(child.children)
+        for attribute, count in _LINK_NUMBERS.get(child.tag, {}).items():
+            text = child.attributes.get(attribute)
+            if text is None:
+                continue
+            what = f"<{child.tag} {attribute}>"
+            if count == 3:
+                _vector(text, source, child.line, element, what)
+            else:
+                _number(text, source, child.line, element, what)
+
+
 def _required(xml: Element, attribute: str, source: str, element: str) -> str:
     value = xml.attributes.get(attribute)
     if value is None:
@@ -246,6 +277,7 @@ def describe(robot: Element, source: str) -> Description:
                 raise RobotModelError(source, xml.line, f"link {name!r}",
                                       f"named twice (first on line {links[name]})")
             links[name] = xml.line
+            _check_link_numbers(xml, source, f"link {name!r}")
         elif xml.tag == "joint":
             joint = _joint(xml, source)
             if joint.name in lines:
