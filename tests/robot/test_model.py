@@ -10,6 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from tf2py import Buffer, Joint, RobotModel, Time
+from tf2py.robot import RobotModelWarning
 
 # Every joint type; line numbers matter only to the warning test.
 ARM = """<?xml version="1.0"?>
@@ -204,9 +205,10 @@ def test_a_mimic_of_a_missing_joint_warns_and_stays_at_its_origin():
       <joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>
       <joint name="j2" type="revolute"><parent link="b"/><child link="c"/>
         <origin xyz="0 0 1"/><mimic joint="ghost"/></joint></robot>"""
-    with pytest.warns(UserWarning) as record:
+    with pytest.warns(RobotModelWarning) as record:
         model = RobotModel.from_urdf_string(text)
     (warning,) = record
+    assert warning.filename == __file__  # points at the caller's line
     message = str(warning.message)
     assert "\n" not in message and message.startswith("<string>:4:")
     assert "'j2'" in message and "'ghost'" in message

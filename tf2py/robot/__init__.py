@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from .errors import RobotModelError
+from .errors import RobotModelError, RobotModelWarning
 from .joint import Joint, JointLimits, JointMimic
 from .model import RobotModel
 
-__all__ = ["RobotModel", "RobotModelError", "Joint", "JointLimits", "JointMimic"]
+__all__ = ["RobotModel", "RobotModelError", "RobotModelWarning", "Joint", "JointLimits", "JointMimic"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..buffer.messages import Quaternion, Transform, Vector3, quaternion_from_rpy
-from .errors import RobotModelError
+from .errors import RobotModelError, RobotModelWarning
 from .joint import JOINT_TYPES, MOVING_TYPES, Joint, JointLimits, JointMimic
 from .xml_tree import Element
 
@@ -252,6 +252,7 @@ def _drives(joints: list[Joint], joint_names: Sequence[str], lines: dict[str, in
                     f"{source}:{lines[current.name]}: joint {current.name!r} mimics joint "
                     f"{mimic.joint!r}, which the model {why}: joint {joint.name!r} stays at its "
                     "origin and is not published",
+                    RobotModelWarning,
                     stacklevel=5,  # the caller of from_urdf or from_urdf_string
                 )
                 break
