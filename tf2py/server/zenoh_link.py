@@ -15,8 +15,9 @@ the server link reports the peer gone, and ignores whatever comes from it later.
 
 The server takes goals only from *present* clients: a peer whose liveliness token it holds.
 A goal from a peer it has no token of yet is held (up to ``_HELD_PER_PEER`` messages, for
-``_HOLD_SECONDS``, ``_MAX_HELD_PEERS`` peers at once) until the token arrives, then dropped
-and counted (``"absent client"``): made-up client ids cannot fill the server's limits. At
+``_HOLD_SECONDS``, ``_MAX_HELD_PEERS`` peers and ``_MAX_HELD_BYTES`` at once) until the token
+arrives, else dropped and counted (``"absent client"``): made-up client ids cannot fill the
+server's limits. At
 most ``_MAX_PRESENT`` peers are present at once, ``_MAX_CHANNELS_PER_LINK`` of one
 process's link. Without keys, any process on the domain can declare the server's token and
 answer; with keys, only the site's identities can connect at all, the server signs each
@@ -53,6 +54,7 @@ _MAX_CHANNELS_PER_LINK = 1_000  # client sockets of one process link (``<link>/`
 _MAX_HELD_PEERS = 1_000  # peers whose goals came before their token
 _HELD_PER_PEER = 64
 _HOLD_SECONDS = 5.0
+_MAX_HELD_BYTES = 16 * 1024 * 1024  # all held messages together
 _MAX_LATENCIES = 10_000  # lookup latencies kept between two reads (stats)
 _PROCESS_LINK = os.urandom(8).hex()
 
@@ -110,6 +112,7 @@ class ZenohServerLink:
         self._present: set[str] = set()
         self._per_link: dict[str, int] = {}
         self._held: dict[str, tuple[float, list[bytes]]] = {}  # peer -> (first, messages)
+        self._held_bytes = 0
         self._arrivals: dict[str, deque[float]] = {}  # peer -> goals not answered yet
         self._latencies: list[float] = []
         self._lock = threading.Lock()
@@ -165,11 +168,13 @@ class ZenohServerLink:
                               "liveliness token (too many such clients)")
                 return
             held = self._held[peer] = (time.monotonic(), [])
-        if len(held[1]) >= _HELD_PER_PEER:
+        if len(held[1]) >= _HELD_PER_PEER or \
+                self._held_bytes + len(payload) > _MAX_HELD_BYTES:
             self._on_drop("absent client", f"a message from {peer}, which has no liveliness "
-                          "token (too many of its messages waiting for it)")
+                          "token (too many messages waiting for their client's token)")
             return
         held[1].append(payload)
+        self._held_bytes += len(payload)
 
     def _expire_held(self, now: float) -> None:
         while self._held:
@@ -177,6 +182,7 @@ class ZenohServerLink:
             if now - first < _HOLD_SECONDS:
                 return
             del self._held[peer]
+            self._held_bytes -= sum(len(m) for m in messages)
             for _ in messages:
                 self._on_drop("absent client", f"a message from {peer}, which never showed "
                               f"a liveliness token within {_HOLD_SECONDS:g} s")
@@ -205,6 +211,7 @@ class ZenohServerLink:
                 self._present.add(peer)
                 self._per_link[link] = self._per_link.get(link, 0) + 1
                 _, held = self._held.pop(peer, (0.0, []))
+                self._held_bytes -= sum(len(m) for m in held)
                 for payload in held:  # in order, before any later message of the peer
                     self._arrived(peer)
                     if not self._inbox.put((peer, payload)):
@@ -219,7 +226,8 @@ class ZenohServerLink:
                     self._per_link[link] = left
                 else:
                     self._per_link.pop(link, None)
-            self._held.pop(peer, None)
+            _, dropped = self._held.pop(peer, (0.0, []))
+            self._held_bytes -= sum(len(m) for m in dropped)
             self._arrivals.pop(peer, None)
             if len(self._gone) >= _GONE_REMEMBERED:
                 self._gone.clear()
