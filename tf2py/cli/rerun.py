@@ -4,12 +4,12 @@ The work is ``tf2py.viz.rerun.RerunView``; this module parses, opens the sink an
 from __future__ import annotations
 
 import argparse
+import math
 import os
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, parse_core_argument, wait_or_interrupt
 
 NAME = "rerun"
 HELP = "stream the frame tree to the Rerun viewer, or save it as .rrd"
@@ -104,11 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(f"tf2py rerun: logging the frame tree of {view.core} to {where} "
               "(Ctrl-C to stop)", flush=True)
-        stop = threading.Event()
-        while not stop.wait(1.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
-            pass
-    except KeyboardInterrupt:
-        pass
+        wait_or_interrupt(math.inf)  # until Ctrl-C or SIGTERM
     finally:
         view.close()
         recording.disconnect()
