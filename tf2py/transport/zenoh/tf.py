@@ -196,6 +196,10 @@ class _Receiver:
     #: is a restart or a forgery, counted once as ``sequence_jump`` (so ``gap`` stays within
     #: MAX_GAP per message received).
     MAX_GAP = 1024
+    #: Bytes of distinct frame ids one listener brings into its Buffer, each counted with
+    #: 200 bytes of overhead (the Buffer never forgets a name): rows naming a new frame
+    #: beyond it are dropped, ``listener_budget``.
+    MAX_NAME_BYTES = 128 * 1024 * 1024
 
     def _open(self, address: str, keys: Any, all_namespaces: bool,
               ignore_gids: set[bytes] | None) -> None:
@@ -207,6 +211,8 @@ class _Receiver:
         self._lock = threading.Lock()  # one message at a time, whichever thread brings it
         self._decode = cdr.TfDecoder().decode
         self._last_sequence: dict[bytes, int] = {}
+        self._names: set[str] = set()  # the frame ids this listener let into its Buffer
+        self._name_bytes = 0
         self._ignore = ignore_gids if ignore_gids is not None else set()
         self._subscriptions: list[Subscription] = []
         self._finalizer = release_when_collected(self, release_all(self._subscriptions),
@@ -252,6 +258,7 @@ class _Receiver:
                 columns = self._decode(payload) if single is None else None
                 if len(payload) > MAX_FRAME_ID_LENGTH:  # only then can an id be too long
                     single, columns = self._short_ids(single, columns)
+                single, columns = self._known_names(single, columns)
             except (wire.WireError, cdr.CdrError) as exc:
                 self.dropped.drop(exc.cause, f"{str(sample.key_expr)[:300]}: {exc}")
                 return
@@ -265,6 +272,41 @@ class _Receiver:
             finally:  # counted once stored: who sees the count sees the transforms
                 self.received_messages += 1
                 self.received_transforms += 1 if columns is None else len(columns[0])
+
+    def _known_names(self, single: Any, columns: Any) -> tuple[Any, Any]:
+        """The message without the rows that would name a frame beyond ``MAX_NAME_BYTES``."""
+        names = self._names
+        if single is not None:
+            if single[0] in names and single[1] in names:
+                return single, None
+            if not self._admit(single[0]) or not self._admit(single[1]):
+                raise wire.WireError("a new frame id over the listener's byte budget",
+                                     "listener_budget")
+            return single, None
+        if columns is None:
+            return None, None
+        parents, children, stamps, values = columns
+        if names.issuperset(parents) and names.issuperset(children):
+            return None, columns
+        keep = [k for k, (p, c) in enumerate(zip(parents, children))
+                if self._admit(p) and self._admit(c)]
+        if len(keep) == len(parents):
+            return None, columns
+        self.dropped.drop("listener_budget", f"{len(parents) - len(keep)} transform(s) naming "
+                          f"frames beyond the listener's {self.MAX_NAME_BYTES} bytes of names",
+                          n=len(parents) - len(keep))
+        return None, ([parents[k] for k in keep], [children[k] for k in keep],
+                      stamps[keep], values[keep])
+
+    def _admit(self, name: str) -> bool:
+        if name in self._names:
+            return True
+        cost = len(name) + 200
+        if self._name_bytes + cost > self.MAX_NAME_BYTES:
+            return False
+        self._names.add(name)
+        self._name_bytes += cost
+        return True
 
     def _short_ids(self, single: Any, columns: Any) -> tuple[Any, Any]:
         """The message without its rows whose frame id is over MAX_FRAME_ID_LENGTH (the
