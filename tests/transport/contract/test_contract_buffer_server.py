@@ -97,3 +97,15 @@ def test_an_unclosed_client_lets_go_of_its_threads(served):
                               if t not in before and t.is_alive()], 10,
                  message=lambda: f"threads left by an unclosed client: "
                  f"{[t.name for t in threading.enumerate() if t not in before]}")
+
+
+@pytest.mark.parametrize("address, words", [
+    ("tcp://127.0.0.1:99999", "99999"), ("tcp://127.0.0.1", "tcp://127.0.0.1"),
+    ("zenoh://tcp/127.0.0.1:99999", "99999"), ("zenoh://tcp/127.0.0.1:7447?colour=red", "colour"),
+    ("udp://127.0.0.1:7402", "udp://"),
+])
+def test_a_bad_server_address_is_refused_at_once_in_one_line(address, words):
+    for make in (lambda: BufferClient(address), lambda: BufferServer(Buffer(), address)):
+        with pytest.raises(ValueError) as refused:
+            make().close()
+        assert "\n" not in str(refused.value) and words in str(refused.value)
