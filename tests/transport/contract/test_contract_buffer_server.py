@@ -24,7 +24,7 @@ from tf2py.server.client import BufferClient
 address, count = sys.argv[1], int(sys.argv[2])
 answered = 0
 for _ in range(count):
-    with BufferClient(address, timeout_padding=5.0) as client:
+    with BufferClient(address, timeout_padding=10.0) as client:
         t = client.lookup_transform("map", "odom", 0, timeout=1.0)
         answered += t.transform.translation.x == 1.5
 print("answered", answered, flush=True)
@@ -70,7 +70,7 @@ def test_a_new_clients_first_lookups_all_come_back(served, spawn):
     _, server = served
     count = 5
     proc = spawn([sys.executable, "-c", FIRST_LOOKUPS, server.address, str(count)])
-    line = proc.wait_for_line("answered", timeout=count * 8.0 + 30)
+    line = proc.wait_for_line("answered", timeout=count * 11.0 + 30)
     assert line == f"answered {count}", proc.output()
     assert proc.wait() == 0
 
