@@ -375,3 +375,16 @@ def test_a_position_that_is_not_a_number_names_its_joint(arm, bad):
     with pytest.raises(ValueError, match="'lift'") as info:
         arm.transforms({"lift": bad})
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("axis", ["0 0 1e-300", "1e200 1e200 0", "0 -3 4"])
+def test_axes_of_any_scale_are_normalised(axis):
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+        f'<parent link="a"/><child link="b"/><axis xyz="{axis}"/></joint></robot>')
+    unit = model.joints[0].axis
+    assert np.isclose(np.linalg.norm(unit), 1.0)
+    expected = np.array([float(v) for v in axis.split()])
+    assert np.allclose(unit, expected / np.abs(expected).max() / np.linalg.norm(
+        expected / np.abs(expected).max()))
+    assert np.isfinite(model.forward_kinematics([0.3])).all()

@@ -61,9 +61,10 @@ class Joint:
         if type not in JOINT_TYPES:
             raise ValueError(f"joint {name!r}: unknown type {type!r} (one of {' '.join(JOINT_TYPES)})")
         unit = np.array(axis, dtype=np.float64).reshape(3)
-        norm = float(np.linalg.norm(unit))
-        if norm > 0.0 and np.isfinite(norm):
-            unit = unit / norm
+        largest = float(np.abs(unit).max())
+        if largest > 0.0 and np.isfinite(largest):
+            unit = unit / largest  # (first: |axis|² of 1e200 or 1e-200 would not be finite)
+            unit /= np.linalg.norm(unit)
         unit.flags.writeable = False
         self.name = name
         self.type = type
