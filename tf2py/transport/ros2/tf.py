@@ -21,7 +21,7 @@ from ...buffer.messages import TransformStamped
 from .. import wire
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
-from ..fill import BufferFiller
+from ..fill import BufferFiller, FillingListener
 from ..lifetime import release_all, release_when_collected, weak_callback
 from . import cdr, types
 from .participant import (
@@ -341,7 +341,7 @@ class _Ros2Receiver(_Node):
         self.close()
 
 
-class Ros2TransformListener(_Ros2Receiver):
+class Ros2TransformListener(FillingListener, _Ros2Receiver):
     """Fills ``buffer`` from ROS 2's /tf and /tf_static (tf2_ros's TransformListener)."""
 
     _name = "tf2py-ros2-transform-listener"
@@ -364,20 +364,8 @@ class Ros2TransformListener(_Ros2Receiver):
                 received_ns: int) -> None:
         self._filler.insert(authority, parents, children, stamps, values, is_static)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
-        stats = super().stats()
-        stats["stored_transforms"] = self.stored_transforms
-        stats["old_transforms"] = self.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(super().stats())
 
 
 class Ros2TransformSubscriber(_Ros2Receiver):

@@ -23,7 +23,7 @@ import numpy as np
 from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
-from ..fill import BufferFiller
+from ..fill import BufferFiller, FillingListener
 from ..lifetime import release_all, release_when_collected, weak_callback
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
@@ -401,7 +401,7 @@ class ZenohTransformSubscriber(_Receiver):
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
 
 
-class ZenohTransformListener(_Receiver):
+class ZenohTransformListener(FillingListener, _Receiver):
     """Fills ``buffer`` from /tf and /tf_static (tf2_ros's TransformListener), one insertion
     per message."""
 
@@ -423,20 +423,8 @@ class ZenohTransformListener(_Receiver):
         self._filler.insert(authority, columns[0], columns[1], columns[2], columns[3],
                             is_static)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
-        stats = super().stats()
-        stats["stored_transforms"] = self._filler.stored_transforms
-        stats["old_transforms"] = self._filler.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(super().stats())
 
 
 def _register() -> None:
