@@ -136,17 +136,19 @@ def main() -> int:
                             str(args.robots), "--prefix", "churn", "--frames", "10"])
             robots.wait_line("ready")
             here = wait_stats(fleet, lambda s: s["robots"] >= args.robots + present
-                              and s["frames"] >= args.robots * 12)
+                              and s["names"] >= args.robots * 13
+                              and s["bytes"]["caches"] > 0)
             rss_here = rss_mb(pid)
             robots.stop()
             gone = wait_stats(fleet, lambda s: s["robots"] <= present and
-                              s["robots_held"] <= held_before)
-            rows.append((cycle + 1, here["frames"], rss_here, gone["frames"], rss_mb(pid)))
-            print(f"cycle {cycle + 1}: {here['frames']} frames, {rss_here:.0f} MiB with the "
-                  f"robots; {gone['frames']} frames, {rss_mb(pid):.0f} MiB once forgotten",
-                  flush=True)
+                              s["robots_held"] <= held_before and s["bytes"]["caches"] == 0)
+            rows.append((cycle + 1, here["names"], rss_here, gone["names"], rss_mb(pid)))
+            print(f"cycle {cycle + 1}: {here['names']} frame ids, {here['bytes']['caches']} "
+                  f"bytes of caches, {rss_here:.0f} MiB with the robots; {gone['names']} "
+                  f"frame ids, {gone['bytes']['caches']} bytes, {rss_mb(pid):.0f} MiB once "
+                  "forgotten", flush=True)
         first, last = rows[0], rows[-1]
-        print(f"after {args.cycles} cycles: frames {first[1]} -> {last[1]} with the robots "
+        print(f"after {args.cycles} cycles: frame ids {first[1]} -> {last[1]} with the robots "
               f"(x{last[1] / first[1]:.2f}), RSS {first[2]:.0f} -> {last[2]:.0f} MiB "
               f"(x{last[2] / first[2]:.2f})", flush=True)
     finally:
