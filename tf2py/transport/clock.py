@@ -15,14 +15,15 @@ from collections.abc import Callable
 from time import monotonic
 from typing import Any, NamedTuple, TypeVar
 
-from ..buffer.time import Duration, Time
+from ..buffer.time import Duration, Time, to_nanoseconds
 from .counters import DropCounter
 from .interface import transport_for
 from .lifetime import release_when_collected
 
-__all__ = ["SimClock", "ClockPublisher", "TimeJump", "FedSimClock"]
+__all__ = ["SimClock", "ClockPublisher", "TimeJump", "FedSimClock", "SampleClockPublisher"]
 
 _C = TypeVar("_C", bound="FedSimClock")
+_P = TypeVar("_P", bound="SampleClockPublisher")
 
 
 class TimeJump(NamedTuple):
@@ -62,6 +63,53 @@ class SimClock(metaclass=ABCMeta):
     def __new__(cls, core: Any = None, keys: Any = None) -> Any:
         transport, address = transport_for(core)
         return transport.sim_clock(address, keys)
+
+
+class SampleClockPublisher:
+    """What a ``ClockPublisher`` that sends each time as one sample shares (``ros2://``,
+    ``zenoh://``): ``publish``, ``publish_ns``, the ``sent`` count, closing (also when
+    collected unclosed). A bus's publisher opens its writer, then calls ``_start`` with how
+    to encode a time (integer nanoseconds -> bytes), how to send a sample, and how to
+    release the writer; none of them may hold the publisher."""
+
+    def _start(self, address: str, encode: Callable[[int], bytes],
+               send: Callable[[bytes], object], release: Callable[[], None]) -> None:
+        self.address = address
+        self.sent = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._encode = encode
+        self._send = send
+        self._release = release
+        self._finalizer = release_when_collected(self, release, type(self).__name__)
+
+    def publish(self, time: Any) -> None:
+        """Send ``time`` (a Time or seconds) as the current simulated time."""
+        self.publish_ns(to_nanoseconds(time, "time"))
+
+    def publish_ns(self, time_ns: int) -> None:
+        """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
+        sample = self._encode(time_ns)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("publish on a closed ClockPublisher")
+            self._send(sample)
+            self.sent += 1
+
+    def close(self) -> None:
+        """Release the writer (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._finalizer.detach()
+        self._release()
+
+    def __enter__(self: _P) -> _P:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class FedSimClock:

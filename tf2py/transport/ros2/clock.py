@@ -4,12 +4,10 @@ with the API of tf2py's SimClock (``now``, ``wait_for_time``, jump callbacks, ``
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from ...buffer.time import Time, to_nanoseconds
-from ..lifetime import release_all, release_when_collected, weak_callback
-from ..clock import ClockPublisher, FedSimClock, SimClock
+from ..clock import ClockPublisher, FedSimClock, SampleClockPublisher, SimClock
+from ..lifetime import release_all, weak_callback
 
 __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
 
@@ -20,57 +18,26 @@ def _refuse_keys(keys: Any) -> None:
                          "(ros2://), whose traffic is plain DDS")
 
 
-class Ros2ClockPublisher:
+class Ros2ClockPublisher(SampleClockPublisher):
     """Publishes simulated time on ROS 2's ``/clock`` (rosgraph_msgs/Clock, best effort, as
     ``ros2 bag play --clock`` does), with the API of tf2py's ClockPublisher. Never blocks."""
 
     def __init__(self, core: str | None = None, keys: Any = None) -> None:
         from ..address import core_address
         from . import types
+        from .cdr import encode_time
         from .participant import CLOCK_WRITER_QOS, Participant
 
         _refuse_keys(keys)
-        self.address = core_address(core)
-        self.sent = 0
-        self._lock = threading.Lock()
-        self._closed = False
-        self._participant = Participant.acquire(self.address)
+        address = core_address(core)
+        participant = Participant.acquire(address)
         try:
-            self._writer = self._participant.writer("rt/clock", types.Clock, CLOCK_WRITER_QOS)
+            writer = participant.writer("rt/clock", types.Clock, CLOCK_WRITER_QOS)
         except BaseException:
-            self._participant.release()
+            participant.release()
             raise
-        self._finalizer = release_when_collected(
-            self, release_all(self._writer.close, self._participant.release), type(self).__name__)
-
-    def publish(self, time: Time | float) -> None:
-        """Send ``time`` (a Time or seconds) as the current simulated time."""
-        self.publish_ns(to_nanoseconds(time, "time"))
-
-    def publish_ns(self, time_ns: int) -> None:
-        from .cdr import encode_time
-
-        sample = encode_time(time_ns)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("publish on a closed ClockPublisher")
-            self._writer.write(sample)
-            self.sent += 1
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._finalizer.detach()
-        self._writer.close()
-        self._participant.release()
-
-    def __enter__(self) -> Ros2ClockPublisher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._start(address, encode_time, writer.write,
+                    release_all(writer.close, participant.release))
 
 
 class Ros2SimClock(FedSimClock):

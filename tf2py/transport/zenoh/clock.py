@@ -8,12 +8,10 @@ namespace still uses ``/clock``, so the address's namespace does not apply.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from ...buffer.time import to_nanoseconds
-from ..clock import ClockPublisher, FedSimClock, SimClock
-from ..lifetime import release_when_collected, weak_callback
+from ..clock import ClockPublisher, FedSimClock, SampleClockPublisher, SimClock
+from ..lifetime import weak_callback
 from ..ros2 import cdr
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
@@ -35,46 +33,14 @@ def clock_topic(address: ZenohAddress) -> Topic:
                  publisher_depth=1, subscription_depth=1)
 
 
-class ZenohClockPublisher:
+class ZenohClockPublisher(SampleClockPublisher):
     """Publishes simulated time on ``/clock`` (as ``ros2 bag play --clock`` does). Never
     blocks."""
 
     def __init__(self, address: str, keys: Any = None):
-        self.address = address
-        self.sent = 0
-        self._lock = threading.Lock()
-        self._closed = False
         parsed = parse_zenoh_address(address)
-        self._publisher = Publisher(parsed, clock_topic(parsed), keys)
-        self._finalizer = release_when_collected(self, self._publisher.close,
-                                                 type(self).__name__)
-
-    def publish(self, time: Any) -> None:
-        """Send ``time`` (a Time or seconds) as the current simulated time."""
-        self.publish_ns(to_nanoseconds(time, "time"))
-
-    def publish_ns(self, time_ns: int) -> None:
-        """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
-        sample = cdr.encode_time(time_ns)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("publish on a closed ClockPublisher")
-            self._publisher.put(sample)
-            self.sent += 1
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._finalizer.detach()
-        self._publisher.close()
-
-    def __enter__(self) -> ZenohClockPublisher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        publisher = Publisher(parsed, clock_topic(parsed), keys)
+        self._start(address, cdr.encode_time, publisher.put, publisher.close)
 
 
 class ZenohSimClock(FedSimClock):
