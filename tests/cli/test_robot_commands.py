@@ -261,3 +261,40 @@ def test_a_xacro_error_is_one_line(tf2py, tmp_path):
     path = tmp_path / "bad.urdf.xacro"
     path.write_text(XACRO.replace("$(arg length)", "${undefined_property}"))
     one_line_failure(tf2py("robot-state-publisher", str(path)), "bad.urdf.xacro", code=1)
+
+
+def test_joint_state_publisher_lists_every_movable_joint_mimics_included(bus, spawn,
+                                                                        tf2py_command):
+    """As ROS's joint_state_publisher: the mimic finger is on /joint_states too, at
+    multiplier × master + offset, after the joints in document order."""
+    from tf2py.robot.joint_state import JOINT_STATES, decode_joint_state
+    from tf2py.transport.topics import subscribe_topic
+
+    heard = []
+    with subscribe_topic(JOINT_STATES, heard.append, bus):
+        spawn([*tf2py_command, "joint-state-publisher", str(ARM), "--core", bus, "--set",
+               "finger_left_joint=0.015", "--rate", "20"]).wait_for_line(
+            "tf2py joint-state-publisher:", timeout=60)
+        wait_for(lambda: heard, timeout=30)
+    message = decode_joint_state(heard[0])
+    model = RobotModel.from_urdf(ARM)
+    movable = [j.name for j in model.joints if j.type in ("revolute", "prismatic", "continuous")]
+    assert message.names == movable and "finger_right_joint" in movable
+    positions = dict(zip(message.names, message.position.tolist()))
+    assert positions == pytest.approx(dict(DEFAULTS, finger_left_joint=0.015,
+                                           finger_right_joint=0.015), abs=1e-12)
+
+
+def test_a_mimic_of_a_missing_joint_is_one_warning_line_and_the_robot_runs(bus, spawn,
+                                                                           tf2py_command,
+                                                                           tmp_path):
+    path = tmp_path / "orphan.urdf"
+    path.write_text(XACRO.replace("$(arg length)", "1").replace(
+        '<axis xyz="0 0 1"/>', '<axis xyz="0 0 1"/><mimic joint="ghost"/>'))
+    proc = spawn([*tf2py_command, "robot-state-publisher", str(path), "--core", bus])
+    proc.wait_for_line("publishing on", timeout=60)
+    warning = [line for line in proc.output().splitlines() if "ghost" in line]
+    assert len(warning) == 1, proc.output()
+    assert warning[0].startswith("tf2py robot-state-publisher: warning: ")
+    assert "orphan.urdf:" in warning[0] and "'hinge'" in warning[0]
+    assert "Warning:" not in proc.output() and "mimic joint=" not in proc.output()

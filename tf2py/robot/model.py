@@ -136,6 +136,15 @@ class RobotModel:
                              f"{array[tuple(bad)]} is not finite")
         return array
 
+    def movable_positions(self, positions: Positions) -> dict[str, float]:
+        """Every movable joint's position for one configuration, in document order: the
+        driven joints given and the mimics following them (``multiplier × master +
+        offset``), as joint_state_publisher lists them on ``/joint_states``."""
+        k = self._kinematics
+        theta = k.moving_positions(self.positions_array(positions))
+        return {joint.name: value for joint, value in zip(k.moving, theta.tolist())
+                if value == value}  # NaN: not given (nor its master)
+
     # -- transforms ------------------------------------------------------------------------
 
     def static_rows(self, frame_prefix: str = "") -> tuple[list[str], list[str], npt.NDArray[np.float64]]:
