@@ -90,6 +90,17 @@ def test_a_cycle_is_refused(urdf_file):
     assert line_of(message) in (6, 7)
 
 
+def test_links_that_are_all_in_a_cycle_are_a_cycle_without_a_root(urdf_file):
+    message = error_of(urdf_file, robot(
+        LINK.format("a"), LINK.format("b"),
+        joint("j1", "a", "b", "fixed"), joint("j2", "b", "a", "fixed")))
+    assert "form a cycle, so no link is the root" in message and line_of(message) in (5, 6)
+    with_root = error_of(urdf_file, robot(
+        LINK.format("r"), LINK.format("a"), LINK.format("b"),
+        joint("j1", "a", "b", "fixed"), joint("j2", "b", "a", "fixed")))
+    assert with_root.endswith("form a cycle")
+
+
 def test_a_joint_from_a_link_to_itself_is_a_cycle(urdf_file):
     message = error_of(urdf_file, robot(LINK.format("a"), joint("j", "a", "a", "fixed")))
     assert line_of(message) == 4 and "joint 'j'" in message and "cycle" in message

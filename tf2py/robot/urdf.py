@@ -205,8 +205,10 @@ def _check_tree(links: dict[str, int], joints: list[Joint], lines: dict[str, int
                 loop = list(path)[path[link]:]
                 names = " -> ".join(repr(parent_joint[k].name) for k in reversed(loop))
                 culprit = parent_joint[loop[0]].name
+                rootless = "" if any(k not in parent_joint for k in links) else (
+                    ", so no link is the root")
                 raise RobotModelError(source, lines[culprit], f"joint {culprit!r}",
-                                      f"joints {names} form a cycle")
+                                      f"joints {names} form a cycle{rootless}")
             path[link] = len(path)
             link = parent_joint[link].parent
         reaches_root.update(path)
