@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
-from ..frame_ids import strip_leading_slash
 from ..fill import BufferFiller, FillingListener
 from ..lifetime import release_all, release_when_collected, weak_callback
+from ..static_set import StaticSet, transform_items
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
 from ..wire_common import MAX_FRAME_ID_LENGTH
@@ -62,22 +61,6 @@ def tf_topic(address: ZenohAddress, is_static: bool) -> Topic:
 def authority_of(namespace: str, gid: bytes) -> str:
     """The authority tf2py gives messages of the Zenoh publisher ``gid`` in ``namespace``."""
     return f"zenoh:{namespace}:{gid.hex()}"
-
-
-def _items(transform: Any) -> list[Any]:
-    if hasattr(transform, "child_frame_id"):
-        return [transform]
-    if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
-        raise TypeError("send_transform takes a TransformStamped or a list of them, got "
-                        f"{type(transform).__name__}")
-    return list(transform)
-
-
-def _row(ts: Any) -> tuple[str, str, int, tuple[float, ...]]:
-    t = ts.transform
-    return (str(ts.header.frame_id), str(ts.child_frame_id), to_nanoseconds(ts.header.stamp),
-            (t.translation.x, t.translation.y, t.translation.z,
-             t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w))
 
 
 class _Sender:
@@ -124,7 +107,7 @@ class ZenohTransformBroadcaster(_Sender):
 
     def send_transform(self, transform: Any) -> None:
         """Publish a TransformStamped, or a list of them as ONE TFMessage."""
-        items = _items(transform)
+        items = transform_items(transform)
         if items:
             self._send(cdr.encode_tf(items), len(items))
 
@@ -150,38 +133,31 @@ class ZenohStaticTransformBroadcaster(_Sender):
     cache hands the latest message to late joiners while this object lives."""
 
     def __init__(self, address: str, authority: str | None = None, keys: Any = None):
-        self._latched: dict[str, tuple[str, str, int, tuple[float, ...]]] = {}
+        self._latched = StaticSet()
         self.published = 0
         self._open(address, authority, keys, True)
 
     def send_transform(self, transform: Any) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = _items(transform)
+        items = transform_items(transform)
         cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
-        self._latch([_row(ts) for ts in items])
+        self._latch(lambda: self._latched.add_transforms(items))
 
     def send_columns(self, parents: Sequence[str], children: Sequence[str],
                      stamps_ns: Any, values: Any) -> None:
         """Latch N transforms given as columns and publish the whole set."""
-        rows = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
-        self._latch([(str(p), str(c), int(s), tuple(v))
-                     for p, c, s, v in zip(parents, children, list(stamps_ns), rows)])
+        self._latch(lambda: self._latched.add_columns(parents, children, stamps_ns, values))
 
-    def _latch(self, rows: list[tuple[str, str, int, tuple[float, ...]]]) -> None:
+    def _latch(self, add: Callable[[], None]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
-            for row in rows:
-                self._latched[strip_leading_slash(row[1])] = row  # "/a" and "a": one frame
-            latched = list(self._latched.values())
-            if not latched:
-                return
-            sample = cdr.encode_tf_columns(
-                [r[0] for r in latched], [r[1] for r in latched], [r[2] for r in latched],
-                np.array([r[3] for r in latched], dtype=np.float64))
-            self._publisher.put(sample)
-            self.published += 1
+            add()
+            columns = self._latched.columns()
+            if columns is not None:
+                self._publisher.put(cdr.encode_tf_columns(*columns))
+                self.published += 1
 
 
 class _Receiver:

@@ -23,6 +23,7 @@ from ..address import bus_endpoints
 from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..keys import load_keys
+from ..static_set import transform_items
 from .sockets import (
     SEND_HWM,
     client_options,
@@ -42,17 +43,6 @@ __all__ = ["ZmqTransformBroadcaster", "ZmqStaticTransformBroadcaster", "HEARTBEA
 _SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
 _pack_uint64 = struct.Struct(">BQ").pack
 _NOBLOCK = zmq.NOBLOCK
-
-
-def _transform_list(transforms: Any) -> list[Any]:
-    """``transforms`` (an iterable of TransformStamped) as a list; TypeError naming what a
-    send_transform takes for anything else (a str is not a list of transforms)."""
-    if isinstance(transforms, (str, bytes)) or not hasattr(transforms, "__iter__"):
-        raise TypeError(
-            "send_transform takes a TransformStamped or a list of them, got "
-            f"{type(transforms).__name__}"
-        )
-    return list(transforms)
 
 
 def _row_bytes(row: list[Any]) -> int:
@@ -109,7 +99,7 @@ class ZmqTransformBroadcaster:
         elif isinstance(transform, (list, tuple)):
             n = len(transform)
         else:
-            transform = _transform_list(transform)
+            transform = transform_items(transform)
             n = len(transform)
         if n == 0:
             return  # nothing to say: no empty message on the bus
@@ -231,7 +221,7 @@ class _StaticLatch:
     def send_transform(self, transform: Any) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = [transform] if hasattr(transform, "child_frame_id") else _transform_list(transform)
+        items = transform_items(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
         rows = [wire.transform_to_wire(ts) for ts in items]
         with self._lock:
