@@ -352,6 +352,31 @@ def test_fill_one_configuration_with_a_prefix_and_an_authority(arm):
 def test_fill_needs_one_stamp_per_configuration(arm):
     with pytest.raises(ValueError, match="3 stamps"):
         arm.fill(Buffer(), np.zeros((3, 4)), [1.0, 2.0])
+    with pytest.raises(ValueError, match="one configuration needs one stamp, got 3"):
+        arm.fill(Buffer(), np.zeros(4), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("stamp", [Time(sec=5), 5, 5.0, np.float64(5.0), [5.0], np.array([5])])
+def test_fill_one_configuration_takes_its_stamp_as_a_time_or_seconds(arm, stamp):
+    buffer = Buffer()
+    arm.fill(buffer, Q, stamp)
+    found = buffer.lookup_transform("base", "wrist", Time(sec=5))
+    expected = dict(zip(arm.links, arm.forward_kinematics(Q)))["wrist"]
+    assert np.allclose(found.transform.as_matrix(), expected, atol=1e-9)
+    assert not buffer.can_transform("base", "wrist", Time(sec=4))
+
+
+def test_movable_positions_are_every_published_joint_mimics_following(arm):
+    got = arm.movable_positions(Q)
+    published = [t.child_frame_id for t in arm.transforms(Q)]
+    assert [arm.joints[name].child for name in got] == published
+    def position(name: str) -> float:  # mimics of mimics included
+        mimic = arm.joints[name].mimic
+        return Q[name] if mimic is None else position(mimic.joint) * mimic.multiplier + \
+            mimic.offset
+
+    assert got == pytest.approx({name: position(name) for name in got}, abs=1e-15)
+    assert any(arm.joints[name].mimic is not None for name in got)
 
 
 def test_joints_are_found_by_name_too(arm):

@@ -329,8 +329,11 @@ class RobotModel:
 def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
     """N int64 nanosecond stamps from a ``Time`` or seconds, or N of them."""
     if single:
-        if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) == 1 and len(stamps) == 1:
-            stamps = stamps[0]
+        if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) >= 1:
+            if np.size(stamps) != 1:
+                raise ValueError(f"one configuration needs one stamp, got {np.size(stamps)} "
+                                 "(a trajectory is (N, dof) positions with N stamps)")
+            stamps = np.ravel(np.asarray(stamps, dtype=object))[0]
         return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
     if n == 1 and (isinstance(stamps, (Time, int, float)) or np.ndim(stamps) == 0):
         return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
