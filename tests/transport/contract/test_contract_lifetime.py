@@ -64,12 +64,16 @@ def test_close_twice_and_the_context_manager(bus, kind):
     made.close()
 
 
-@pytest.mark.parametrize("kind", ["TransformBroadcaster", "StaticTransformBroadcaster"])
-def test_sending_on_a_closed_broadcaster_raises(bus, kind):
-    with MAKERS[kind](bus.address) as broadcaster:
+@pytest.mark.parametrize("kind", ["TransformBroadcaster", "StaticTransformBroadcaster",
+                                  "ClockPublisher"])
+def test_sending_on_a_closed_sender_raises(bus, kind):
+    with MAKERS[kind](bus.address) as sender:
         pass
     with pytest.raises(RuntimeError):
-        broadcaster.send_transform(make_transform("world", "after_close"))
+        if kind == "ClockPublisher":
+            sender.publish(1.0)
+        else:
+            sender.send_transform(make_transform("world", "after_close"))
 
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))
