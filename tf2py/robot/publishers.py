@@ -26,6 +26,7 @@ from ..buffer.time import Time, to_nanoseconds
 from ..transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..transport.counters import DropCounter
 from ..transport.interface import TopicReceiver, TopicSender, transport_for
+from ..transport.lifetime import release_all, release_when_collected, weak_callback
 from ..transport.ros2.cdr import CdrError
 from .joint_state import (
     JOINT_STATES,
@@ -113,6 +114,10 @@ class RobotStatePublisher:
         self._times = PublishTimes(int(1000.0 / frequency) * 1_000_000)
         self._decoder = JointStateDecoder()
         self._parts: list[Any] = []
+        # Dropped without close(): its parts are closed when it is collected (the subscriber
+        # holds it only weakly, so it can be).
+        self._finalizer = release_when_collected(self, release_all(self._parts),
+                                                 f"RobotStatePublisher of {model.name!r}")
         try:
             self._static = StaticTransformBroadcaster(address, AUTHORITY, keys)
             self._parts.append(self._static)
@@ -129,7 +134,7 @@ class RobotStatePublisher:
             self._subscriber: TopicReceiver | None = None
             if listen:
                 self._subscriber = transport.topic_subscriber(
-                    address, JOINT_STATES_SENSOR, self._on_message, keys)
+                    address, JOINT_STATES_SENSOR, weak_callback(self._on_message), keys)
                 self._parts.append(self._subscriber)
         except BaseException:
             self.close()
@@ -209,6 +214,7 @@ class RobotStatePublisher:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         for part in reversed(self._parts):
             try:
                 part.close()
