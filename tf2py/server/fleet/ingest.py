@@ -40,20 +40,22 @@ _MAX_BAD_KEYS = 10_000  # key expressions remembered as naming no robot we hold
 _MAX_KEY_LENGTH = 1024  # longer keys cannot name a robot (namespaces are bounded)
 
 
-def _load_malloc_trim() -> Callable[[int], int] | None:
+def _load_malloc_trim() -> Callable[[int], object] | None:
     """glibc's ``malloc_trim`` (None elsewhere)."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
     try:
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        trim: object = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
     except OSError:
         return None
-    return trim if callable(trim) else None
+    if not callable(trim):
+        return None
+    return lambda pad: trim(pad)
 
 
-_malloc_trim: list[Callable[[int], int] | None] = []
+_malloc_trim: list[Callable[[int], object] | None] = []
 
 
 def _give_back_memory() -> None:
