@@ -45,6 +45,8 @@ class RobotModel:
     """
 
     def __init__(self, description: Description, urdf: str) -> None:
+        """A model of a checked ``Description`` and its URDF text: build one with
+        ``RobotModel.from_urdf(path)`` or ``RobotModel.from_urdf_string(xml)``."""
         self.name: str = description.name
         self.root: str = description.root
         self.links: list[str] = list(description.links)
