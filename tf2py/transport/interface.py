@@ -168,7 +168,10 @@ class ClockReceiver(Protocol):
 class TopicSender(Protocol):
     """Publishes one typed topic (``topics.TopicSpec``): CDR payloads. Never blocks."""
 
-    sent_messages: int
+    @property
+    def sent_messages(self) -> int:
+        """Messages the bus took so far."""
+        ...
 
     def publish(self, data: bytes) -> None:
         """Send one message: its CDR bytes, encapsulation header included. ValueError when
