@@ -413,3 +413,17 @@ def test_axes_of_any_scale_are_normalised(axis):
     assert np.allclose(unit, expected / np.abs(expected).max() / np.linalg.norm(
         expected / np.abs(expected).max()))
     assert np.isfinite(model.forward_kinematics([0.3])).all()
+
+
+def test_a_prismatic_joint_slides_its_position_in_metres_along_a_non_unit_axis():
+    """KDL (robot_state_publisher's kinematics) divides an axis by its norm; a library that
+    does not (yourdfpy) would slide 1 m here for 0.2 m."""
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="prismatic">'
+        '<parent link="a"/><child link="b"/><origin xyz="0.1 0 0" rpy="0 0 1.5707963267948966"/>'
+        '<axis xyz="0 -5 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '</robot>')
+    pose = model.forward_kinematics([0.2], links=["b"])[0]
+    assert np.allclose(pose[:3, 3], (0.1 + 0.2, 0.0, 0.0), atol=1e-15)  # -y turned by 90°: +x
+    (t,) = model.transforms([0.2])
+    assert np.allclose(t.transform.as_matrix(), pose, atol=1e-15)
