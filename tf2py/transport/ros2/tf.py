@@ -181,7 +181,8 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant: Participant | None = None, keys: Any = None) -> None:
-        self._latched = StaticSet()
+        self._latched = StaticSet(DropCounter("tf2py-ros2-static-broadcaster"))
+        self.dropped = self._latched.dropped  # invalid transforms, never latched
         self.published = 0
         self._open(core, authority, participant, keys, TOPIC_TF_STATIC, STATIC_WRITER_QOS)
 

@@ -133,7 +133,8 @@ class ZenohStaticTransformBroadcaster(_Sender):
     cache hands the latest message to late joiners while this object lives."""
 
     def __init__(self, address: str, authority: str | None = None, keys: Any = None):
-        self._latched = StaticSet()
+        self._latched = StaticSet(DropCounter("tf2py-zenoh-static-broadcaster"))
+        self.dropped = self._latched.dropped  # invalid transforms, never latched
         self.published = 0
         self._open(address, authority, keys, True)
 

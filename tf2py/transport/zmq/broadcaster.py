@@ -20,10 +20,11 @@ import zmq
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..address import bus_endpoints
+from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..keys import load_keys
-from ..static_set import transform_items
+from ..static_set import invalid_rows, transform_items
 from .sockets import (
     SEND_HWM,
     client_options,
@@ -189,6 +190,7 @@ class _StaticLatch:
         self._set_bytes = 0
         self._closed = False
         self.published = 0
+        self.dropped = DropCounter("tf2py-static-broadcaster")  # invalid transforms
         self._publish_failed = False
         self._thread: threading.Thread | None = None
         self._sockets: list[zmq.Socket[bytes]] = []
@@ -224,6 +226,13 @@ class _StaticLatch:
         items = transform_items(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
         rows = [wire.transform_to_wire(ts) for ts in items]
+        refused = invalid_rows([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                               [r[3:] for r in rows])
+        if refused:  # never latched: it would replace its frame's valid one for late joiners
+            self.dropped.drop("invalid", f"static transform {refused[0][0]} not latched: "
+                              f"{refused[0][1]}", n=len(refused))
+            skip = {index for index, _ in refused}
+            rows = [row for index, row in enumerate(rows) if index not in skip]
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
@@ -379,6 +388,7 @@ class ZmqStaticTransformBroadcaster:
                                    keys)
         self.authority = self._latch.authority
         self.publisher_id = self._latch.publisher_id
+        self.dropped = self._latch.dropped  # invalid transforms, never latched
         self._finalizer = release_when_collected(self, self._latch.close,
                                                  "StaticTransformBroadcaster")
 
