@@ -32,7 +32,7 @@ def transform_items(transform: Any) -> list[Any]:
     return list(transform)
 
 
-def invalid_rows(parents: Sequence[str], children: Sequence[str], stamps_ns: Sequence[int],
+def invalid_rows(parents: Sequence[str], children: Sequence[str], stamps_ns: Any,
                  values: Any) -> list[tuple[int, str]]:
     """``(index, why)`` of the rows a Buffer would refuse as statics (its own checks, on a
     scratch store), in order."""
