@@ -183,16 +183,17 @@ class ZenohBus(Bus):
 
 
 class ZenohRouter:
-    """``tf2py router`` in its own process on a free loopback port."""
+    """``tf2py router`` in its own process on a free loopback port (``protocol`` ``tls`` and
+    ``keys``: a keyed router)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: str = "tcp", keys: str | None = None) -> None:
         try:
             import zenoh  # noqa: F401
         except ImportError as exc:
             skip_or_fail(f"the zenoh extra is not installed: {exc}")
-        self.locator = f"tcp/127.0.0.1:{free_port()}"
+        self.locator = f"{protocol}/127.0.0.1:{free_port()}"
         self.proc = Proc([sys.executable, "-m", "tf2py.cli.main", "router",
-                          "--listen", self.locator])
+                          "--listen", self.locator, *(["--keys", keys] if keys else [])])
         try:
             self.proc.wait_for_line("tf2py router: ready", timeout=60)
         except BaseException:
