@@ -1,7 +1,8 @@
 """tf2py: ROS tf2's coordinate-frame buffer, broadcasts and tools, without ROS.
 
-Everything public is importable from here. Transport and server names are imported on
-first use, so ``import tf2py`` for the buffer alone does not load ZeroMQ; type checkers see
+Everything public is importable from here. Most names (the buffers, transport, server, bag
+and robot names) are imported on first use, so ``import tf2py`` for messages and times
+alone does not load ZeroMQ or the buses; type checkers see
 them through the ``TYPE_CHECKING`` imports below, so ``from tf2py import Buffer`` is typed.
 """
 

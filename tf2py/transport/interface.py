@@ -35,7 +35,7 @@ What every bus object promises (the contract the public classes document):
   handed it to the buffer (whoever reads the count can look up what it counted). Every
   message or transform dropped is counted under a short cause word (``garbage``, ``shape``,
   ``version``, ``too_large``, ``topic``, ``invalid``, ``error``, ``gap``, ...) and the first
-  drop of each cause is logged (``tf2py.transport.sockets.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
+  drop of each cause is logged (``tf2py.transport.counters.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
   "dropped"}``. Broadcasters count ``sent_messages``/``sent_transforms`` (static:
   ``published``) as attributes.
 - **Errors.** A malformed address raises ``ValueError`` with one line naming it (from

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from foxglove import Schema
     from foxglove.messages import FrameTransform, FrameTransforms
 
+from ..transport.frame_ids import strip_leading_slash
 from .errors import require_foxglove
 
 __all__ = ["FrameTransformsBuilder", "SCHEMA_NAME"]
@@ -76,8 +77,8 @@ class FrameTransformsBuilder:
         norm2 = np.einsum("ij,ij->i", quaternions, quaternions)
         good = np.isfinite(array).all(axis=1) & (np.abs(norm2 - 1.0) < 0.01)
         good &= (stamps >= 0) & (stamps < _MAX_STAMP_NS)
-        parent_ids = [p[1:] if p.startswith("/") else p for p in parents]
-        child_ids = [c[1:] if c.startswith("/") else c for c in children]
+        parent_ids = [strip_leading_slash(p) for p in parents]
+        child_ids = [strip_leading_slash(c) for c in children]
         if not good.all():
             left_out = self._causes(array, norm2, stamps, good)
         rows = array.copy()
@@ -134,8 +135,8 @@ class FrameTransformsBuilder:
         if not 0 <= ns < _MAX_STAMP_NS:
             return [], [], [("stamp", "a stamp before 1970 or after 2106, which Foxglove's "
                              "timestamp cannot hold", 1)]
-        parent = parent[1:] if parent.startswith("/") else parent
-        child = child[1:] if child.startswith("/") else child
+        parent = strip_leading_slash(parent)
+        child = strip_leading_slash(child)
         if not parent or not child or parent == child:
             return [], [], [("invalid", "an empty frame id, or a child frame equal to its "
                              "parent", 1)]
