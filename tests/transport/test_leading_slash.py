@@ -37,25 +37,31 @@ def test_a_dynamic_and_a_static_sender_are_stored_without_it_and_counted_per_sen
 
         wait_for(stored, timeout=10, interval=0.02)
         counts = listener.stats()["leading_slash"]
-    assert counts["mounts"] == 2
+    # Two ids with '/' in every copy of the set heard (the live message, and the core's
+    # replay of its latch to a listener that joined around it: once or twice).
+    assert counts["mounts"] in (2, 4)
     assert counts["driver"] >= 1
     assert buffer.get_frames() == ["base_link", "laser", "odom"]
 
 
 def test_the_latched_set_keeps_ids_as_sent_and_holds_one_row_per_frame(core):  # noqa: F811
+    def late_joiners_static_batch():
+        # A late joiner: what it gets is the core's latch, not the live message.
+        heard = []
+        with TransformSubscriber(core.address, on_batch=heard.append):
+            wait_for(lambda: any(b.is_static for b in heard), timeout=10)
+        return [b for b in heard if b.is_static][0]
+
     with StaticTransformBroadcaster(core.address, authority="mounts") as static:
         static.send_transform(make_transform("base_link", "laser", (0.1, 0, 0)))
         static.send_transform(make_transform("/base_link", "/laser", (0.2, 0, 0)))
-        wait_for(lambda: "laser" in core.latched_frames(), timeout=10)
-        heard = []
-        # A late joiner: what it gets is the core's latch, not the live message.
-        with TransformSubscriber(core.address, on_batch=heard.append) as subscriber:
-            wait_for(lambda: any(b.is_static for b in heard), timeout=10)
-            assert subscriber is not None
-    (batch,) = [b for b in heard if b.is_static][:1]
+        # The first set alone may be latched for a moment: wait for the second to replace it.
+        batches = []
+        wait_for(lambda: batches.append(late_joiners_static_batch())
+                 or batches[-1].arrays.values[0][0] == 0.2, timeout=20)
+    batch = batches[-1]
     assert batch.authority == "mounts"
     assert list(zip(batch.arrays.parents, batch.arrays.children)) == [("/base_link", "/laser")]
-    assert batch.arrays.values[0][0] == 0.2
 
 
 def test_doctor_started_after_the_static_names_its_sender(core):  # noqa: F811
