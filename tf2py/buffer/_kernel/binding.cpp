@@ -31,6 +31,7 @@
 
 #include "kernel.hpp"
 #include "velocity.hpp"
+#include "forward.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -50,6 +51,7 @@ namespace {
 #include "py_extras.hpp"    // one cache alone, and the maths, for Python
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
+#include "py_forward.hpp"   // ForwardKinematics: a robot's batch forward kinematics (forward.hpp)
 
 }  // namespace
 
@@ -121,6 +123,7 @@ NB_MODULE(_kernel_ext, m) {
     InsertBinding::bind(kernel);
     EntryBinding::bind(m, kernel);
     VelocityBinding::bind(m);
+    ForwardBinding::bind(m);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
         .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)
