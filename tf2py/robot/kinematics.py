@@ -93,19 +93,19 @@ class Kinematics:
         by_child = {j.child: j for j in description.joints}
         walk: list[tuple[int, int, int, Array, Array, float, float]] = []
         for link in self.links:
-            joint = by_child.get(link)
-            if joint is None:  # the root
+            moved_by = by_child.get(link)
+            if moved_by is None:  # the root
                 walk.append((-1, STATIC, 0, np.eye(4), np.zeros(3), 1.0, 0.0))
                 continue
-            t, _, r = _origin_arrays(joint)
+            t, _, r = _origin_arrays(moved_by)
             origin = np.eye(4)
             origin[:3, :3] = r
             origin[:3, 3] = t
-            drive = drives.get(joint.name)
-            kind = STATIC if drive is None else (PRISMATIC if joint.type == "prismatic" else REVOLUTE)
-            walk.append((self.link_index[joint.parent], kind,
+            drive = drives.get(moved_by.name)
+            kind = STATIC if drive is None else (PRISMATIC if moved_by.type == "prismatic" else REVOLUTE)
+            walk.append((self.link_index[moved_by.parent], kind,
                          0 if drive is None else drive.source, origin,
-                         np.asarray(joint.axis, dtype=np.float64),
+                         np.asarray(moved_by.axis, dtype=np.float64),
                          1.0 if drive is None else drive.multiplier,
                          0.0 if drive is None else drive.offset))
         self.walk = LinkWalk(len(description.joint_names), walk)

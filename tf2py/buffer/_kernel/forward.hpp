@@ -33,6 +33,10 @@ struct ForwardLink {
     double rotation[9] = {};  // R_o (still, sliding)
     double translation[3] = {};  // t_o
     double m0[9] = {}, m1[9] = {}, m2[9] = {};  // turning: see the top of this file
+    // Turning about ±x, ±y or ±z (most joints): only columns i and j of R_o change, into
+    // cos θ·o_i + sign·sin θ·o_j and cos θ·o_j − sign·sin θ·o_i (i = -1: any other axis).
+    int32_t column_i = -1, column_j = -1;
+    double sign = 1.0;
     double direction[3] = {};  // sliding: R_o·a
 };
 
@@ -44,10 +48,11 @@ struct ForwardDrive {
     bool turning = false;
 };
 
-// sin and cos of n angles, written so that the compiler vectorises the loop: Cody-Waite
-// reduction by π/2 in two parts (musl's __rem_pio2 first round, good to about 85 bits for
-// |x| <= 1e5), then fdlibm's polynomials on [-π/4, π/4] (error below 2^-58), then the
-// quadrant. Angles beyond ±1e5 rad and non-finite ones are left to libm afterwards.
+// sin and cos of n angles, written so that the compiler vectorises the loop (no branch, no
+// integer): Cody-Waite reduction by π/2 in two parts (musl's __rem_pio2 first round, good to
+// about 85 bits for |x| <= 1e5), fdlibm's polynomials on [-π/4, π/4] (error below 2^-58),
+// then the turn by the quadrant, sin(r + qπ/2) = sin r·A + cos r·B with (A, B) = (cos qπ/2,
+// sin qπ/2) in {0, ±1}: exact. Angles beyond ±1e5 rad and non-finite ones are left to libm.
 inline void sin_cos_many(const double* x, size_t n, double* s, double* c) {
     constexpr double kInvPio2 = 6.36619772367581382433e-01;
     constexpr double kPio2Hi = 1.57079632673412561417e+00;  // first 33 bits of π/2
@@ -59,14 +64,11 @@ inline void sin_cos_many(const double* x, size_t n, double* s, double* c) {
     constexpr double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
                      C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
                      C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
-    bool others = false;
+    // s holds the angles the loop below reduces (a loop with a choice in it is not vectorised).
+    for (size_t i = 0; i < n; ++i) s[i] = std::fabs(x[i]) <= 1e5 ? x[i] : 0.0;  // NaN: 0, libm below
     for (size_t i = 0; i < n; ++i) {
-        const double xi = x[i];
-        const bool plain = xi <= 1e5 && xi >= -1e5;  // false for NaN
-        others |= !plain;
-        const double v = plain ? xi : 0.0;
+        const double v = s[i];
         const double k = (v * kInvPio2 + kToInt) - kToInt;
-        const int32_t quadrant = static_cast<int32_t>(k);  // |k| < 7e4: always representable
         const double r = (v - k * kPio2Hi) - k * kPio2Lo;
         const double z = r * r;
         const double w = z * z;
@@ -76,15 +78,16 @@ inline void sin_cos_many(const double* x, size_t n, double* s, double* c) {
         const double hz = 0.5 * z;
         const double one = 1.0 - hz;
         const double cr = one + (((1.0 - one) - hz) + z * pc);
-        const bool swap = (quadrant & 1) != 0;
-        const double sv = swap ? cr : sr;
-        const double cv = swap ? sr : cr;
-        s[i] = (quadrant & 2) != 0 ? -sv : sv;
-        c[i] = ((quadrant + 1) & 2) != 0 ? -cv : cv;
+        // q = k mod 4 in {-2, -1, 0, 1, 2}; A and B are polynomials in q, exact on integers.
+        const double q = k - 4.0 * ((k * 0.25 + kToInt) - kToInt);
+        const double u = q * q;
+        const double a = (6.0 - 7.0 * u + u * u) / 6.0;
+        const double b = q * (4.0 - u) / 3.0;
+        s[i] = sr * a + cr * b;
+        c[i] = cr * a - sr * b;
     }
-    if (!others) return;
     for (size_t i = 0; i < n; ++i) {
-        if (!(x[i] <= 1e5 && x[i] >= -1e5)) {
+        if (!(std::fabs(x[i]) <= 1e5)) {
             s[i] = std::sin(x[i]);
             c[i] = std::cos(x[i]);
         }
@@ -147,6 +150,14 @@ class ForwardWalk {
                 link.m2[3 * i + j] = ra[i] * axis[j];
                 link.m0[3 * i + j] = r[3 * i + j] - link.m2[3 * i + j];
                 link.m1[3 * i + j] = r[3 * i] * cross[j] + r[3 * i + 1] * cross[3 + j] + r[3 * i + 2] * cross[6 + j];
+            }
+        }
+        for (int e = 0; e < 3; ++e) {  // about axis e, columns e+1 and e+2 (mod 3) turn
+            const double a = axis[e], b = axis[(e + 1) % 3], c = axis[(e + 2) % 3];
+            if ((a == 1.0 || a == -1.0) && b == 0.0 && c == 0.0) {
+                link.column_i = (e + 1) % 3;
+                link.column_j = (e + 2) % 3;
+                link.sign = a;
             }
         }
     }
@@ -212,9 +223,20 @@ class ForwardWalk {
             const size_t row = k.moving < 0 ? 0 : static_cast<size_t>(k.moving) * kBlock;
             switch (k.motion) {
                 case JointMotion::Turning: {
-                    const double s = sines[row], c = cosines[row];
+                    const double c = cosines[row];
                     double r[9];
-                    for (int e = 0; e < 9; ++e) r[e] = k.m2[e] + c * k.m0[e] + s * k.m1[e];
+                    if (k.column_i >= 0) {
+                        const double s = k.sign * sines[row];
+                        const int i = k.column_i, j = k.column_j;
+                        for (int e = 0; e < 9; ++e) r[e] = k.rotation[e];
+                        for (int row3 = 0; row3 < 9; row3 += 3) {
+                            r[row3 + i] = c * k.rotation[row3 + i] + s * k.rotation[row3 + j];
+                            r[row3 + j] = c * k.rotation[row3 + j] - s * k.rotation[row3 + i];
+                        }
+                    } else {
+                        const double s = sines[row];
+                        for (int e = 0; e < 9; ++e) r[e] = k.m2[e] + c * k.m0[e] + s * k.m1[e];
+                    }
                     forward_step(parent, r, k.translation, pose);
                     break;
                 }
