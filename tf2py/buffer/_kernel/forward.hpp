@@ -94,23 +94,38 @@ inline void sin_cos_many(const double* x, size_t n, double* s, double* c) {
     }
 }
 
-// child = parent · (r, t): 3x4 products on row-major 4x4 poses; the last row written 0 0 0 1.
-inline void forward_step(const double* p, const double* r, const double* t, double* out) {
+// Poses of a block of W configurations side by side ("structure of arrays"): element e of
+// the 3x4 [R | t] (row-major, e = 4·row + column) of configuration b at [e·W + b], so each
+// step below is loops over b the compiler vectorises.
+// child = parent · (r, t), r and t the same for the block (Vary false: r[e], t[e]) or one per
+// configuration (Vary true: r[e·W + b], t[e·W + b]).
+template <size_t W, bool VaryR, bool VaryT>
+inline void block_step(const double* __restrict__ p, const double* __restrict__ r, const double* __restrict__ t,
+                       double* __restrict__ out) {
+    auto rot = [r](int i, int j, size_t b) { return VaryR ? r[(3 * i + j) * W + b] : r[3 * i + j]; };
+    auto move = [t](int i, size_t b) { return VaryT ? t[i * W + b] : t[i]; };
     for (int i = 0; i < 3; ++i) {
-        const double a = p[4 * i], b = p[4 * i + 1], c = p[4 * i + 2];
-        out[4 * i] = a * r[0] + b * r[3] + c * r[6];
-        out[4 * i + 1] = a * r[1] + b * r[4] + c * r[7];
-        out[4 * i + 2] = a * r[2] + b * r[5] + c * r[8];
-        out[4 * i + 3] = a * t[0] + b * t[1] + c * t[2] + p[4 * i + 3];
+        const double* p0 = p + (4 * i) * W;
+        const double* p1 = p0 + W;
+        const double* p2 = p1 + W;
+        const double* p3 = p2 + W;
+        for (int j = 0; j < 3; ++j) {
+            double* o = out + (4 * i + j) * W;
+            for (size_t b = 0; b < W; ++b) o[b] = p0[b] * rot(0, j, b) + p1[b] * rot(1, j, b) + p2[b] * rot(2, j, b);
+        }
+        double* o = out + (4 * i + 3) * W;
+        for (size_t b = 0; b < W; ++b) o[b] = p0[b] * move(0, b) + p1[b] * move(1, b) + p2[b] * move(2, b) + p3[b];
     }
+}
+
+// Configuration b of a block into a row-major 4x4.
+template <size_t W>
+inline void block_matrix(const double* h, size_t b, double* out) {
+    for (int e = 0; e < 12; ++e) out[e] = h[e * W + b];
     out[12] = 0.0;
     out[13] = 0.0;
     out[14] = 0.0;
     out[15] = 1.0;
-}
-
-inline void identity_matrix(double* out) {
-    for (int i = 0; i < 16; ++i) out[i] = (i % 5 == 0) ? 1.0 : 0.0;
 }
 
 // T_b⁻¹·T = [R_bᵀ·R | R_bᵀ·(t − t_b)] of two row-major 4x4 poses.
@@ -133,7 +148,7 @@ inline void relative_pose(const double* b, const double* t, double* out) {
 // run for any number of configurations. Const after construction: concurrent runs share it.
 class ForwardWalk {
   public:
-    static constexpr size_t kBlock = 64;  // configurations whose angles are taken at once
+    static constexpr size_t kBlock = 16;  // configurations walked side by side
 
     ForwardWalk(std::vector<ForwardLink> links, std::vector<ForwardDrive> drives, size_t dof)
         : links_(std::move(links)), drives_(std::move(drives)), dof_(dof) {}
@@ -176,79 +191,109 @@ class ForwardWalk {
     void poses(const double* positions, size_t n, double* out, const int64_t* select, size_t count,
                int64_t base) const {
         const size_t m = drives_.size();
-        const size_t links = links_.size();
-        std::vector<double> theta(m * kBlock), sines(m * kBlock), cosines(m * kBlock);
-        const bool direct = select == nullptr && base < 0;
-        std::vector<double> walk(direct ? 0 : 16 * links);
-        const size_t per = 16 * (select == nullptr ? links : count);
-        for (size_t start = 0; start < n; start += kBlock) {
-            const size_t b = std::min(kBlock, n - start);
-            for (size_t j = 0; j < m; ++j) {
-                const ForwardDrive& d = drives_[j];
-                const double* column = positions + start * dof_ + static_cast<size_t>(d.source);
-                double* row = theta.data() + j * kBlock;
-                for (size_t i = 0; i < b; ++i) row[i] = d.multiplier * column[i * dof_] + d.offset;
-                if (d.turning) sin_cos_many(row, b, sines.data() + j * kBlock, cosines.data() + j * kBlock);
-            }
-            for (size_t i = 0; i < b; ++i) {
-                double* target = out + (start + i) * per;
-                double* h = direct ? target : walk.data();
-                walk_one(h, theta.data() + i, sines.data() + i, cosines.data() + i);
-                if (direct) continue;
-                const double* from = h + (base < 0 ? 0 : 16 * static_cast<size_t>(base));
-                for (size_t k = 0; k < (select == nullptr ? links : count); ++k) {
-                    const double* pose = h + 16 * (select == nullptr ? k : static_cast<size_t>(select[k]));
-                    if (base < 0) {
-                        std::copy(pose, pose + 16, target + 16 * k);
-                    } else {
-                        relative_pose(from, pose, target + 16 * k);
-                    }
+        // Angles of a block's configurations, the walk of the whole block, then its poses
+        // written out. Whole blocks of kBlock first, then the rest (a single configuration,
+        // say) one by one, so that no walk runs for configurations that are not there.
+        std::vector<double> theta(m * kBlock, 0.0), sines(m * kBlock), cosines(m * kBlock);
+        std::vector<double> walk(12 * kBlock * links_.size());
+        if (select == nullptr) count = links_.size();
+        Block block{positions, out, select, count, base, theta.data(), sines.data(), cosines.data(), walk.data()};
+        const size_t whole = n - n % kBlock;
+        for (size_t start = 0; start < whole; start += kBlock) run<kBlock>(block, start);
+        for (size_t start = whole; start < n; ++start) run<1>(block, start);
+    }
+
+  private:
+    struct Block {
+        const double* positions;
+        double* out;
+        const int64_t* select;
+        size_t count;
+        int64_t base;
+        double *theta, *sines, *cosines, *walk;
+    };
+
+    // W configurations from `start`: their angles, their walk, their poses into out.
+    template <size_t W>
+    void run(const Block& k, size_t start) const {
+        const size_t m = drives_.size();
+        for (size_t j = 0; j < m; ++j) {
+            const ForwardDrive& d = drives_[j];
+            const double* column = k.positions + start * dof_ + static_cast<size_t>(d.source);
+            double* row = k.theta + j * W;
+            for (size_t i = 0; i < W; ++i) row[i] = d.multiplier * column[i * dof_] + d.offset;
+            if (d.turning) sin_cos_many(row, W, k.sines + j * W, k.cosines + j * W);
+        }
+        walk_block<W>(k.walk, k.theta, k.sines, k.cosines);
+        for (size_t i = 0; i < W; ++i) {
+            double* target = k.out + (start + i) * 16 * k.count;
+            double from[16];
+            if (k.base >= 0) block_matrix<W>(k.walk + 12 * W * static_cast<size_t>(k.base), i, from);
+            for (size_t c = 0; c < k.count; ++c) {
+                const size_t l = k.select == nullptr ? c : static_cast<size_t>(k.select[c]);
+                const double* h = k.walk + 12 * W * l;
+                if (k.base < 0) {
+                    block_matrix<W>(h, i, target + 16 * c);
+                } else {
+                    double pose[16];
+                    block_matrix<W>(h, i, pose);
+                    relative_pose(from, pose, target + 16 * c);
                 }
             }
         }
     }
 
-  private:
-    // One configuration's poses into h (L, 4, 4); its angles at stride kBlock.
-    void walk_one(double* h, const double* theta, const double* sines, const double* cosines) const {
+    // The poses of W configurations into h (L blocks of 12·W); their angles at stride W.
+    template <size_t W>
+    void walk_block(double* h, const double* theta, const double* sines, const double* cosines) const {
         const size_t links = links_.size();
         for (size_t l = 0; l < links; ++l) {
             const ForwardLink& k = links_[l];
-            double* pose = h + 16 * l;
+            double* pose = h + 12 * W * l;
             if (k.parent < 0) {
-                identity_matrix(pose);
+                for (int e = 0; e < 12; ++e) std::fill(pose + e * W, pose + (e + 1) * W, e % 5 == 0 ? 1.0 : 0.0);
                 continue;
             }
-            const double* parent = h + 16 * static_cast<size_t>(k.parent);
-            const size_t row = k.moving < 0 ? 0 : static_cast<size_t>(k.moving) * kBlock;
+            const double* parent = h + 12 * W * static_cast<size_t>(k.parent);
+            const size_t row = k.moving < 0 ? 0 : static_cast<size_t>(k.moving) * W;
             switch (k.motion) {
                 case JointMotion::Turning: {
-                    const double c = cosines[row];
-                    double r[9];
+                    double r[9 * W];
+                    const double* c = cosines + row;
+                    const double* s = sines + row;
                     if (k.column_i >= 0) {
-                        const double s = k.sign * sines[row];
                         const int i = k.column_i, j = k.column_j;
-                        for (int e = 0; e < 9; ++e) r[e] = k.rotation[e];
-                        for (int row3 = 0; row3 < 9; row3 += 3) {
-                            r[row3 + i] = c * k.rotation[row3 + i] + s * k.rotation[row3 + j];
-                            r[row3 + j] = c * k.rotation[row3 + j] - s * k.rotation[row3 + i];
+                        const int still = 3 - i - j;
+                        for (int r3 = 0; r3 < 9; r3 += 3) {
+                            const double oi = k.rotation[r3 + i], oj = k.rotation[r3 + j];
+                            const double si = k.sign * oi, sj = k.sign * oj;
+                            double* ri = r + (r3 + i) * W;
+                            double* rj = r + (r3 + j) * W;
+                            for (size_t b = 0; b < W; ++b) {
+                                ri[b] = c[b] * oi + s[b] * sj;
+                                rj[b] = c[b] * oj - s[b] * si;
+                            }
+                            std::fill(r + (r3 + still) * W, r + (r3 + still + 1) * W, k.rotation[r3 + still]);
                         }
                     } else {
-                        const double s = sines[row];
-                        for (int e = 0; e < 9; ++e) r[e] = k.m2[e] + c * k.m0[e] + s * k.m1[e];
+                        for (int e = 0; e < 9; ++e) {
+                            for (size_t b = 0; b < W; ++b) r[e * W + b] = k.m2[e] + c[b] * k.m0[e] + s[b] * k.m1[e];
+                        }
                     }
-                    forward_step(parent, r, k.translation, pose);
+                    block_step<W, true, false>(parent, r, k.translation, pose);
                     break;
                 }
                 case JointMotion::Sliding: {
-                    const double v = theta[row];
-                    const double t[3] = {k.translation[0] + v * k.direction[0], k.translation[1] + v * k.direction[1],
-                                         k.translation[2] + v * k.direction[2]};
-                    forward_step(parent, k.rotation, t, pose);
+                    double t[3 * W];
+                    const double* v = theta + row;
+                    for (int e = 0; e < 3; ++e) {
+                        for (size_t b = 0; b < W; ++b) t[e * W + b] = k.translation[e] + v[b] * k.direction[e];
+                    }
+                    block_step<W, false, true>(parent, k.rotation, t, pose);
                     break;
                 }
                 default:
-                    forward_step(parent, k.rotation, k.translation, pose);
+                    block_step<W, false, false>(parent, k.rotation, k.translation, pose);
             }
         }
     }
