@@ -1,6 +1,11 @@
-// Forward kinematics of N configurations: every link's 4x4 pose, one configuration after the
-// other, each configuration's links in order (parents first), straight into the caller's
-// array. Plain C++ (no Python): the binding is py_forward.hpp.
+// Forward kinematics of N configurations: every link's 4x4 pose, written configuration after
+// configuration, each configuration's links in order (parents first), straight into the
+// caller's array. Plain C++ (no Python): the binding is py_forward.hpp.
+//
+// The walk runs 16 configurations side by side (ForwardWalk::kBlock): each element of a pose
+// is a row of 16 numbers, so every step is a loop over configurations that the compiler
+// vectorises; the rest of a batch goes one configuration at a time. That layout is why the
+// products live here and not in rigid.hpp, whose functions take one pose at a time.
 //
 // A link's pose is its parent's pose times its joint's local transform: the joint's origin
 // (R_o, t_o), then its motion. Turning (revolute, continuous) about the unit axis a by θ:
