@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -28,9 +29,11 @@ def tables(seed: int = 3, links: int = 9, dof: int = 4) -> dict[str, object]:
         q = rng.normal(size=4)
         origins[k, :, :3] = _matrix_from_quaternion(*(q / np.linalg.norm(q)).tolist())
         origins[k, :, 3] = rng.uniform(-0.5, 0.5, 3)
-        a = [(0.0, 0.0, 1.0), (0.0, -1.0, 0.0), (1.0, 0.0, 0.0)][k % 3] if k % 2 else rng.normal(size=3)
+        aligned = [(0.0, 0.0, 1.0), (0.0, -1.0, 0.0), (1.0, 0.0, 0.0)][k % 3]
+        a = aligned if k % 2 else rng.normal(size=3)
         axes[k] = np.asarray(a) / np.linalg.norm(a)
-    motions = np.array([STILL] + [[TURNING, SLIDING, STILL][k % 3] for k in range(1, links)], dtype=np.int64)
+    motions = np.array([STILL] + [[TURNING, SLIDING, STILL][k % 3] for k in range(1, links)],
+                       dtype=np.int64)
     return {"parents": parents, "origins": origins, "motions": motions, "axes": axes,
             "sources": rng.integers(0, dof, links).astype(np.int64),
             "multipliers": rng.uniform(-2, 2, links), "offsets": rng.uniform(-0.3, 0.3, links),
@@ -204,6 +207,41 @@ def test_out_sharing_memory_with_the_positions_is_refused():
     walk.poses(flat[:64].reshape(4, 16), flat[64:].reshape(4, 9, 4, 4))  # side by side: fine
 
 
+def test_a_long_walk_lets_other_threads_run():
+    # A chain of 199 turning links below a root, driven by one column, the last read out: a
+    # long walk with a small result. With the interpreter's switch interval at 100 s, the main
+    # thread runs again before the walk ends only if the walk released the GIL.
+    links = 200
+    origins = np.zeros((links, 3, 4))
+    origins[:, :, :3] = np.eye(3)
+    origins[:, 0, 3] = 0.01
+    walk = ForwardKinematics(np.arange(-1, links - 1, dtype=np.int64), origins,
+                             np.ones(links, dtype=np.int64), np.tile([0.0, 0.0, 1.0], (links, 1)),
+                             np.zeros(links, dtype=np.int64), np.ones(links), np.zeros(links), 1)
+    q = np.linspace(-1.0, 1.0, 100_000)[:, None]
+    out = np.empty((len(q), 1, 4, 4))
+    started, done = threading.Event(), threading.Event()
+
+    def work() -> None:
+        started.set()
+        walk.poses_of(q, out, np.array([links - 1], dtype=np.int64), -1)
+        done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    try:
+        worker = threading.Thread(target=work, name="forward-walk", daemon=True)
+        worker.start()
+        started.wait()
+        ran_meanwhile = not done.is_set()
+        worker.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert done.is_set() and ran_meanwhile
+    turn = [[np.cos(199.0), -np.sin(199.0)], [np.sin(199.0), np.cos(199.0)]]
+    assert np.allclose(out[-1, 0, :2, :2], turn)
+
+
 def test_garbage_in_a_subprocess_never_crashes_it():
     script = textwrap.dedent("""
         import numpy as np
@@ -233,7 +271,8 @@ def test_garbage_in_a_subprocess_never_crashes_it():
             walk.poses_of(q, np.empty((n, len(chosen), 4, 4)), chosen, int(rng.integers(-1, links)))
         print(made, refused)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     made, refused = map(int, done.stdout.split())
     assert made > 300 and refused > 300
