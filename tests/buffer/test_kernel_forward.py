@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from tf2py.buffer.messages import _matrix_from_quaternion
 STILL, TURNING, SLIDING = 0, 1, 2
 
 
-def tables(seed: int = 3, links: int = 9, dof: int = 4) -> dict[str, object]:
+def tables(seed: int = 3, links: int = 9, dof: int = 4) -> dict[str, Any]:
     """A random tree (parents first) with every kind of joint, tilted origins and axes of
     every direction; moving joints take random columns, with multipliers and offsets."""
     rng = np.random.default_rng(seed)
@@ -40,7 +41,7 @@ def tables(seed: int = 3, links: int = 9, dof: int = 4) -> dict[str, object]:
             "dof": dof}
 
 
-def expected_poses(t: dict[str, object], q: np.ndarray) -> np.ndarray:
+def expected_poses(t: dict[str, Any], q: np.ndarray) -> np.ndarray:
     """(L, 4, 4) poses of one configuration: origin, then the motion as a quaternion turn."""
     parents, origins, motions, axes = t["parents"], t["origins"], t["motions"], t["axes"]
     out = np.empty((len(parents), 4, 4))
@@ -54,11 +55,17 @@ def expected_poses(t: dict[str, object], q: np.ndarray) -> np.ndarray:
         motion = np.eye(4)
         if motions[k] == TURNING:
             s, c = np.sin(theta / 2), np.cos(theta / 2)
-            motion[:3, :3] = _matrix_from_quaternion(*(axes[k] * s).tolist(), c)
+            x, y, z = (axes[k] * s).tolist()
+            motion[:3, :3] = _matrix_from_quaternion(x, y, z, c)
         elif motions[k] == SLIDING:
             motion[:3, 3] = theta * axes[k]
         out[k] = out[parent] @ local @ motion
     return out
+
+
+def garbage(value: object) -> Any:
+    """A value of the wrong type, passed on as the type checker allows."""
+    return value
 
 
 def build(**changes: object) -> ForwardKinematics:
@@ -173,8 +180,8 @@ def test_bad_arguments_of_a_call_are_clear_errors():
         lambda: walk.poses(q, out.astype(np.float32)),
         lambda: walk.poses(q, np.empty((5, 9, 4, 8))[..., ::2]),
         lambda: walk.poses(q, out.reshape(5, 9, 16)),
-        lambda: walk.poses(q.tolist(), out),
-        lambda: walk.poses(q, None),
+        lambda: walk.poses(garbage(q.tolist()), out),
+        lambda: walk.poses(q, garbage(None)),
         lambda: walk.poses_of(q, out, np.array([0.0]), -1),
         lambda: walk.poses_of(q, out, np.arange(9, dtype=np.int64), 2**64),
     ]
