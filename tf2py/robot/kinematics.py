@@ -8,8 +8,8 @@ over configurations:
   ``q_origin ⊗ (a sin θ/2, cos θ/2)``, linear in ``(sin θ/2, cos θ/2)``, so it is
   ``sin(θ/2)·U + cos(θ/2)·V`` with U and V fixed per joint; the translation is
   ``t_origin + θ·R_origin·a`` for a prismatic joint and ``t_origin`` otherwise;
-- the poses of every link for N configurations: ``forward.BatchForward`` (one BLAS
-  product per joint over all configurations).
+- the poses of every link for one or N configurations: ``forward.LinkWalk``, the kernel's
+  compiled walk.
 
 Frames: a joint's transform maps its child link into its parent link (tf2's convention for
 a ``TransformStamped`` from parent to child); link poses are in the root link.
@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..buffer.messages import _matrix_from_quaternion
-from .forward import PRISMATIC, REVOLUTE, STATIC, BatchForward
+from .forward import PRISMATIC, REVOLUTE, STATIC, LinkWalk
 from .joint import Joint
 from .urdf import Description
 
@@ -87,27 +87,28 @@ class Kinematics:
                 self.half_angle[k] = 0.5
                 self.u[k, :3] = q[3] * a + np.cross(q[:3], a)
                 self.u[k, 3] = -float(q[:3] @ a)
-        # Forward kinematics: one step per link but the root, parents first.
+        # Forward kinematics: one step per link, parents first (the root stands at the
+        # identity).
         self.root = self.link_index[description.root]
         by_child = {j.child: j for j in description.joints}
-        batch: list[tuple[int, int, int, int, Array, Array, Array]] = []
-        self.single_steps: list[tuple[int, int, int, Array]] = []
-        for link in self.links[1:]:
-            joint = by_child[link]
-            t, q, r = _origin_arrays(joint)
-            k = self.moving_index.get(joint.name, -1)
-            kind = STATIC if k < 0 else (PRISMATIC if joint.type == "prismatic" else REVOLUTE)
+        walk: list[tuple[int, int, int, Array, Array, float, float]] = []
+        for link in self.links:
+            moved_by = by_child.get(link)
+            if moved_by is None:  # the root
+                walk.append((-1, STATIC, 0, np.eye(4), np.zeros(3), 1.0, 0.0))
+                continue
+            t, _, r = _origin_arrays(moved_by)
             origin = np.eye(4)
             origin[:3, :3] = r
             origin[:3, 3] = t
-            parent = self.link_index[joint.parent]
-            child = self.link_index[link]
-            batch.append((parent, child, kind, k, origin, np.asarray(joint.axis), r @ joint.axis))
-            # One configuration: the parent's pose times this local pose (the origin, or the
-            # moving joint's row k as a matrix), a 4×4 product per joint.
-            self.single_steps.append((parent, child, k, origin))
-        self.batch = BatchForward(len(self.links), self.root, batch)
-        self._scratch: list[Array] = []
+            drive = drives.get(moved_by.name)
+            kind = STATIC if drive is None else (PRISMATIC if moved_by.type == "prismatic" else REVOLUTE)
+            walk.append((self.link_index[moved_by.parent], kind,
+                         0 if drive is None else drive.source, origin,
+                         np.asarray(moved_by.axis, dtype=np.float64),
+                         1.0 if drive is None else drive.multiplier,
+                         0.0 if drive is None else drive.offset))
+        self.walk = LinkWalk(len(description.joint_names), walk)
         # The fixed joints (published once, on /tf_static).
         statics = [j for j in description.joints if j.type == "fixed"]
         self.static_parents = [j.parent for j in statics]
@@ -146,47 +147,7 @@ class Kinematics:
         out[:, 3:] += np.cos(half)[:, None] * self.v
         return out
 
-    def poses(self, positions: Array, out: Array | None = None) -> Array:
-        """Every link's 4×4 pose in the root for ``positions (N, dof)``, configurations
-        last: ``(L, 4, 4, N)`` (into ``out`` when given)."""
-        return self.batch.poses(np.ascontiguousarray(self.moving_positions(positions).T), out)
-
-    def scratch(self, n: int) -> Array | None:
-        """A kept ``(L, 4, 4, n)`` array for ``poses``, or None: the walk's array is
-        reused between calls (a fresh one costs its page faults, as much as the walk)."""
-        pool = self._scratch
-        try:
-            array = pool.pop()  # (atomic: a concurrent call takes another or none)
-        except IndexError:
-            return None
-        return array if array.shape[3] == n else None
-
-    def keep(self, array: Array) -> None:
-        """Give ``poses``' array back for the next call (up to 64 MB is kept)."""
-        if array.nbytes <= 64 << 20 and not self._scratch:
-            self._scratch.append(array)
-
-    def poses_single(self, positions: Array) -> Array:
-        """Every link's 4×4 pose in the root for one configuration ``(dof,)``: ``(L, 4, 4)``,
-        by 4×4 products along the tree (fewer, larger steps than ``poses`` takes for N)."""
-        theta = self.moving_positions(positions)
-        rows = self.rows_single(theta)
-        x, y, z, w = rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6]
-        local = np.zeros((len(rows), 4, 4))
-        local[:, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
-        local[:, 0, 1] = 2.0 * (x * y - z * w)
-        local[:, 0, 2] = 2.0 * (x * z + y * w)
-        local[:, 1, 0] = 2.0 * (x * y + z * w)
-        local[:, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
-        local[:, 1, 2] = 2.0 * (y * z - x * w)
-        local[:, 2, 0] = 2.0 * (x * z - y * w)
-        local[:, 2, 1] = 2.0 * (y * z + x * w)
-        local[:, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
-        local[:, :3, 3] = rows[:, :3]
-        local[:, 3, 3] = 1.0
-        poses = np.empty((len(self.links), 4, 4))
-        poses[self.root] = np.eye(4)
-        matmul = np.matmul
-        for parent, child, k, origin in self.single_steps:
-            matmul(poses[parent], origin if k < 0 else local[k], out=poses[child])
-        return poses
+    def poses(self, positions: Array, links: list[int] | None = None, base: int = -1) -> Array:
+        """``(N, K, 4, 4)`` poses of ``links`` (default every link, in order) in link ``base``
+        (-1: the root) for finite ``positions (N, dof)``."""
+        return self.walk.poses(positions, links, base)

@@ -263,29 +263,9 @@ class RobotModel:
             array = self._configurations(positions)
         single = array.ndim == 1
         configurations = array[None, :] if single else array
-        index = self._link_indices(links, "links")
-        if single and base is None and links is None:
-            return self._kinematics.poses_single(array)
-        kinematics = self._kinematics
-        n = configurations.shape[0]
-        walk = kinematics.poses(configurations, kinematics.scratch(n))  # (L, 4, 4, N)
-        poses = walk
-        if base is not None and base != self.root:
-            b = self._link_indices([base], "base")[0]
-            # T_base⁻¹·T = [R_bᵀ·R | R_bᵀ·(t - t_b)].
-            chosen = poses[index, :3]
-            chosen[:, :, 3] -= poses[b, :3, 3]
-            relative = np.empty((len(index), 4, 4, n))
-            relative[:, :3] = np.einsum("kjn,lkcn->ljcn", poses[b, :3, :3], chosen)
-            relative[:, 3, :3] = 0.0
-            relative[:, 3, 3] = 1.0
-            poses = relative
-        elif len(index) != len(self.links) or index != list(range(len(index))):
-            poses = poses[index]
-        # (L, 16, N) -> (N, L, 16): one transposed copy.
-        out: npt.NDArray[np.float64] = (
-            poses.reshape(len(index) * 16, n).T.copy().reshape(n, len(index), 4, 4))
-        kinematics.keep(walk)
+        chosen = None if links is None else self._link_indices(links, "links")
+        b = -1 if base is None or base == self.root else self._link_indices([base], "base")[0]
+        out = self._kinematics.poses(configurations, chosen, b)
         return out[0] if single else out
 
     def _link_indices(self, links: Sequence[str] | None, what: str) -> list[int]:

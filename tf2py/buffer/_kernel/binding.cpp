@@ -31,6 +31,7 @@
 
 #include "kernel.hpp"
 #include "velocity.hpp"
+#include "forward.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -48,6 +49,7 @@ namespace {
 #include "py_kernel.hpp"    // PyKernel: the kernel, its lock, the queries
 #include "py_inserts.hpp"   // single and batch inserts
 #include "py_extras.hpp"    // one cache alone, and the maths, for Python
+#include "py_forward.hpp"   // ForwardKinematics: a robot's batch forward kinematics (forward.hpp)
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
 
@@ -119,6 +121,7 @@ NB_MODULE(_kernel_ext, m) {
         .def("_k_clear", &PyKernel::clear)
         .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
     InsertBinding::bind(kernel);
+    ForwardBinding::bind(m);
     EntryBinding::bind(m, kernel);
     VelocityBinding::bind(m);
 
