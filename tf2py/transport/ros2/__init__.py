@@ -9,22 +9,12 @@ Python binding (``pip install 'tf2py[ros2]'``), else a one-line ``ImportError`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..interface import (
-    ClockReceiver,
-    ClockSender,
-    TopicReceiver,
-    TopicSender,
-    TransformReceiver,
-    TransformSender,
-    Transport,
-)
+from ..bus_classes import BusClasses
 from .discovery import is_ros2_address, parse_ros2_address
 
 if TYPE_CHECKING:
-    from ..listener import TransformBatch
-    from ..topics import TopicSpec
     from .participant import Participant
 
 __all__ = [
@@ -70,7 +60,7 @@ def clock_subscription(address: str, callback: Callable[[int], None]) -> ClockSu
     return ClockSubscription(address, callback)
 
 
-class Ros2Transport(Transport):
+class Ros2Transport(BusClasses):
     """ROS 2's /tf, /tf_static and /clock over DDS (Cyclone DDS's Python binding)."""
 
     schemes = ("ros2",)
@@ -87,57 +77,17 @@ class Ros2Transport(Transport):
         parse_ros2_address(address)
         return address
 
-    def transform_broadcaster(self, address: str, authority: str | None,
-                              keys: Any = None) -> TransformSender:
-        from .tf import Ros2TransformBroadcaster
-
-        return Ros2TransformBroadcaster(address, authority, keys=keys)
-
-    def static_transform_broadcaster(self, address: str, authority: str | None,
-                                     keys: Any = None) -> TransformSender:
-        from .tf import Ros2StaticTransformBroadcaster
-
-        return Ros2StaticTransformBroadcaster(address, authority, keys=keys)
-
-    def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
-                             keys: Any = None) -> TransformReceiver:
-        from .tf import Ros2TransformSubscriber
-
-        return Ros2TransformSubscriber(address, on_batch, keys)
-
-    def transform_listener(self, buffer: Any, address: str,
-                           keys: Any = None) -> TransformReceiver:
-        from .tf import Ros2TransformListener
-
-        return Ros2TransformListener(buffer, address, keys)
-
-    def bridge_side(self, address: str, authority: str, keys: Any = None) -> Any:
-        from .bridge_side import Ros2BridgeSide
-
-        return Ros2BridgeSide(self, address, authority, keys)
-
-    def topic_publisher(self, address: str, topic: TopicSpec,
-                        keys: Any = None) -> TopicSender:
-        from .typed_topic import Ros2TopicPublisher
-
-        return Ros2TopicPublisher(address, topic, keys)
-
-    def topic_subscriber(self, address: str, topic: TopicSpec,
-                         on_message: Callable[[bytes], None],
-                         keys: Any = None) -> TopicReceiver:
-        from .typed_topic import Ros2TopicSubscriber
-
-        return Ros2TopicSubscriber(address, topic, on_message, keys)
-
-    def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
-        from .clock import Ros2ClockPublisher
-
-        return Ros2ClockPublisher(address, keys)
-
-    def sim_clock(self, address: str, keys: Any = None) -> ClockReceiver:
-        from .clock import Ros2SimClock
-
-        return Ros2SimClock(address, keys)
+    classes = {
+        "transform_broadcaster": "tf:Ros2TransformBroadcaster",
+        "static_transform_broadcaster": "tf:Ros2StaticTransformBroadcaster",
+        "transform_subscriber": "tf:Ros2TransformSubscriber",
+        "transform_listener": "tf:Ros2TransformListener",
+        "bridge_side": "bridge_side:Ros2BridgeSide",
+        "topic_publisher": "typed_topic:Ros2TopicPublisher",
+        "topic_subscriber": "typed_topic:Ros2TopicSubscriber",
+        "clock_publisher": "clock:Ros2ClockPublisher",
+        "sim_clock": "clock:Ros2SimClock",
+    }
 
 
 transport = Ros2Transport()

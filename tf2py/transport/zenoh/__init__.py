@@ -17,29 +17,14 @@ one-line ``ImportError`` that names the extra.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from ..interface import (
-    ClockReceiver,
-    ClockSender,
-    TopicReceiver,
-    TopicSender,
-    TransformReceiver,
-    TransformSender,
-    Transport,
-)
+from ..bus_classes import BusClasses
 from .address import ZenohAddress, is_zenoh_address, parse_zenoh_address
-
-if TYPE_CHECKING:
-    from ..listener import TransformBatch
-    from ..topics import TopicSpec
 
 __all__ = ["ZenohAddress", "is_zenoh_address", "parse_zenoh_address", "ZenohTransport",
            "transport"]
 
 
-class ZenohTransport(Transport):
+class ZenohTransport(BusClasses):
     """``zenoh://`` buses: /tf, /tf_static and /clock as rmw_zenoh carries them."""
 
     schemes = ("zenoh",)
@@ -57,57 +42,17 @@ class ZenohTransport(Transport):
         parse_zenoh_address(address)
         return address.strip()
 
-    def transform_broadcaster(self, address: str, authority: str | None,
-                              keys: Any = None) -> TransformSender:
-        from .tf import ZenohTransformBroadcaster
-
-        return ZenohTransformBroadcaster(address, authority, keys)
-
-    def static_transform_broadcaster(self, address: str, authority: str | None,
-                                     keys: Any = None) -> TransformSender:
-        from .tf import ZenohStaticTransformBroadcaster
-
-        return ZenohStaticTransformBroadcaster(address, authority, keys)
-
-    def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
-                             keys: Any = None) -> TransformReceiver:
-        from .tf import ZenohTransformSubscriber
-
-        return ZenohTransformSubscriber(address, on_batch, keys)
-
-    def transform_listener(self, buffer: Any, address: str,
-                           keys: Any = None) -> TransformReceiver:
-        from .tf import ZenohTransformListener
-
-        return ZenohTransformListener(buffer, address, keys)
-
-    def bridge_side(self, address: str, authority: str, keys: Any = None) -> Any:
-        from .bridge_side import ZenohBridgeSide
-
-        return ZenohBridgeSide(self, address, authority, keys)
-
-    def topic_publisher(self, address: str, topic: TopicSpec,
-                        keys: Any = None) -> TopicSender:
-        from .typed_topic import ZenohTopicPublisher
-
-        return ZenohTopicPublisher(address, topic, keys)
-
-    def topic_subscriber(self, address: str, topic: TopicSpec,
-                         on_message: Callable[[bytes], None],
-                         keys: Any = None) -> TopicReceiver:
-        from .typed_topic import ZenohTopicSubscriber
-
-        return ZenohTopicSubscriber(address, topic, on_message, keys)
-
-    def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
-        from .clock import ZenohClockPublisher
-
-        return ZenohClockPublisher(address, keys)
-
-    def sim_clock(self, address: str, keys: Any = None) -> ClockReceiver:
-        from .clock import ZenohSimClock
-
-        return ZenohSimClock(address, keys)
+    classes = {
+        "transform_broadcaster": "tf:ZenohTransformBroadcaster",
+        "static_transform_broadcaster": "tf:ZenohStaticTransformBroadcaster",
+        "transform_subscriber": "tf:ZenohTransformSubscriber",
+        "transform_listener": "tf:ZenohTransformListener",
+        "bridge_side": "bridge_side:ZenohBridgeSide",
+        "topic_publisher": "typed_topic:ZenohTopicPublisher",
+        "topic_subscriber": "typed_topic:ZenohTopicSubscriber",
+        "clock_publisher": "clock:ZenohClockPublisher",
+        "sim_clock": "clock:ZenohSimClock",
+    }
 
 
 transport = ZenohTransport()

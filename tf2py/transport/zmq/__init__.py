@@ -9,28 +9,13 @@ what travels. Keys (``keys=``) are ZeroMQ CURVE keys from ``tf2py keygen``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 from ..address import bus_endpoints
-from ..interface import (
-    ClockReceiver,
-    ClockSender,
-    TopicReceiver,
-    TopicSender,
-    TransformReceiver,
-    TransformSender,
-    Transport,
-)
-
-if TYPE_CHECKING:
-    from ..listener import TransformBatch
-    from ..topics import TopicSpec
+from ..bus_classes import BusClasses
 
 __all__ = ["ZmqTransport", "transport"]
 
 
-class ZmqTransport(Transport):
+class ZmqTransport(BusClasses):
     """The ZeroMQ bus: a core at ``tcp://HOST:PORT`` (publishers) and ``PORT + 1``
     (subscribers)."""
 
@@ -57,52 +42,16 @@ class ZmqTransport(Transport):
             return f"is `tf2py core` running there{keys}?"
         return f"is `tf2py core` running there{keys}, and is anything broadcasting?"
 
-    def transform_broadcaster(self, address: str, authority: str | None,
-                              keys: Any = None) -> TransformSender:
-        from .broadcaster import ZmqTransformBroadcaster
-
-        return ZmqTransformBroadcaster(address, authority, keys)
-
-    def static_transform_broadcaster(self, address: str, authority: str | None,
-                                     keys: Any = None) -> TransformSender:
-        from .broadcaster import ZmqStaticTransformBroadcaster
-
-        return ZmqStaticTransformBroadcaster(address, authority, keys)
-
-    def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
-                             keys: Any = None) -> TransformReceiver:
-        from .listener import ZmqTransformSubscriber
-
-        return ZmqTransformSubscriber(address, on_batch, keys)
-
-    def transform_listener(self, buffer: Any, address: str,
-                           keys: Any = None) -> TransformReceiver:
-        from .listener import ZmqTransformListener
-
-        return ZmqTransformListener(buffer, address, keys)
-
-    def topic_publisher(self, address: str, topic: TopicSpec,
-                        keys: Any = None) -> TopicSender:
-        from .typed_topic import ZmqTopicPublisher
-
-        return ZmqTopicPublisher(address, topic, keys)
-
-    def topic_subscriber(self, address: str, topic: TopicSpec,
-                         on_message: Callable[[bytes], None],
-                         keys: Any = None) -> TopicReceiver:
-        from .typed_topic import ZmqTopicSubscriber
-
-        return ZmqTopicSubscriber(address, topic, on_message, keys)
-
-    def clock_publisher(self, address: str, keys: Any = None) -> ClockSender:
-        from .clock import ZmqClockPublisher
-
-        return ZmqClockPublisher(address, keys)
-
-    def sim_clock(self, address: str, keys: Any = None) -> ClockReceiver:
-        from .clock import ZmqSimClock
-
-        return ZmqSimClock(address, keys)
+    classes = {
+        "transform_broadcaster": "broadcaster:ZmqTransformBroadcaster",
+        "static_transform_broadcaster": "broadcaster:ZmqStaticTransformBroadcaster",
+        "transform_subscriber": "listener:ZmqTransformSubscriber",
+        "transform_listener": "listener:ZmqTransformListener",
+        "topic_publisher": "typed_topic:ZmqTopicPublisher",
+        "topic_subscriber": "typed_topic:ZmqTopicSubscriber",
+        "clock_publisher": "clock:ZmqClockPublisher",
+        "sim_clock": "clock:ZmqSimClock",
+    }
 
 
 transport = ZmqTransport()
