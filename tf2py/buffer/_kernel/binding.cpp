@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cdr.hpp"
 #include "kernel.hpp"
 #include "velocity.hpp"
 
@@ -50,6 +51,7 @@ namespace {
 #include "py_extras.hpp"    // one cache alone, and the maths, for Python
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
+#include "py_cdr.hpp"       // TFMessage CDR samples decoded, or inserted a round at a time
 
 }  // namespace
 
@@ -121,6 +123,7 @@ NB_MODULE(_kernel_ext, m) {
     InsertBinding::bind(kernel);
     EntryBinding::bind(m, kernel);
     VelocityBinding::bind(m);
+    CdrBinding::bind(m, kernel);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
         .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)
