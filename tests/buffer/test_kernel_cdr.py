@@ -3,6 +3,7 @@ round of samples straight into the batch insert, with FrameIds prefixing a robot
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import threading
@@ -32,6 +33,7 @@ def _sample(parents, children, stamps=None, values=None):
     return cdr.encode_tf_columns(parents, children, stamps, values)
 
 
+@functools.lru_cache(maxsize=1)
 def _rosbags():
     from rosbags.typesys import Stores, get_typestore
 

@@ -137,7 +137,7 @@ def decode_tf_single(data: Data) -> SingleTransform | None:
     decoded = decode_tf_cdr_one(data)
     if decoded is not None and len(decoded) == 3:
         raise cdr_error(*decoded, data)
-    return cast("SingleTransform | None", decoded)
+    return decoded
 
 
 def _string(out: bytearray, text: str) -> None:
