@@ -363,3 +363,17 @@ def test_a_buffer_insert_wakes_a_waiting_can_transform():
     result = insert_cdr(buffer, [_sample(["map"], ["base"], [5_000_000_000])], [ids], "test")
     waiter.join(timeout=10.0)
     assert result.stored == 1 and answers == [True]
+
+
+def test_a_buffer_insert_resolves_a_pending_request_by_the_frames_it_names():
+    buffer = Buffer(cache_time=10.0)
+    ids = FrameIds("robot2/")
+    ids.admit(["map", "base", "/arm"])
+    assert ids.names() == {"robot2/map", "robot2/base", "robot2/arm"}
+    future = buffer.wait_for_transform_async("robot2/map", "robot2/arm", Time(5))
+    other = buffer.wait_for_transform_async("robot9/map", "robot9/arm", Time(5))
+    insert_cdr(buffer, [_sample(["map", "base"], ["base", "/arm"], [5_000_000_000] * 2)],
+               [ids], "test")
+    assert future.result(timeout=10.0).child_frame_id == "robot2/arm"
+    assert not other.done()
+    other.cancel()

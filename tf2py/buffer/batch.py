@@ -11,7 +11,7 @@ call; the caller words what it refused (``tf2py.transport.ros2.cdr.cdr_error``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, cast
+from typing import TYPE_CHECKING, Any, Collection, NamedTuple, Sequence, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -212,8 +212,17 @@ def _store_cdr(
 
 def _cdr_frames(
     samples: Sequence[Any], frame_ids: Sequence[FrameIds | None],
-) -> tuple[set[str], set[str]]:
-    """The frame ids the samples name, as stored (what Buffer's requests and listeners hear)."""
+) -> tuple[Collection[str], Collection[str]]:
+    """The frame ids the samples name, as stored, for Buffer's requests and listeners: every
+    name their FrameIds admitted (a superset: it only re-checks more requests), else decoded."""
+    if all(ids is not None for ids in frame_ids):
+        names: set[str] = set()
+        seen: set[int] = set()
+        for ids in frame_ids:
+            if id(ids) not in seen:
+                seen.add(id(ids))
+                names.update(cast(FrameIds, ids).names())
+        return names, names
     parents: set[str] = set()
     children: set[str] = set()
     for data, ids in zip(samples, frame_ids):

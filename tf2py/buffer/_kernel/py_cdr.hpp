@@ -46,7 +46,20 @@ class FrameIds {
             index_.emplace(entries_.back().frame, &entries_.back());  // the deque never moves it
             ++added;
         }
+        if (added) names_ = nb::object();
         return added;
+    }
+
+    // The prefixed names of every admitted frame id (a frozenset, made once per change): what
+    // a Buffer's waiting requests hear an insert of these frames named.
+    nb::object names() {
+        if (!names_.is_valid()) {
+            nb::list all;
+            for (const Entry& e : entries_) all.append(nb::str(e.name.data(), e.name.size()));
+            names_ = nb::steal(PyFrozenSet_New(all.ptr()));
+            if (!names_.is_valid()) throw nb::python_error();
+        }
+        return names_;
     }
 
     Entry* find(std::string_view frame) {
@@ -68,6 +81,7 @@ class FrameIds {
     std::deque<Entry> entries_;
     std::unordered_map<std::string_view, Entry*> index_;
     uint64_t serial_ = 0;
+    nb::object names_;  // names(), until the next admit
 };
 
 struct CdrBinding {
@@ -188,6 +202,7 @@ struct CdrBinding {
             .def(nb::init<std::string>(), "prefix"_a)
             .def_prop_ro("prefix", &FrameIds::prefix)
             .def("admit", &FrameIds::admit, "frames"_a)
+            .def("names", &FrameIds::names)
             .def("__len__", &FrameIds::size);
         m.def("decode_tf_cdr", &decode, "data"_a, "max_chars"_a = 0, "names"_a.none() = nb::none(),
               "prefix"_a.none() = nb::none());
