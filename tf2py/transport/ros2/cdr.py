@@ -75,31 +75,28 @@ class CdrError(ValueError):
         self.cause = cause
 
 
+#: The kernel's refusals of a TFMessage sample (cdr.hpp's CdrStatus): counter cause, words.
+_REFUSALS = {
+    1: ("garbage", "a sample of {size} bytes is too short for a TFMessage"),
+    2: ("encoding", "unknown encapsulation {header} (expected XCDR1)"),
+    3: ("too_large", "a TFMessage of {count} transforms is over the limit of {limit}"),
+    4: ("garbage", "transform {where}: the message ends inside it"),
+    5: ("garbage", "transform {where}: a bad frame id string (empty, or not ending in NUL)"),
+    6: ("garbage", "transform {where}: a frame id that is not UTF-8"),
+    7: ("frame_id_too_long", "transform {where}: a frame id over {max_chars} characters"),
+    8: ("garbage", "bytes left over after the {count} transforms of a TFMessage"),
+}
+
+
 def cdr_error(status: int, where: int, count: int, data: Data, max_chars: int = 0) -> CdrError:
     """The error for the kernel's refusal of a TFMessage sample (``cdr.hpp``'s CdrStatus):
     ``where`` the transform where it went wrong, ``count`` the transforms it says it holds."""
-    if status == 1:
-        return CdrError(f"a sample of {len(data)} bytes is too short for a TFMessage")
-    if status == 2:
-        return CdrError(f"unknown encapsulation {bytes(data[:2]).hex()} (expected XCDR1)",
-                        "encoding")
-    if status == 3:
-        return CdrError(f"a TFMessage of {count} transforms is over the limit of "
-                        f"{MAX_TRANSFORMS}", "too_large")
-    if status == 4 and where == count:
-        return CdrError(f"a TFMessage that says {count} transforms has only {len(data)} bytes")
-    if status == 4:
-        return CdrError(f"transform {where}: the message ends inside it")
-    if status == 5:
-        return CdrError(f"transform {where}: a bad frame id string (empty, or not ending in NUL)")
-    if status == 6:
-        return CdrError(f"transform {where}: a frame id that is not UTF-8")
-    if status == 7:
-        return CdrError(f"transform {where}: a frame id over {max_chars} characters",
-                        "frame_id_too_long")
-    if status == 8:
-        return CdrError(f"bytes left over after the {count} transforms of a TFMessage")
-    return CdrError(f"a TFMessage refused by the decoder (status {status})")
+    cause, words = _REFUSALS.get(status, ("garbage", "a TFMessage refused (status {status})"))
+    if status == 4 and where == count:  # the count itself is more than the bytes can hold
+        words = "a TFMessage that says {count} transforms has only {size} bytes"
+    return CdrError(words.format(size=len(data), header=bytes(data[:2]).hex(), count=count,
+                                 limit=MAX_TRANSFORMS, where=where, max_chars=max_chars,
+                                 status=status), cause)
 
 
 def decode_tf(data: Data, max_chars: int = 0, names: dict[str, str] | None = None,
