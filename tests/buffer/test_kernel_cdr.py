@@ -343,8 +343,11 @@ def test_bad_arguments_raise_and_store_nothing():
         core._k_insert_cdr([GOOD], ["not frame ids"], "a", False)  # type: ignore[list-item]
     with pytest.raises(ValueError):
         core._k_insert_cdr([GOOD, GOOD], [None], "a", False)
+    ids = FrameIds("r/")
+    assert ids.names() == frozenset()
     with pytest.raises(TypeError):
-        FrameIds("r/").admit([1])  # type: ignore[list-item]
+        ids.admit(["a", 1])  # type: ignore[list-item]
+    assert ids.names() == {"r/a"}  # what was admitted before the refusal
     assert core.all_frames_as_string() == ""
 
 

@@ -44,9 +44,9 @@ class FrameIds {
             if (find(frame)) continue;
             entries_.push_back({std::string(frame), prefixed_name(prefix_, frame), -1});
             index_.emplace(entries_.back().frame, &entries_.back());  // the deque never moves it
+            names_ = nb::object();
             ++added;
         }
-        if (added) names_ = nb::object();
         return added;
     }
 
