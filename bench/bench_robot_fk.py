@@ -4,6 +4,7 @@ called once per configuration from Python, the way a user without a batch call w
     .venv/bin/python bench/bench_robot_fk.py              # ~20 s
     .venv/bin/python bench/bench_robot_fk.py --quick      # ~5 s
     .venv/bin/python bench/bench_robot_fk.py --markdown   # also a table for docs/performance.md
+    .venv/bin/python bench/bench_robot_fk.py --cpu        # CPU time, not wall (loaded machine)
 
 Needs the test extra (pinocchio as ``pin``, and example-robot-data for the Panda's URDF).
 
@@ -92,14 +93,17 @@ def pinocchio_q(model: RobotModel, pin: Any, pin_model: Any, positions: np.ndarr
     return q
 
 
+CLOCK = pc
+
+
 def timed(f: Callable[[], object]) -> float:
-    """Seconds of one call of f, the garbage collector paused."""
+    """Seconds of one call of f by ``CLOCK``, the garbage collector paused."""
     gc.collect()
     gc.disable()
     try:
-        start = pc()
+        start = CLOCK()
         f()
-        return pc() - start
+        return CLOCK() - start
     finally:
         gc.enable()
 
@@ -115,7 +119,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time by this process's CPU time (all its threads, BLAS's too) "
+                             "instead of the wall clock: steadier on a loaded machine")
     options = parser.parse_args()
+    global CLOCK
+    if options.cpu:
+        CLOCK = time.process_time
     import pinocchio as pin
 
     repeats = 3 if options.quick else 7
@@ -184,7 +194,8 @@ def main() -> None:
 
     us = 1e6
     print(f"Panda: {len(model.links)} links, {len(model.joint_names)} driven joints; "
-          f"{n} configurations; {repeats} interleaved repeats; pinocchio {pin.__version__}, "
+          f"{n} configurations; {repeats} interleaved repeats; "
+          f"{'CPU time' if options.cpu else 'wall clock'}; pinocchio {pin.__version__}, "
           f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}")
     print(f"tf2py forward_kinematics (one batch call)            "
           f"{statistics.median(rows['ours']) * us:8.3f} us per configuration")

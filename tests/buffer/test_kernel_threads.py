@@ -120,7 +120,8 @@ def test_concurrent_batch_inserts_lookups_and_listings_stay_correct(buffer_class
                     progress.wait_for(lambda: batches["done"] >= k // SINGLES_PER_BATCH
                                       or batches["over"], HANG_SECONDS)
             stamp = Time.from_nanoseconds(5000 * S + (k + 1) * (S // 10))
-            assert core.set_transform(make_transform("f0", "side", (1.0, 0.0, 0.0), stamp=stamp), "s")
+            side = make_transform("f0", "side", (1.0, 0.0, 0.0), stamp=stamp)
+            assert core.set_transform(side, "s")
 
     def batch_reader():
         seconds = np.sort(rng.uniform(1000.0, 1009.99, 500))
@@ -146,7 +147,8 @@ def test_concurrent_batch_inserts_lookups_and_listings_stay_correct(buffer_class
         seconds = start_s + np.arange(BATCH) / 100
         matrices = core.lookup_transforms("f0", FRAMES[-1], seconds)
         assert np.allclose(matrices[:, 0, 3], DEPTH * np.rint(seconds * 1e9) / S, rtol=0, atol=1e-9)
-    last = core.lookup_transform("f0", "side", Time.from_nanoseconds(5000 * S + SINGLES * (S // 10)))
+    last_stamp = Time.from_nanoseconds(5000 * S + SINGLES * (S // 10))
+    last = core.lookup_transform("f0", "side", last_stamp)
     assert last.transform.translation.x == 1.0
 
 

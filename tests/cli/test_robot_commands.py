@@ -221,3 +221,80 @@ def test_launch_arm_brings_up_the_arm_and_echoes_base_to_tool(spawn, tf2py_comma
         assert set(RobotModel.from_urdf(ARM).links) <= set(buffer.get_frames())
     proc.signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
+
+
+# -- xacro ------------------------------------------------------------------------------------------
+
+XACRO = """<?xml version="1.0"?>
+<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="stick">
+  <xacro:arg name="length" default="0.5"/>
+  <link name="base"/>
+  <link name="tip"/>
+  <joint name="hinge" type="revolute">
+    <parent link="base"/><child link="tip"/>
+    <origin xyz="0 0 $(arg length)"/>
+    <axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+</robot>
+"""
+
+
+def test_xacro_arguments_reach_the_description(bus, spawn, tf2py_command, tmp_path):
+    pytest.importorskip("xacro")
+    path = tmp_path / "stick.urdf.xacro"
+    path.write_text(XACRO)
+    buffer, listener = listening(bus)
+    with listener:
+        line = spawn([*tf2py_command, "robot-state-publisher", str(path), "--core", bus,
+                      "--xacro-arg", "length:=2.25"]).wait_for_line("publishing on", timeout=60)
+        assert "'stick': 0 fixed and 1 movable joints" in line
+        spawn([*tf2py_command, "joint-state-publisher", str(path), "--core", bus,
+               "--xacro-arg", "length:=2.25", "--set", "hinge=0.5"])
+        t = buffer.lookup_transform("base", "tip", 0, timeout=30).transform
+        assert t.translation.z == 2.25
+        assert abs(t.rotation.z - np.sin(0.25)) < 1e-12
+
+
+def test_a_xacro_error_is_one_line(tf2py, tmp_path):
+    pytest.importorskip("xacro")
+    path = tmp_path / "bad.urdf.xacro"
+    path.write_text(XACRO.replace("$(arg length)", "${undefined_property}"))
+    one_line_failure(tf2py("robot-state-publisher", str(path)), "bad.urdf.xacro", code=1)
+
+
+def test_joint_state_publisher_lists_every_movable_joint_mimics_included(bus, spawn,
+                                                                        tf2py_command):
+    """As ROS's joint_state_publisher: the mimic finger is on /joint_states too, at
+    multiplier × master + offset, after the joints in document order."""
+    from tf2py.robot.joint_state import JOINT_STATES, decode_joint_state
+    from tf2py.transport.topics import subscribe_topic
+
+    heard = []
+    with subscribe_topic(JOINT_STATES, heard.append, bus):
+        spawn([*tf2py_command, "joint-state-publisher", str(ARM), "--core", bus, "--set",
+               "finger_left_joint=0.015", "--rate", "20"]).wait_for_line(
+            "tf2py joint-state-publisher:", timeout=60)
+        wait_for(lambda: heard, timeout=30)
+    message = decode_joint_state(heard[0])
+    model = RobotModel.from_urdf(ARM)
+    movable = [j.name for j in model.joints if j.type in ("revolute", "prismatic", "continuous")]
+    assert message.names == movable and "finger_right_joint" in movable
+    positions = dict(zip(message.names, message.position.tolist()))
+    assert positions == pytest.approx(dict(DEFAULTS, finger_left_joint=0.015,
+                                           finger_right_joint=0.015), abs=1e-12)
+
+
+def test_a_mimic_of_a_missing_joint_is_one_warning_line_and_the_robot_runs(bus, spawn,
+                                                                           tf2py_command,
+                                                                           tmp_path):
+    path = tmp_path / "orphan.urdf"
+    path.write_text(XACRO.replace("$(arg length)", "1").replace(
+        '<axis xyz="0 0 1"/>', '<axis xyz="0 0 1"/><mimic joint="ghost"/>'))
+    proc = spawn([*tf2py_command, "robot-state-publisher", str(path), "--core", bus])
+    proc.wait_for_line("publishing on", timeout=60)
+    warning = [line for line in proc.output().splitlines() if "ghost" in line]
+    assert len(warning) == 1, proc.output()
+    assert warning[0].startswith("tf2py robot-state-publisher: warning: ")
+    assert "orphan.urdf:" in warning[0] and "'hinge'" in warning[0]
+    assert "Warning:" not in proc.output() and "mimic joint=" not in proc.output()

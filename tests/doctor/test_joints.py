@@ -158,3 +158,31 @@ def test_doctor_on_a_live_bus_reports_joints_no_one_publishes(tf2py):
     found = {f["check"]: f for f in json.loads(result.stdout)["findings"]}
     assert found["unpublished_joint"]["details"]["joints"] == ["finger_left_joint"]
     assert "unknown_joint" not in found
+
+
+def test_doctor_on_zenoh_checks_against_the_robot_description_it_hears(tf2py, spawn,
+                                                                       tf2py_command):
+    pytest.importorskip("zenoh")
+    import threading
+
+    from transport.zenoh.zenoh_support import start_router
+
+    _, locator = start_router(spawn, tf2py_command)
+    address = f"zenoh://tcp/{locator.split('/', 1)[1]}"
+    with RobotStatePublisher(MODEL, core=address), JointStatePublisher(core=address) as joints:
+        stop = threading.Event()
+
+        def publish():  # a driver naming a joint the arm lacks, and not the gripper
+            while not stop.wait(0.05):
+                joints.publish(ARM_JOINTS[:7] + ["camera_tilt"], [0.0] * 8)
+
+        thread = threading.Thread(target=publish, daemon=True, name="test-joints")
+        thread.start()
+        try:
+            result = tf2py("doctor", "--core", address, "--duration", "3", "--json")
+        finally:
+            stop.set()
+            thread.join(5)
+    found = {f["check"]: f for f in json.loads(result.stdout)["findings"]}
+    assert found["unpublished_joint"]["details"]["joints"] == ["finger_left_joint"], result.stdout
+    assert found["unknown_joint"]["frames"] == ["camera_tilt"]

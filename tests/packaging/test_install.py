@@ -6,6 +6,7 @@ minutes on a loaded machine: marked ``heavy``, run with TF2PY_HEAVY_TESTS=1
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -34,10 +35,12 @@ def test_two_editable_installs_of_one_checkout_at_once_both_work(tmp_path):
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     logs = [open(tmp_path / f"install{k}.log", "w") for k in (1, 2)]
     started = time.monotonic()
+    # An empty kernel cache of this test's own: both compile, and both write it at once.
+    env = {**os.environ, "TF2PY_BUILD_CACHE": str(tmp_path / "cache")}
     installs = [
         subprocess.Popen([str(venv / "bin/python"), "-m", "pip", "install",
                           "--disable-pip-version-check", "-e", str(REPO)],
-                         stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+                         stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env)
         for venv, log in zip(venvs, logs)
     ]
     try:
@@ -52,6 +55,8 @@ def test_two_editable_installs_of_one_checkout_at_once_both_work(tmp_path):
     took = time.monotonic() - started
     outputs = [(tmp_path / f"install{k}.log").read_text() for k in (1, 2)]
     assert codes == [0, 0], "\n\n".join(outputs)[-6000:]
+    (entry,) = (tmp_path / "cache").iterdir()  # one kernel, whole, whoever wrote it last
+    assert [p.name.startswith("_kernel_ext") for p in entry.iterdir()] == [True]
     for venv in venvs:
         result = subprocess.run([str(venv / "bin/python"), "-c", LOOKUP], cwd=tmp_path,
                                 capture_output=True, text=True, timeout=120)

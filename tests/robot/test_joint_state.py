@@ -51,6 +51,12 @@ def test_message_round_trip_and_defaults():
     assert JointState.from_cdr(JointState().to_cdr()) == JointState()
 
 
+def test_one_string_for_the_names_is_a_type_error_not_one_joint_per_letter():
+    with pytest.raises(TypeError, match="sequence of joint names"):
+        JointState(name="elbow", position=[0.1])
+    assert JointState(name=("elbow",), position=[1]).position == [1.0]
+
+
 def test_decoder_keeps_the_names_list_while_names_stay():
     decoder = JointStateDecoder()
     a = decoder.decode(encode_joint_state(["j1", "j2"], [1, 2], 1))

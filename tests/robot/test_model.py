@@ -10,6 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from tf2py import Buffer, Joint, RobotModel, Time
+from tf2py.robot import RobotModelWarning
 
 # Every joint type; line numbers matter only to the warning test.
 ARM = """<?xml version="1.0"?>
@@ -204,9 +205,10 @@ def test_a_mimic_of_a_missing_joint_warns_and_stays_at_its_origin():
       <joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>
       <joint name="j2" type="revolute"><parent link="b"/><child link="c"/>
         <origin xyz="0 0 1"/><mimic joint="ghost"/></joint></robot>"""
-    with pytest.warns(UserWarning) as record:
+    with pytest.warns(RobotModelWarning) as record:
         model = RobotModel.from_urdf_string(text)
     (warning,) = record
+    assert warning.filename == __file__  # points at the caller's line
     message = str(warning.message)
     assert "\n" not in message and message.startswith("<string>:4:")
     assert "'j2'" in message and "'ghost'" in message
@@ -350,3 +352,78 @@ def test_fill_one_configuration_with_a_prefix_and_an_authority(arm):
 def test_fill_needs_one_stamp_per_configuration(arm):
     with pytest.raises(ValueError, match="3 stamps"):
         arm.fill(Buffer(), np.zeros((3, 4)), [1.0, 2.0])
+    with pytest.raises(ValueError, match="one configuration needs one stamp, got 3"):
+        arm.fill(Buffer(), np.zeros(4), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("stamp", [Time(sec=5), 5, 5.0, np.float64(5.0), [5.0], np.array([5])])
+def test_fill_one_configuration_takes_its_stamp_as_a_time_or_seconds(arm, stamp):
+    buffer = Buffer()
+    arm.fill(buffer, Q, stamp)
+    found = buffer.lookup_transform("base", "wrist", Time(sec=5))
+    expected = dict(zip(arm.links, arm.forward_kinematics(Q)))["wrist"]
+    assert np.allclose(found.transform.as_matrix(), expected, atol=1e-9)
+    assert not buffer.can_transform("base", "wrist", Time(sec=4))
+
+
+def test_movable_positions_are_every_published_joint_mimics_following(arm):
+    got = arm.movable_positions(Q)
+    published = [t.child_frame_id for t in arm.transforms(Q)]
+    assert [arm.joints[name].child for name in got] == published
+    def position(name: str) -> float:  # mimics of mimics included
+        mimic = arm.joints[name].mimic
+        return Q[name] if mimic is None else position(mimic.joint) * mimic.multiplier + \
+            mimic.offset
+
+    assert got == pytest.approx({name: position(name) for name in got}, abs=1e-15)
+    assert any(arm.joints[name].mimic is not None for name in got)
+
+
+def test_joints_are_found_by_name_too(arm):
+    assert arm.joints["lift"] is next(j for j in arm.joints if j.name == "lift")
+    assert "lift" in arm.joints and "nothing" not in arm.joints
+    assert arm.joints[0].name == "pan" and [j.name for j in arm.joints[:2]] == ["pan", "lift"]
+    with pytest.raises(KeyError, match="'nothing'"):
+        arm.joints["nothing"]
+
+
+def test_fill_takes_one_configuration_as_a_row_with_one_stamp(arm):
+    buffer = Buffer()
+    arm.fill(buffer, np.array([[Q[n] for n in arm.joint_names]]), 2.0)
+    found = buffer.lookup_transform("base", "wrist", Time(sec=2))
+    expected = dict(zip(arm.links, arm.forward_kinematics(Q)))["wrist"]
+    assert np.allclose(found.transform.as_matrix(), expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", ["up", None, [1.0, 2.0]])
+def test_a_position_that_is_not_a_number_names_its_joint(arm, bad):
+    with pytest.raises(ValueError, match="'lift'") as info:
+        arm.transforms({"lift": bad})
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("axis", ["0 0 1e-300", "1e200 1e200 0", "0 -3 4"])
+def test_axes_of_any_scale_are_normalised(axis):
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+        f'<parent link="a"/><child link="b"/><axis xyz="{axis}"/></joint></robot>')
+    unit = model.joints[0].axis
+    assert np.isclose(np.linalg.norm(unit), 1.0)
+    expected = np.array([float(v) for v in axis.split()])
+    assert np.allclose(unit, expected / np.abs(expected).max() / np.linalg.norm(
+        expected / np.abs(expected).max()))
+    assert np.isfinite(model.forward_kinematics([0.3])).all()
+
+
+def test_a_prismatic_joint_slides_its_position_in_metres_along_a_non_unit_axis():
+    """KDL (robot_state_publisher's kinematics) divides an axis by its norm; a library that
+    does not (yourdfpy) would slide 1 m here for 0.2 m."""
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="prismatic">'
+        '<parent link="a"/><child link="b"/><origin xyz="0.1 0 0" rpy="0 0 1.5707963267948966"/>'
+        '<axis xyz="0 -5 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '</robot>')
+    pose = model.forward_kinematics([0.2], links=["b"])[0]
+    assert np.allclose(pose[:3, 3], (0.1 + 0.2, 0.0, 0.0), atol=1e-15)  # -y turned by 90°: +x
+    (t,) = model.transforms([0.2])
+    assert np.allclose(t.transform.as_matrix(), pose, atol=1e-15)

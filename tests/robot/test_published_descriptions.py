@@ -160,3 +160,31 @@ def test_a_published_arm_from_a_file_and_from_its_text_agree(published):
     q = random_configurations(from_file, 3, seed=1)
     assert from_file.links == from_text.links and from_file.urdf == from_text.urdf
     assert np.array_equal(from_file.forward_kinematics(q), from_text.forward_kinematics(q))
+
+
+@pytest.mark.parametrize("folder,name", [("panda_description", "panda.urdf"),
+                                         ("pr2_description", "pr2.urdf"),
+                                         ("baxter_description", "baxter.urdf")])
+def test_mimic_joints_equal_pinocchios_own_mimic_model(published, folder, name):
+    """pinocchio built with ``mimic=True`` drives the mimics itself (multiplier × master +
+    offset): its configurations, read as ours, give the same poses."""
+    path = published[(folder, name)]
+    model = load(path)
+    pin_model = pinocchio.buildModelFromUrdf(str(path), mimic=True)
+    data = pin_model.createData()
+    assert any(j.mimic is not None for j in model.joints)
+    pinocchio.seed(7)
+    for _ in range(3):
+        q = pinocchio.randomConfiguration(pin_model)
+        positions = {}
+        for joint_id in range(1, pin_model.njoints):
+            joint = pin_model.joints[joint_id]
+            if joint.nq == 2:  # continuous: (cos, sin)
+                positions[pin_model.names[joint_id]] = np.arctan2(q[joint.idx_q + 1], q[joint.idx_q])
+            elif joint.nq == 1:
+                positions[pin_model.names[joint_id]] = q[joint.idx_q]
+        pinocchio.framesForwardKinematics(pin_model, data, q)
+        ours = model.forward_kinematics(positions)
+        for k, link in enumerate(model.links):
+            theirs = data.oMf[pin_model.getFrameId(link, pinocchio.BODY)].homogeneous
+            assert np.abs(ours[k] - theirs).max() < 1e-9, link

@@ -185,6 +185,22 @@ def test_arguments_threads_and_close(core, arm):
     wait_for(lambda: not [t for t in mine if t.is_alive()], timeout=5)
 
 
+def test_one_dropped_without_close_releases_its_threads_when_collected(core, arm):
+    import gc
+    import weakref
+
+    before = set(threading.enumerate())
+    rsp = RobotStatePublisher(arm, core)
+    mine = [t for t in threading.enumerate() if t not in before]
+    assert mine
+    ref = weakref.ref(rsp)
+    with pytest.warns(ResourceWarning, match="unclosed RobotStatePublisher of 'small_arm'"):
+        del rsp
+        gc.collect()
+        assert ref() is None
+    wait_for(lambda: not [t for t in mine if t.is_alive()], timeout=5)
+
+
 def test_a_joint_state_publisher_is_heard_as_sensor_msgs(core):
     got: list[bytes] = []
     with subscribe_topic(JOINT_STATES, got.append, core) as sub, \

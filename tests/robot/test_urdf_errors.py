@@ -90,6 +90,17 @@ def test_a_cycle_is_refused(urdf_file):
     assert line_of(message) in (6, 7)
 
 
+def test_links_that_are_all_in_a_cycle_are_a_cycle_without_a_root(urdf_file):
+    message = error_of(urdf_file, robot(
+        LINK.format("a"), LINK.format("b"),
+        joint("j1", "a", "b", "fixed"), joint("j2", "b", "a", "fixed")))
+    assert "form a cycle, so no link is the root" in message and line_of(message) in (5, 6)
+    with_root = error_of(urdf_file, robot(
+        LINK.format("r"), LINK.format("a"), LINK.format("b"),
+        joint("j1", "a", "b", "fixed"), joint("j2", "b", "a", "fixed")))
+    assert with_root.endswith("form a cycle")
+
+
 def test_a_joint_from_a_link_to_itself_is_a_cycle(urdf_file):
     message = error_of(urdf_file, robot(LINK.format("a"), joint("j", "a", "a", "fixed")))
     assert line_of(message) == 4 and "joint 'j'" in message and "cycle" in message
@@ -226,3 +237,84 @@ def test_a_plain_doctype_loads():
     model = RobotModel.from_urdf_string('<?xml version="1.0"?>\n<!DOCTYPE robot>\n'
                                         '<robot name="r"><link name="a"/></robot>')
     assert model.links == ["a"]
+
+
+@pytest.mark.parametrize("body", [
+    '<visual><origin xyz="0 nan 0"/><geometry><box size="1 1 1"/></geometry></visual>',
+    '<inertial><mass value="inf"/></inertial>',
+    '<inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1e999" iyz="0" izz="1"/></inertial>',
+    '<collision><geometry><mesh filename="package://x/y.stl" scale="1 1"/></geometry></collision>',
+])
+def test_a_bad_number_inside_a_link_is_refused_as_urdfdom_does(urdf_file, body):
+    message = error_of(urdf_file, robot(LINK.format("a"), f'<link name="b">{body}</link>',
+                                        joint("j", "a", "b", "fixed")))
+    assert line_of(message) == 4 and "link 'b'" in message
+
+
+def test_mesh_uris_are_kept_as_text_and_never_opened(tmp_path):
+    model = RobotModel.from_urdf_string(robot(
+        '<link name="a"><visual><geometry><mesh filename="package://nowhere/m.dae"/></geometry>'
+        '</visual></link>', '<link name="b"><visual><geometry>'
+        f'<mesh filename="file://{tmp_path}/absent.stl" scale="1 2 3"/></geometry></visual></link>',
+        joint("j", "a", "b", "fixed")))
+    assert "package://nowhere/m.dae" in model.urdf and model.links == ["a", "b"]
+
+
+SMALL = """<?xml version="1.0"?>
+<robot name="small">
+  <link name="base"/><link name="upper"/><link name="tool"/><link name="finger"/>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="upper"/>
+    <origin xyz="0 0 0.3" rpy="0.1 -0.2 0.3"/><axis xyz="0 1 1"/>
+    <limit lower="-1" upper="1" velocity="1" effort="1"/>
+  </joint>
+  <joint name="slide" type="prismatic">
+    <parent link="upper"/><child link="tool"/><axis xyz="1 0 0"/>
+  </joint>
+  <joint name="grip" type="continuous">
+    <parent link="tool"/><child link="finger"/><mimic joint="shoulder" multiplier="2" offset="0.1"/>
+  </joint>
+</robot>
+"""
+
+
+def test_mangled_descriptions_load_or_raise_one_error_line():
+    """300 deterministic mutations of a valid URDF (a character or a line removed, a line
+    repeated, an attribute's value replaced by junk): each loads (and computes) or raises a
+    one-line RobotModelError; no other exception escapes."""
+    import random
+    import warnings
+
+    rng = random.Random(25)
+    junk = ["", "nan", "1e999", "x", "0 0", "1 2 3 4", "&amp;", "<", "é", "0x10", "1_0", " ",
+            "revolute", "fixed", "ghost", "base", "shoulder"]
+    lines = SMALL.splitlines()
+    values = [m.span(1) for m in re.finditer(r'="([^"]*)"', SMALL)]
+    outcomes = {"loaded": 0, "refused": 0}
+    for _ in range(300):
+        kind = rng.randrange(4)
+        if kind == 0:
+            at = rng.randrange(len(SMALL))
+            text = SMALL[:at] + SMALL[at + 1:]
+        elif kind == 1:
+            mutated = list(lines)
+            mutated.insert(rng.randrange(len(mutated)), rng.choice(lines))
+            text = "\n".join(mutated)
+        elif kind == 2:
+            start, end = rng.choice(values)
+            text = SMALL[:start] + rng.choice(junk) + SMALL[end:]
+        else:
+            mutated = list(lines)
+            del mutated[rng.randrange(len(mutated))]
+            text = "\n".join(mutated)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = RobotModel.from_urdf_string(text)
+            model.forward_kinematics([0.1] * len(model.joint_names))
+            model.transforms([0.1] * len(model.joint_names))
+            outcomes["loaded"] += 1
+        except RobotModelError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("<string>")
+            outcomes["refused"] += 1
+    assert outcomes["loaded"] > 10 and outcomes["refused"] > 10, outcomes

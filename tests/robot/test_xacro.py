@@ -79,7 +79,8 @@ def test_the_published_hector_xacro_through_from_urdf(urdf_file, published):
         '  <xacro:arg name="name" default="hector"/>\n'
         f'  <xacro:include filename="{library}"/>\n'
         "  <xacro:quadrotor_base_macro/>\n</robot>\n", "hector.urdf.xacro")
-    model = RobotModel.from_urdf(wrapper, xacro_args={"name": "quadrotor"})
+    with pytest.warns(UserWarning, match="redefining global symbol: pi"):  # xacro's, one line
+        model = RobotModel.from_urdf(wrapper, xacro_args={"name": "quadrotor"})
     published = RobotModel.from_urdf(published[("hector_description", "quadrotor_base.urdf")])
     assert model.name == "quadrotor" and model.links == published.links == ["base_link"]
     assert np.array_equal(model.forward_kinematics([]), published.forward_kinematics([]))
@@ -114,3 +115,17 @@ def test_xacro_args_on_a_plain_urdf_are_refused(urdf_file):
     path = urdf_file('<robot name="r"><link name="a"/></robot>')
     with pytest.raises(RobotModelError, match="not .xacro"):
         RobotModel.from_urdf(path, xacro_args={"x": 1})
+
+
+def test_what_xacro_prints_as_a_warning_is_one_model_warning_line(urdf_file, capfd):
+    from tf2py.robot import RobotModelWarning
+
+    path = urdf_file(ARM.replace('<link name="base"/>',
+                                 '<xacro:property name="pi" value="3"/><link name="base"/>'),
+                     "pi.urdf.xacro")
+    with pytest.warns(RobotModelWarning) as caught:
+        model = RobotModel.from_urdf(path)
+    assert model.joint_names == ["joint1", "joint2"]
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith(f"{path}: xacro: ") and "pi" in message and "\n" not in message
+    assert capfd.readouterr().err == ""  # not xacro's own lines on stderr

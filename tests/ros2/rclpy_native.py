@@ -80,6 +80,11 @@ def main():
     # Wait for all six inserts before the rest (stamps as builtin_interfaces Time: msg.header.stamp).
     last = transform(2, 1)
     buffer.lookup_transform("map", "frame_1", last.header.stamp, timeout=30.0)
+    # That lookup returns as soon as the buffer holds the last transform, which the callback
+    # inserts before it inserts into the core and counts it: wait for the count too.
+    deadline = node.get_clock().now() + rclpy.duration.Duration(seconds=30)
+    while len(received) < 6 and node.get_clock().now() < deadline:
+        threading.Event().wait(0.01)
     say(event="inserted", received=len(received),
         stamp_type=type(received[0].header.stamp).__module__ + "." +
         type(received[0].header.stamp).__name__,

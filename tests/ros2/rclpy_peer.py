@@ -1,9 +1,11 @@
 """A real ROS 2 node (rclpy, Fast DDS) for tf2py's ROS 2 tests; runs in the peer environment
 (tests/ros2/peer_env.py), never in tf2py's own. Prints one JSON object per line on stdout.
 
-    rclpy_peer.py talk FRAMES COUNT HZ    /tf: COUNT messages of FRAMES transforms each, HZ per s,
-                                          from when the file $PEER_GO_FILE exists (the test makes it
-                                          when the listener under test knows this writer)
+    rclpy_peer.py talk FRAMES COUNT HZ [READERS]
+                                          /tf: COUNT messages of FRAMES transforms each, HZ per s,
+                                          from when READERS (default 1) readers have matched and
+                                          the file $PEER_GO_FILE exists (the test makes it when the
+                                          listener under test knows this writer)
     rclpy_peer.py static FRAMES           /tf_static: one latched message of FRAMES transforms
     rclpy_peer.py raw HEX...              /tf: these serialized samples (header included), as they are
     rclpy_peer.py listen                  prints every /tf and /tf_static transform received
@@ -65,10 +67,10 @@ def as_dict(t, topic):
                 values=[tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w])
 
 
-def wait_to_go(pub, stop):
-    """Until this writer has a reader and the test has made $PEER_GO_FILE. A file, not a
-    signal: a SIGUSR1 was seen never to arrive at an rclpy process on a loaded machine."""
-    while pub.get_subscription_count() == 0 and not stop.is_set():
+def wait_to_go(pub, stop, readers=1):
+    """Until this writer has ``readers`` readers and the test has made $PEER_GO_FILE. A file,
+    not a signal: a SIGUSR1 was seen never to arrive at an rclpy process on a loaded machine."""
+    while pub.get_subscription_count() < readers and not stop.is_set():
         time.sleep(0.05)
     say(event="matched")
     go_file = os.environ["PEER_GO_FILE"]
@@ -87,10 +89,11 @@ def main():
     say(event="ready", node=node.get_name())
     if mode == "talk":
         frames, count, hz = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+        readers = int(sys.argv[5]) if len(sys.argv) > 5 else 1
         pub = node.create_publisher(TFMessage, "/tf", TF_QOS)
         # /tf is not latched: wait for the listener under test to know us (the test says so
         # with a file) and for us to know it, before the first message.
-        wait_to_go(pub, stop)
+        wait_to_go(pub, stop, readers)
         for i in range(count):
             if stop.is_set():
                 break

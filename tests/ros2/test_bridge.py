@@ -47,7 +47,7 @@ def test_bridge_both_ways_relays_latches_statics_and_never_loops(
         # ROS 2 -> tf2py: a latched static, then a stream; both exact on the tf2py bus.
         wait_for(lambda: zmq_rows("frame_1"), DISCOVERY_TIMEOUT,
                  message="the rclpy node's static, relayed to the core")
-        talker = rclpy_peer("talk", 1, 40, 20)
+        talker = rclpy_peer("talk", 1, 40, 20, 2)  # the bridge's reader and the listener's
         talker.wait_for_events("matched")
         go(talker)
         talker.wait_for_events("sent", timeout=60)

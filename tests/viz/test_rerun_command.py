@@ -6,6 +6,7 @@ moved; bad input is one line."""
 from __future__ import annotations
 
 import signal
+import subprocess
 
 import numpy as np
 import pytest
@@ -123,8 +124,6 @@ def _one_line_error(result, code: int, *words: str) -> None:
 
 @pytest.fixture
 def run(tf2py_command):
-    import subprocess
-
     def run(*args, env=None):
         import os
 
@@ -167,3 +166,41 @@ def test_without_rerun_sdk_the_command_says_which_extra(run, tmp_path, core):
     result = run("--core", core, "--save", str(tmp_path / "x.rrd"),
                  env={"PYTHONPATH": str(blocker.parent)})
     _one_line_error(result, 1, "'rerun-sdk'", "pip install 'tf2py[viz]'")
+
+
+def test_a_bag_played_on_the_bus_is_logged_at_its_own_stamps(spawn, tf2py_command, core,
+                                                             tmp_path):
+    from bag.bagdata import IDENTITY, write_bag
+
+    t0 = 1_700_000_000 * SECOND
+    rows = [(0.1 * i, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0) for i in range(20)]
+    bag = write_bag(tmp_path / "drive.mcap", [
+        (True, t0, [("base_link", "laser", t0, (0.2, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0))]),
+        *[(False, t0 + i * 10_000_000, [("odom", "base_link", t0 + i * 10_000_000, rows[i])])
+          for i in range(20)]])
+    out = tmp_path / "played.rrd"
+    with TransformBroadcaster(core=core) as broadcaster:
+        proc = spawn([*tf2py_command, "rerun", "--core", core, "--save", str(out)])
+        proc.wait_for_line("tf2py rerun: logging the frame tree of")
+        warmup = make_transform("map", "warmup", stamp=Time(1))
+
+        def heard_warmup():
+            broadcaster.send_transform(warmup)
+            return any("warmup at /tf/map/warmup" in line for line in proc.lines)
+
+        wait_for(heard_warmup, timeout=30, interval=0.05)
+        played = subprocess.run([*tf2py_command, "play", str(bag), "--core", core],
+                                capture_output=True, text=True, timeout=120,
+                                stdin=subprocess.DEVNULL)
+        assert played.returncode == 0, played.stderr
+        broadcaster.send_transform(make_transform("map", "done", stamp=Time(2)))
+        proc.wait_for_line("done at /tf/map/done", timeout=30)
+        proc.signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, proc.output()
+    logged = {r.stamp_ns: r for r in read_rows(out) if r.path == "/tf/odom/base_link"}
+    assert sorted(logged) == [t0 + i * 10_000_000 for i in range(20)]
+    for i in range(20):
+        np.testing.assert_allclose(logged[t0 + i * 10_000_000].translation, rows[i][:3],
+                                   atol=1e-6)
+    statics = [r for r in read_rows(out) if r.path == "/tf/odom/base_link/laser"]
+    assert len(statics) == 1 and statics[0].stamp_ns is None

@@ -6,6 +6,11 @@ Reads MCAP files, ROS 2 bag folders (sqlite3 or MCAP storage) and ROS 1 ``.bag``
 extra: ``pip install 'tf2py[bag]'`` (rosbags to read, mcap to write); without it every
 function raises ``BagDependencyError`` saying so.
 
+``reader`` finds and decodes the messages (``codec``: TFMessage in ROS 2 CDR and ROS 1),
+``writer`` writes MCAP, and ``robot`` makes a bag of joint states whole: with ``load(...,
+robot=...)`` the bag's ``/joint_states`` become the robot's transforms through a
+``RobotModel`` (a URDF or xacro path, or the bag's own ``/robot_description``).
+
     buffer = tf2py.bag.load("robot.mcap")
     buffer.lookup_transform("odom", "base_link", stamp)
 """

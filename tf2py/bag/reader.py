@@ -260,6 +260,30 @@ class _RecoveredMcap:
         self._messages = []
 
 
+def open_bag(path: Path, strict: bool) -> tuple[Any, str]:
+    """An opened reader for the bag at ``path`` (``connections``, ``messages()``, ``close()``)
+    and its kind ("ros1", "mcap" or "ros2"); ``BagError`` (one line) when it cannot be read."""
+    reader, kind = _open(path)
+    try:
+        reader.open()
+    except Exception as exc:  # rosbags raises several types for a damaged file
+        if kind != "mcap":
+            raise BagError(
+                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
+            ) from None
+        # rosbags refuses an MCAP without its end (a recorder that was killed) and one with
+        # non-ROS channels (the protobuf foxglove.FrameTransforms of `record --foxglove`):
+        # read it front to back; when strict, only a file read to its end is accepted.
+        recovered = _RecoveredMcap(path)
+        recovered.open()
+        if strict and recovered.error is not None:
+            raise BagError(
+                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
+            ) from None
+        reader = recovered
+    return reader, kind
+
+
 def _check_connection(path: Path, connection: Any, is_ros1: bool) -> None:
     """Raise ``BagError`` unless ``connection`` carries tf2_msgs/TFMessage (or tf/tfMessage)."""
     msgtype = connection.msgtype
@@ -301,7 +325,7 @@ def read_transforms(
     transforms only (no ``tf_topic``, or nothing on it) is read with a ``BagWarning``.
     """
     path = Path(path)
-    reader, kind = _open(path)
+    reader, kind = open_bag(path, strict)
     is_ros1 = kind == "ros1"
     decode = decode_ros1 if is_ros1 else decode_ros2
     columns = Columns()
@@ -311,23 +335,6 @@ def read_transforms(
     skipped = 0
     first_skip = None
     read_error = None
-    try:
-        reader.open()
-    except Exception as exc:  # rosbags raises several types for a damaged file
-        if kind != "mcap":
-            raise BagError(
-                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
-            ) from None
-        # rosbags refuses an MCAP without its end (a recorder that was killed) and one with
-        # non-ROS channels (the protobuf foxglove.FrameTransforms of `record --foxglove`):
-        # read it front to back; when strict, only a file read to its end is accepted.
-        recovered = _RecoveredMcap(path)
-        recovered.open()
-        if strict and recovered.error is not None:
-            raise BagError(
-                f"{path.name}: cannot read the bag, corrupt or truncated ({_one_line(exc)})"
-            ) from None
-        reader = recovered
     try:
         wanted = {tf_topic: False, tf_static_topic: True}
         connections = [c for c in reader.connections if c.topic in wanted]

@@ -30,8 +30,7 @@ import numpy.typing as npt
 
 from .codec import Columns
 from .errors import BagError, BagWarning
-from .reader import (BagTransforms, _one_line, _open, _RecoveredMcap, _sort_by_log_time,
-                     read_transforms)
+from .reader import BagTransforms, _one_line, _sort_by_log_time, open_bag, read_transforms
 
 if TYPE_CHECKING:
     from ..robot.kinematics import JointRows
@@ -202,7 +201,7 @@ def read_joint_states(path: str | os.PathLike[str], joint_states_topic: str = "/
     from ..robot.joint_state import decode_string
 
     path = Path(path)
-    reader, kind = _open(path)
+    reader, kind = open_bag(path, strict)
     decode_text: Callable[[bytes], str]
     if kind == "ros1":
         decoder: Any = _Ros1JointStateDecoder()
@@ -210,18 +209,6 @@ def read_joint_states(path: str | os.PathLike[str], joint_states_topic: str = "/
     else:
         decoder = _CdrJointStateDecoder()
         decode_text = decode_string
-    try:
-        reader.open()
-    except Exception as exc:  # rosbags raises several types for a damaged file
-        if kind != "mcap":
-            raise BagError(f"{path.name}: cannot read the bag, corrupt or truncated "
-                           f"({_one_line(exc)})") from None
-        recovered = _RecoveredMcap(path)
-        recovered.open()
-        if strict and recovered.error is not None:
-            raise BagError(f"{path.name}: cannot read the bag, corrupt or truncated "
-                           f"({_one_line(exc)})") from None
-        reader = recovered
     log_ns: list[int] = []
     stamps: list[int] = []
     layout_of: list[int] = []

@@ -18,16 +18,9 @@ from typing import Any, Callable
 
 from .exceptions import InvalidArgumentException, TransformException
 from .time import duration_to_nanoseconds
+from .waits import waited_message
 
 __all__ = ["lookup_transform_async", "lookup_transform_full_async"]
-
-
-def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
-    """tf2's message with the wait appended, as a timed-out ``lookup_transform`` words it."""
-    base = str(exc).rstrip()
-    if base.endswith("."):
-        base = base[:-1]
-    return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
 
 
 async def _awaited(future: Future[Any], timeout: Any, lookup_now: Callable[[], Any]) -> Any:
@@ -51,7 +44,7 @@ async def _awaited(future: Future[Any], timeout: Any, lookup_now: Callable[[], A
         raise
     except TransformException as exc:
         if timeout_s > 0:
-            exc.args = (_waited_message(exc, monotonic() - start, timeout_s),)
+            exc.args = (waited_message(exc, monotonic() - start, timeout_s),)
         raise
 
 

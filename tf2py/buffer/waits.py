@@ -9,7 +9,7 @@ from typing import Any, Callable, TypeVar
 from .exceptions import InvalidArgumentException, TransformException
 from .time import duration_to_nanoseconds
 
-__all__ = ["wait_until_can", "wait_until_looked_up"]
+__all__ = ["wait_until_can", "wait_until_looked_up", "waited_message"]
 
 _R = TypeVar("_R")
 
@@ -28,8 +28,9 @@ def _timeout_seconds(timeout: Any) -> float:
     return duration_to_nanoseconds(timeout, "timeout") / _NS_PER_S
 
 
-def _waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
-    """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it."""
+def waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
+    """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it (the one
+    wording of every timed-out lookup: local, asynchronous and the buffer server's)."""
     base = str(exc).rstrip()
     if base.endswith("?"):  # a "Did you mean ...?" hint ends the message
         return f"{base} canTransform returned after {elapsed:g} timeout was {timeout:g}."
@@ -60,7 +61,7 @@ def wait_until_looked_up(
                     remaining = deadline - monotonic()
                     if remaining <= 0.0:
                         if timeout_s > 0.0:
-                            exc.args = (_waited_message(exc, monotonic() - start, timeout_s),)
+                            exc.args = (waited_message(exc, monotonic() - start, timeout_s),)
                         raise
                 condition.wait(remaining)
         finally:

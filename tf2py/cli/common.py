@@ -69,8 +69,10 @@ def parse_core_argument(parser: argparse.ArgumentParser | argparse._ActionsConta
         "--core",
         metavar="ADDRESS",
         default=None,
-        help="where the bus is, e.g. tcp://127.0.0.1:7400, or a ROS 2 graph: ros2:// or "
-        "ros2://DOMAIN_ID (default: $TF2PY_CORE, else tcp://127.0.0.1:7400)",
+        help="where the bus is: a tf2py core, tcp://HOST:PORT; a ROS 2 graph over DDS, "
+        "ros2:// or ros2://DOMAIN_ID; or Zenoh (rmw_zenoh's wire), zenoh:// (a peer) or "
+        "zenoh://tcp/HOST:PORT (a router), with ?namespace=/robot1&domain=N "
+        "(default: $TF2PY_CORE, else tcp://127.0.0.1:7400)",
     )
 
 

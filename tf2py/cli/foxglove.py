@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.robot is not None:
         from .robot_state_publisher import load_model
 
-        description = load_model(args.robot).urdf
+        description = load_model(args.robot, command="foxglove").urdf
     try:
         # The SDK's server on a loopback port of its own, behind a front that also accepts
         # the protocol's older name (foxglove.websocket.v1), which the SDK refuses.

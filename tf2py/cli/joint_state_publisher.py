@@ -1,6 +1,7 @@
 """``tf2py joint-state-publisher ROBOT``: every movable joint of a URDF or xacro robot on
 ``/joint_states`` at a steady rate, as ROS's joint_state_publisher does without its GUI: 0, or
-the middle of the joint's limits when 0 is outside them, unless ``--set NAME=VALUE``."""
+the middle of the joint's limits when 0 is outside them, unless ``--set NAME=VALUE``; mimic
+joints follow their masters (``multiplier × master + offset``)."""
 
 from __future__ import annotations
 
@@ -102,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
     from ..transport.address import core_address
 
     rate = _rate(args.rate)
-    model = load_model(args.robot, args.xacro_arg)
-    names = list(model.joint_names)
-    values = positions(model, args.set)
+    model = load_model(args.robot, args.xacro_arg, NAME)
+    # Every movable joint, mimics included (computed from their masters), in document order,
+    # as ROS's joint_state_publisher lists them.
+    movable = model.movable_positions(positions(model, args.set))
+    names, values = list(movable), list(movable.values())
     try:
         publisher = JointStatePublisher(core=args.core)
     except ValueError as exc:  # a malformed address

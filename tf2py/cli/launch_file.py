@@ -461,7 +461,9 @@ def _node_kind(node: Any) -> str:
         return "a map"
     if isinstance(node, yaml.ScalarNode) and node.value == "" and node.tag.endswith("null"):
         return "nothing"
-    return f"the single value {node.value!r}"
+    # A whole file may be one value (not a launch file at all): quote its start only.
+    head, cut_off, length = cut(node.value, 40).partition("... (")
+    return f"the single value '{head}...' ({length}" if cut_off else f"the single value '{head}'"
 
 
 def load(path: str, overrides: dict[str, str] | None = None) -> list[ProcessSpec]:

@@ -12,6 +12,11 @@ as ``ros2 bag play --clock`` does; listeners with ``--use-sim-time`` (or a
 ``Buffer(clock=SimClock())``) then take ages, delays and "now" from it. With ``--loop`` each
 new pass first sends the jump back to its start on /clock and gives listeners a moment to
 see it (so their buffers forget the previous pass) before the pass's transforms follow.
+
+With ``--robot [URDF]`` the bag's ``/joint_states`` are played too, as the robot's transforms
+that robot_state_publisher would have sent (``tf2py.bag.robot``): its fixed joints latched with
+the statics, then per joint state the joints it names at its stamp and log time. The robot is
+URDF's, else the bag's latest ``/robot_description``.
 """
 
 from __future__ import annotations

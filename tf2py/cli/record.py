@@ -45,7 +45,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 class _Recorder:
-    """Writes each received batch into the bag; a failing batch is counted, never fatal."""
+    """Writes each received batch into the bag; a failing batch is counted, never fatal.
+
+    A ``/tf_static`` message that repeats, row for row, what its publisher's statics already
+    recorded is left out (``repeated_statics``): the bus hands a publisher's latched set again
+    to every subscriber that joins (a bag played into the bus, a listener starting), and
+    rosbag2 records a transient-local publisher's message once too."""
 
     def __init__(self, writer: Any, foxglove: Any = None) -> None:
         self.writer = writer
@@ -55,10 +60,28 @@ class _Recorder:
         self._lock = threading.Lock()
         # (FrameTransformsBuilder, {is_static: channel id}) with --foxglove
         self._foxglove = foxglove
+        # authority -> child -> (parent, stamp ns, values) of the statics recorded
+        self._statics: dict[str, dict[str, tuple[str, int, bytes]]] = {}
+        self.repeated_statics = 0
+
+    def _repeats_statics(self, authority: str, arrays: Any) -> bool:
+        """Whether every row of a /tf_static message was recorded from ``authority`` already;
+        remembers its rows when not."""
+        recorded = self._statics.setdefault(authority, {})
+        rows = [(child, (parent, int(stamp), values.tobytes())) for parent, child, stamp, values
+                in zip(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)]
+        if rows and all(recorded.get(child) == row for child, row in rows):
+            return True
+        recorded.update(rows)
+        return False
 
     def on_batch(self, batch: Any) -> None:
         try:
             arrays = getattr(batch, "arrays", None)
+            if arrays is not None and batch.is_static \
+                    and self._repeats_statics(batch.authority, arrays):
+                self.repeated_statics += 1
+                return
             if arrays is not None:
                 self.writer.write_columns(arrays.parents, arrays.children, arrays.stamps_ns,
                                           arrays.values, bool(batch.is_static),

@@ -4,12 +4,12 @@ The work is ``tf2py.viz.rerun.RerunView``; this module parses, opens the sink an
 from __future__ import annotations
 
 import argparse
+import math
 import os
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, parse_core_argument, wait_or_interrupt
 
 NAME = "rerun"
 HELP = "stream the frame tree to the Rerun viewer, or save it as .rrd"
@@ -56,7 +56,7 @@ def _check_reachable(url: str) -> None:
                            "one with `rerun`, or use --spawn or --save FILE.rrd") from None
 
 
-def _open_sink(recording: Any, args: argparse.Namespace) -> str:
+def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
     """Point the recording at its sink; returns where, for the ready line."""
     if args.save is not None:
         path = os.path.abspath(str(args.save))
@@ -72,8 +72,15 @@ def _open_sink(recording: Any, args: argparse.Namespace) -> str:
         except RuntimeError as exc:
             raise CommandError(f"--connect {args.connect!r}: {exc}", 2) from None
         return str(args.connect)
+    import shutil
+    import sys
+
+    # The viewer that rerun-sdk installed beside this Python, also when its folder is not on
+    # PATH (a virtualenv used without activating it).
+    beside = os.path.join(os.path.dirname(sys.executable), "rerun")
+    viewer = beside if os.access(beside, os.X_OK) else shutil.which("rerun")
     try:
-        recording.spawn()
+        rr.spawn(recording=recording, executable_path=viewer)
     except Exception as exc:  # the viewer's executable missing, or it failed to start
         raise CommandError(f"cannot start the Rerun viewer: {exc} (use --save FILE.rrd and "
                            "open it where a viewer runs)") from None
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except VizDependencyError as exc:
         raise CommandError(str(exc)) from None
     recording = rr.RecordingStream("tf2py")
-    where = _open_sink(recording, args)
+    where = _open_sink(rr, recording, args)
 
     def announce(frame: str, path: str) -> None:
         print(f"tf2py rerun: {frame} at {path}", flush=True)
@@ -104,11 +111,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(f"tf2py rerun: logging the frame tree of {view.core} to {where} "
               "(Ctrl-C to stop)", flush=True)
-        stop = threading.Event()
-        while not stop.wait(1.0):  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
-            pass
-    except KeyboardInterrupt:
-        pass
+        wait_or_interrupt(math.inf)  # until Ctrl-C or SIGTERM
     finally:
         view.close()
         recording.disconnect()

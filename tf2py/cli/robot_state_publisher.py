@@ -54,20 +54,30 @@ def xacro_arguments(texts: list[str]) -> dict[str, str]:
     return found
 
 
-def load_model(robot: str, xacro_texts: list[str] | None = None) -> Any:
+def load_model(robot: str, xacro_texts: list[str] | None = None,
+               command: str = NAME) -> Any:
     """The ``RobotModel`` of the file ``robot`` (with ``NAME:=VALUE`` xacro arguments), or a
-    CommandError holding the model's one-line error."""
-    from ..robot.errors import RobotModelError
+    CommandError holding the model's one-line error. The model's warnings (a mimic of a
+    joint it lacks) are printed as one line each, ``tf2py COMMAND: warning: ...``."""
+    import sys
+    import warnings
+
+    from ..robot.errors import RobotModelError, RobotModelWarning
     from ..robot.model import RobotModel
 
     xacro_args = xacro_arguments(xacro_texts or [])
     try:
-        return RobotModel.from_urdf(robot, xacro_args=xacro_args or None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RobotModelWarning)
+            model = RobotModel.from_urdf(robot, xacro_args=xacro_args or None)
     except RobotModelError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:  # a folder, a file we may not read
         reason = exc.strerror or str(exc)
         raise CommandError(f"{cut(robot)}: cannot read the robot ({reason})") from None
+    for warning in caught:  # one line each, not Python's file:line warning format
+        print(f"tf2py {command}: warning: {warning.message}", file=sys.stderr, flush=True)
+    return model
 
 
 def joint_counts(model: Any) -> tuple[int, int]:

@@ -4,6 +4,11 @@ Pure: it is fed ``(receive time, topic, authority, transforms)`` one message at 
 (``Observations.add``), from a live bus or a bag, and ``diagnose`` turns what it saw into
 ``Finding``s, one per problem, each with its fix. No sockets, no threads, no clock of its
 own; the command line (``tf2py.cli.doctor``) listens and prints.
+
+``observations`` keeps what each check needs, ``checks`` runs the tree checks (their
+thresholds in ``Thresholds``), ``findings`` words them; ``joints`` checks joint states
+against a ``RobotModel`` (``JointObservations``, ``diagnose_joints``: joints the model lacks,
+movable joints no one publishes, malformed joint states).
 """
 
 from __future__ import annotations

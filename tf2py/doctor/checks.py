@@ -370,7 +370,9 @@ def _rates(child: str, record: ChildRecord, limits: Thresholds,
             details={**details, "gap_s": longest / NS, "at_s": at / NS}))
     odd = sum(1 for i in intervals if i > 2 * median_s * NS or i < 0.5 * median_s * NS)
     share = odd / len(intervals)
-    if share > limits.irregular_share:
+    # Two publishers at once interleave their stamps: two_authorities says so, and the
+    # merged intervals say nothing of either publisher's own rate.
+    if share > limits.irregular_share and not _overlapping(record.dynamic_authorities):
         findings.append(Finding(
             "irregular_rate",
             f"'{cut(child)}' arrives irregularly: {100 * share:.0f}% of its intervals are "

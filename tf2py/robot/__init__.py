@@ -1,10 +1,24 @@
-"""Robot models: URDF and xacro descriptions, joint transforms and forward kinematics
-(``model``), and the publishers that put them on a bus (``publishers``)."""
+"""Robot models: URDF and xacro descriptions, their joint transforms and forward kinematics,
+and ROS's robot_state_publisher and joint_state_publisher on any bus.
+
+- ``model``: ``RobotModel`` (``from_urdf``, ``from_urdf_string``; transforms, batch rows,
+  link poses, ``fill`` a Buffer), with no bus; built from ``xml_tree`` (a safe XML reader
+  keeping line numbers), ``urdf`` (URDF's meaning and urdfdom's checks), ``joint``
+  (``Joint``, ``JointLimits``, ``JointMimic``) and ``xacro_files`` (the ``robot`` extra's
+  xacro, imported on first use); ``kinematics`` and ``forward`` do the arithmetic for N
+  configurations at once.
+- ``joint_state``: ``JointState`` (sensor_msgs' shape), its CDR codec and the typed topics
+  ``/joint_states`` and ``/robot_description``.
+- ``publishers``: ``JointStatePublisher`` and ``RobotStatePublisher`` (its rate limit in
+  ``rate``).
+- ``errors``: ``RobotModelError`` (one line naming file, line and element) and
+  ``RobotModelWarning``.
+"""
 
 from __future__ import annotations
 
-from .errors import RobotModelError
+from .errors import RobotModelError, RobotModelWarning
 from .joint import Joint, JointLimits, JointMimic
 from .model import RobotModel
 
-__all__ = ["RobotModel", "RobotModelError", "Joint", "JointLimits", "JointMimic"]
+__all__ = ["RobotModel", "RobotModelError", "RobotModelWarning", "Joint", "JointLimits", "JointMimic"]

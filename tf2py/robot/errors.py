@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["RobotModelError"]
+__all__ = ["RobotModelError", "RobotModelWarning"]
 
 
 class RobotModelError(ValueError):
@@ -22,3 +22,8 @@ class RobotModelError(ValueError):
         self.source = source
         self.line = line
         self.element = element
+
+
+class RobotModelWarning(UserWarning):
+    """A description that loads but not wholly as written (a mimic of a joint the model
+    lacks: that joint stays at its origin); one line, naming the file, line and joint."""

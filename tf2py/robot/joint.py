@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from ..buffer.messages import Transform
 
-__all__ = ["Joint", "JointLimits", "JointMimic", "JOINT_TYPES", "MOVING_TYPES"]
+__all__ = ["Joint", "Joints", "JointLimits", "JointMimic", "JOINT_TYPES", "MOVING_TYPES"]
 
 #: Every joint type URDF knows.
 JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "planar")
@@ -61,9 +61,10 @@ class Joint:
         if type not in JOINT_TYPES:
             raise ValueError(f"joint {name!r}: unknown type {type!r} (one of {' '.join(JOINT_TYPES)})")
         unit = np.array(axis, dtype=np.float64).reshape(3)
-        norm = float(np.linalg.norm(unit))
-        if norm > 0.0 and np.isfinite(norm):
-            unit = unit / norm
+        largest = float(np.abs(unit).max())
+        if largest > 0.0 and np.isfinite(largest):
+            unit = unit / largest  # (first: |axis|² of 1e200 or 1e-200 would not be finite)
+            unit /= np.linalg.norm(unit)
         unit.flags.writeable = False
         self.name = name
         self.type = type
@@ -77,3 +78,31 @@ class Joint:
     def __repr__(self) -> str:
         return (f"Joint({self.name!r}, {self.type!r}, parent={self.parent!r}, "
                 f"child={self.child!r})")
+
+
+class Joints(list[Joint]):
+    """A model's joints in document order; also found by name: ``model.joints["elbow"]``,
+    ``"elbow" in model.joints``."""
+
+    def __init__(self, joints: list[Joint]) -> None:
+        super().__init__(joints)
+        self._by_name = {joint.name: joint for joint in joints}
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> Joint: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[Joint]: ...
+    @overload
+    def __getitem__(self, key: str) -> Joint: ...
+    def __getitem__(self, key: SupportsIndex | slice | str) -> Joint | list[Joint]:
+        if isinstance(key, str):
+            try:
+                return self._by_name[key]
+            except KeyError:
+                raise KeyError(f"no joint {key!r}") from None
+        return list.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            return key in self._by_name
+        return list.__contains__(self, key)

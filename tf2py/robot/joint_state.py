@@ -94,6 +94,8 @@ class JointState(_Message):
                  position: Sequence[float] | None = None,
                  velocity: Sequence[float] | None = None,
                  effort: Sequence[float] | None = None):
+        if isinstance(name, str):
+            raise TypeError("name must be a sequence of joint names, not one string")
         self.header: Header = Header() if header is None else header
         self.name: list[str] = [] if name is None else list(name)
         self.position: list[float] = [] if position is None else [float(v) for v in position]

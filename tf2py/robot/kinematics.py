@@ -8,9 +8,8 @@ over configurations:
   ``q_origin ⊗ (a sin θ/2, cos θ/2)``, linear in ``(sin θ/2, cos θ/2)``, so it is
   ``sin(θ/2)·U + cos(θ/2)·V`` with U and V fixed per joint; the translation is
   ``t_origin + θ·R_origin·a`` for a prismatic joint and ``t_origin`` otherwise;
-- the rotation matrix of a revolute joint, ``R_origin·Rot(a, θ)`` by Rodrigues' formula:
-  ``A + sin θ·B + (1 − cos θ)·C`` with ``A = R_origin``, ``B = R_origin·[a]×`` and
-  ``C = R_origin·[a]×²``.
+- the poses of every link for N configurations: ``forward.BatchForward`` (one BLAS
+  product per joint over all configurations).
 
 Frames: a joint's transform maps its child link into its parent link (tf2's convention for
 a ``TransformStamped`` from parent to child); link poses are in the root link.
@@ -24,15 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..buffer.messages import _matrix_from_quaternion
+from .forward import PRISMATIC, REVOLUTE, STATIC, BatchForward
 from .joint import Joint
 from .urdf import Description
 
 __all__ = ["Kinematics", "JointRows"]
 
 Array = npt.NDArray[np.float64]
-
-_STATIC, _REVOLUTE, _PRISMATIC = 0, 1, 2
-
 
 class JointRows(NamedTuple):
     """Joint transforms as the kernel's batch insert takes them: row k maps ``children[k]``
@@ -43,10 +40,6 @@ class JointRows(NamedTuple):
     children: list[str]
     stamps_ns: npt.NDArray[np.int64]
     values: Array
-
-
-def _skew(a: Array) -> Array:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def _origin_arrays(joint: Joint) -> tuple[Array, Array, Array]:
@@ -65,7 +58,6 @@ class Kinematics:
     def __init__(self, description: Description) -> None:
         self.links = list(description.links)
         self.link_index = {name: k for k, name in enumerate(self.links)}
-        joints = {j.name: j for j in description.joints}
         drives = description.drives
         # Moving joints that follow the joint states (driven ones and their mimics), in
         # document order: the joints ``transforms`` publishes.
@@ -95,38 +87,27 @@ class Kinematics:
                 self.half_angle[k] = 0.5
                 self.u[k, :3] = q[3] * a + np.cross(q[:3], a)
                 self.u[k, 3] = -float(q[:3] @ a)
-        # Which moving joints each driven joint moves (itself and the mimics following it).
-        self.followers: list[list[int]] = [[] for _ in description.joint_names]
-        for k, s in enumerate(self.source.tolist()):
-            self.followers[s].append(k)
-        # Forward kinematics: one step per joint, parents first. Each step's constant
-        # matrices are stacked as the rows of one weight matrix W, so that the products of
-        # the parent's rotation with all of them are one matrix product (see ``poses``):
-        # rows 0-2 A^T, then B^T and C^T (revolute), then t, then R_origin·a (prismatic).
+        # Forward kinematics: one step per link but the root, parents first.
         self.root = self.link_index[description.root]
         by_child = {j.child: j for j in description.joints}
-        self.steps: list[tuple[int, int, int, int, Array]] = []
+        batch: list[tuple[int, int, int, int, Array, Array, Array]] = []
         self.single_steps: list[tuple[int, int, int, Array]] = []
         for link in self.links[1:]:
             joint = by_child[link]
             t, q, r = _origin_arrays(joint)
             k = self.moving_index.get(joint.name, -1)
-            kind = _STATIC if k < 0 else (_PRISMATIC if joint.type == "prismatic" else _REVOLUTE)
-            skew = _skew(joint.axis)
-            rows = [r.T]
-            if kind == _REVOLUTE:
-                rows += [(r @ skew).T, (r @ skew @ skew).T]
-            rows.append(t[None, :])
-            if kind == _PRISMATIC:
-                rows.append((r @ joint.axis)[None, :])
-            self.steps.append((self.link_index[joint.parent], self.link_index[link], kind, k,
-                               np.ascontiguousarray(np.vstack(rows))))
+            kind = STATIC if k < 0 else (PRISMATIC if joint.type == "prismatic" else REVOLUTE)
             origin = np.eye(4)
             origin[:3, :3] = r
             origin[:3, 3] = t
+            parent = self.link_index[joint.parent]
+            child = self.link_index[link]
+            batch.append((parent, child, kind, k, origin, np.asarray(joint.axis), r @ joint.axis))
             # One configuration: the parent's pose times this local pose (the origin, or the
             # moving joint's row k as a matrix), a 4×4 product per joint.
-            self.single_steps.append((self.link_index[joint.parent], self.link_index[link], k, origin))
+            self.single_steps.append((parent, child, k, origin))
+        self.batch = BatchForward(len(self.links), self.root, batch)
+        self._scratch: list[Array] = []
         # The fixed joints (published once, on /tf_static).
         statics = [j for j in description.joints if j.type == "fixed"]
         self.static_parents = [j.parent for j in statics]
@@ -154,49 +135,42 @@ class Kinematics:
         out[:, :, 3:] = s * self.u[:, None, :] + c * self.v[:, None, :]
         return out
 
-    def poses(self, positions: Array) -> Array:
-        """Every link's pose in the root for ``positions (N, dof)``, configurations last:
-        ``(L, 3, 4, N)``, the top three rows ``[R | t]`` of each 4×4 pose.
+    def rows_single(self, theta: Array) -> Array:
+        """``rows`` for one configuration: ``(M, 7)`` for the positions ``theta (M,)``
+        (the publishers' path, once per joint state: fewer, smaller array operations)."""
+        half = theta * self.half_angle
+        out = np.empty((len(theta), 7))
+        np.multiply(theta[:, None], self.d, out=out[:, :3])
+        out[:, :3] += self.t
+        np.multiply(np.sin(half)[:, None], self.u, out=out[:, 3:])
+        out[:, 3:] += np.cos(half)[:, None] * self.v
+        return out
 
-        With the configurations last, a parent's rotations ``R_p (3, 3, N)`` are three
-        ``(3, N)`` matrices, and ``W · R_p[i]`` (W the step's stacked constants, ``(m, 3)``)
-        gives row i of ``R_p·A``, ``R_p·B``, ``R_p·C``, ``R_p·t`` and ``R_p·R_origin·a`` for
-        every configuration in one BLAS product; the joint's motion is then a few
-        element-wise operations."""
-        n = positions.shape[0]
-        theta = self.moving_positions(positions).T  # (M, N)
-        sin = np.sin(theta)
-        one_minus_cos = 1.0 - np.cos(theta)
-        poses = np.empty((len(self.links), 3, 4, n))
-        poses[self.root] = np.eye(3, 4)[:, :, None]
-        scratch = np.empty((3, 3, n))
-        for parent, child, kind, k, w in self.steps:
-            r_child = poses[child, :, :3]
-            t_child = poses[child, :, 3]
-            t_parent = poses[parent, :, 3]
-            if parent == self.root:  # R_p = I: the products are W's rows themselves
-                product = np.broadcast_to(w.T[:, :, None], (3, w.shape[0], n))
-            else:
-                product = np.matmul(w, poses[parent, :, :3])  # (3, m, N)
-            if kind == _REVOLUTE:
-                np.multiply(product[:, 3:6], sin[k], out=r_child)
-                r_child += product[:, 0:3]
-                np.multiply(product[:, 6:9], one_minus_cos[k], out=scratch)
-                r_child += scratch
-                np.add(product[:, 9], t_parent, out=t_child)
-            else:
-                r_child[...] = product[:, 0:3]
-                np.add(product[:, 3], t_parent, out=t_child)
-                if kind == _PRISMATIC:
-                    np.multiply(product[:, 4], theta[k], out=scratch[0])
-                    t_child += scratch[0]
-        return poses
+    def poses(self, positions: Array, out: Array | None = None) -> Array:
+        """Every link's 4×4 pose in the root for ``positions (N, dof)``, configurations
+        last: ``(L, 4, 4, N)`` (into ``out`` when given)."""
+        return self.batch.poses(np.ascontiguousarray(self.moving_positions(positions).T), out)
+
+    def scratch(self, n: int) -> Array | None:
+        """A kept ``(L, 4, 4, n)`` array for ``poses``, or None: the walk's array is
+        reused between calls (a fresh one costs its page faults, as much as the walk)."""
+        pool = self._scratch
+        try:
+            array = pool.pop()  # (atomic: a concurrent call takes another or none)
+        except IndexError:
+            return None
+        return array if array.shape[3] == n else None
+
+    def keep(self, array: Array) -> None:
+        """Give ``poses``' array back for the next call (up to 64 MB is kept)."""
+        if array.nbytes <= 64 << 20 and not self._scratch:
+            self._scratch.append(array)
 
     def poses_single(self, positions: Array) -> Array:
         """Every link's 4×4 pose in the root for one configuration ``(dof,)``: ``(L, 4, 4)``,
         by 4×4 products along the tree (fewer, larger steps than ``poses`` takes for N)."""
         theta = self.moving_positions(positions)
-        rows = self.rows(theta[None, :])[:, 0, :]
+        rows = self.rows_single(theta)
         x, y, z, w = rows[:, 3], rows[:, 4], rows[:, 5], rows[:, 6]
         local = np.zeros((len(rows), 4, 4))
         local[:, 0, 0] = 1.0 - 2.0 * (y * y + z * z)

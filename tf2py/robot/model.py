@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-from itertools import chain, repeat
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any, Union
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..buffer._kernel_ext import build_transform as _build_transform
 from ..buffer.messages import TransformStamped, stamped
 from ..buffer.time import Time, to_nanoseconds
 from .errors import RobotModelError
-from .joint import Joint, JointLimits, JointMimic
+from .joint import Joint, JointLimits, JointMimic, Joints
 from .kinematics import JointRows, Kinematics
 from .urdf import Description, describe
 from .xacro_files import expand_xacro
@@ -45,10 +45,12 @@ class RobotModel:
     """
 
     def __init__(self, description: Description, urdf: str) -> None:
+        """A model of a checked ``Description`` and its URDF text: build one with
+        ``RobotModel.from_urdf(path)`` or ``RobotModel.from_urdf_string(xml)``."""
         self.name: str = description.name
         self.root: str = description.root
         self.links: list[str] = list(description.links)
-        self.joints: list[Joint] = list(description.joints)
+        self.joints: Joints = Joints(list(description.joints))
         self.joint_names: list[str] = list(description.joint_names)
         self.urdf: str = urdf
         self._kinematics = Kinematics(description)
@@ -104,7 +106,11 @@ class RobotModel:
             for name, value in positions.items():
                 k = index.get(name)
                 if k is not None:
-                    value = float(value)
+                    try:
+                        value = float(value)
+                    except (TypeError, ValueError):
+                        raise ValueError(f"joint {name!r}: position {value!r} is not a number"
+                                         ) from None
                     if not math.isfinite(value):
                         raise ValueError(f"joint {name!r}: position {value} is not finite")
                     out[k] = value
@@ -131,6 +137,15 @@ class RobotModel:
             raise ValueError(f"joint {self.joint_names[int(bad[-1])]!r}: position "
                              f"{array[tuple(bad)]} is not finite")
         return array
+
+    def movable_positions(self, positions: Positions) -> dict[str, float]:
+        """Every movable joint's position for one configuration, in document order: the
+        driven joints given and the mimics following them (``multiplier × master +
+        offset``), as joint_state_publisher lists them on ``/joint_states``."""
+        k = self._kinematics
+        theta = k.moving_positions(self.positions_array(positions))
+        return {joint.name: value for joint, value in zip(k.moving, theta.tolist())
+                if value == value}  # NaN: not given (nor its master)
 
     # -- transforms ------------------------------------------------------------------------
 
@@ -177,17 +192,19 @@ class RobotModel:
             stamps = np.full(n, int(stamps), dtype=np.int64)
         elif stamps.shape != (n,):
             raise ValueError(f"{n} configurations need {n} stamps, got shape {stamps.shape}")
-        theta = k.moving_positions(array)
-        values = k.rows(theta).reshape(-1, 7)
-        m = theta.shape[1]
         names_p, names_c = self._moving_names(frame_prefix)
-        if n == 1:
+        if n == 1:  # a joint state: the publishers' path
+            theta = k.moving_positions(array[0])
+            values = k.rows_single(theta)
             parents, children = list(names_p), list(names_c)
+            all_stamps = np.full(len(theta), stamps[0], dtype=np.int64)
         else:
+            theta = k.moving_positions(array).T
+            values = k.rows(theta.T).reshape(-1, 7)
             parents = list(chain.from_iterable(repeat(p, n) for p in names_p))
             children = list(chain.from_iterable(repeat(c, n) for c in names_c))
-        all_stamps = np.tile(stamps, m)
-        given = ~np.isnan(theta.T.reshape(-1))
+            all_stamps = np.tile(stamps, len(theta))
+        given = ~np.isnan(theta.reshape(-1))
         if not given.all():
             keep = np.flatnonzero(given)
             parents = [parents[i] for i in keep.tolist()]
@@ -215,7 +232,7 @@ class RobotModel:
         ``stamp`` is a ``Time`` or seconds."""
         k = self._kinematics
         theta = k.moving_positions(self.positions_array(positions))
-        values = k.rows(theta[None, :])[:, 0, :]
+        values = k.rows_single(theta)
         time = stamp if type(stamp) is Time else Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
         parents, children = self._moving_names(frame_prefix)
         out = []
@@ -249,20 +266,26 @@ class RobotModel:
         index = self._link_indices(links, "links")
         if single and base is None and links is None:
             return self._kinematics.poses_single(array)
-        poses = self._kinematics.poses(configurations)  # (L, 3, 4, N)
+        kinematics = self._kinematics
+        n = configurations.shape[0]
+        walk = kinematics.poses(configurations, kinematics.scratch(n))  # (L, 4, 4, N)
+        poses = walk
         if base is not None and base != self.root:
             b = self._link_indices([base], "base")[0]
             # T_base⁻¹·T = [R_bᵀ·R | R_bᵀ·(t - t_b)].
-            chosen = poses[index]
-            chosen[:, :, 3] -= poses[b, :, 3]
-            poses = np.einsum("kjn,lkcn->ljcn", poses[b, :, :3], chosen)
-        elif len(index) != len(self.links):
+            chosen = poses[index, :3]
+            chosen[:, :, 3] -= poses[b, :3, 3]
+            relative = np.empty((len(index), 4, 4, n))
+            relative[:, :3] = np.einsum("kjn,lkcn->ljcn", poses[b, :3, :3], chosen)
+            relative[:, 3, :3] = 0.0
+            relative[:, 3, 3] = 1.0
+            poses = relative
+        elif len(index) != len(self.links) or index != list(range(len(index))):
             poses = poses[index]
-        n = configurations.shape[0]
-        out = np.empty((n, len(index), 4, 4))
-        flat = out.reshape(n, len(index), 16)  # (a view: out is new and contiguous)
-        flat[:, :, :12] = poses.reshape(len(index), 12, n).transpose(2, 0, 1)
-        flat[:, :, 12:] = (0.0, 0.0, 0.0, 1.0)
+        # (L, 16, N) -> (N, L, 16): one transposed copy.
+        out: npt.NDArray[np.float64] = (
+            poses.reshape(len(index) * 16, n).T.copy().reshape(n, len(index), 4, 4))
+        kinematics.keep(walk)
         return out[0] if single else out
 
     def _link_indices(self, links: Sequence[str] | None, what: str) -> list[int]:
@@ -308,8 +331,13 @@ class RobotModel:
 def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
     """N int64 nanosecond stamps from a ``Time`` or seconds, or N of them."""
     if single:
-        if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) == 1 and len(stamps) == 1:
-            stamps = stamps[0]
+        if not isinstance(stamps, (Time, int, float)) and np.ndim(stamps) >= 1:
+            if np.size(stamps) != 1:
+                raise ValueError(f"one configuration needs one stamp, got {np.size(stamps)} "
+                                 "(a trajectory is (N, dof) positions with N stamps)")
+            stamps = np.ravel(np.asarray(stamps, dtype=object))[0]
+        return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
+    if n == 1 and (isinstance(stamps, (Time, int, float)) or np.ndim(stamps) == 0):
         return np.array([to_nanoseconds(stamps, "stamp")], dtype=np.int64)
     if isinstance(stamps, (Time, int, float)) or np.ndim(stamps) != 1:
         raise ValueError(f"a trajectory of {n} configurations needs {n} stamps, got {stamps!r}")

@@ -26,6 +26,7 @@ from ..buffer.time import Time, to_nanoseconds
 from ..transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..transport.counters import DropCounter
 from ..transport.interface import TopicReceiver, TopicSender, transport_for
+from ..transport.lifetime import release_all, release_when_collected, weak_callback
 from ..transport.ros2.cdr import CdrError
 from .joint_state import (
     JOINT_STATES,
@@ -56,6 +57,7 @@ class JointStatePublisher:
 
     @property
     def sent_messages(self) -> int:
+        """Joint states sent so far."""
         return self._publisher.sent_messages
 
     def publish(self, names: Any, positions: Any, stamp: Any = None, velocities: Any = None,
@@ -70,6 +72,7 @@ class JointStatePublisher:
                                                    velocities, efforts))
 
     def close(self) -> None:
+        """Close the publisher (idempotent)."""
         self._publisher.close()
 
     def __enter__(self) -> JointStatePublisher:
@@ -80,11 +83,17 @@ class JointStatePublisher:
 
 
 class RobotStatePublisher:
-    """robot_state_publisher for ``model`` (a ``RobotModel``, or a URDF/xacro path) on the bus
-    at ``core``: see the module docstring. ``frame_prefix`` goes before every link name;
-    ``publish_frequency`` (Hz, 0 < f <= 1000) bounds how often each joint is sent;
-    ``ignore_timestamp`` sends every message, stamped now; ``listen=False`` hears no
-    ``/joint_states`` (use ``publish``). ``stats()``; ``close()``; a context manager."""
+    """Publishes a robot's links as ROS's robot_state_publisher, for ``model`` (a
+    ``RobotModel``, or a URDF/xacro path) on the bus at ``core`` (default ``$TF2PY_CORE``).
+
+    When it starts it sends the fixed joints once on ``/tf_static`` (latched) and, on
+    ``ros2://`` and ``zenoh://``, the URDF on ``/robot_description`` (transient local). With
+    ``listen`` it hears ``/joint_states`` and sends on ``/tf`` the movable joints each
+    message names and the mimics following them, stamped with the message's stamp
+    (``ignore_timestamp``: now, and every message), at most ``publish_frequency`` times a
+    second per joint (Hz, 0 < f <= 1000, counted by stamps). ``publish(positions)`` does the
+    same from Python. ``frame_prefix`` goes before every link name. Bad joint states are
+    dropped and counted (``stats()``). ``close()``; a context manager."""
 
     def __init__(self, model: RobotModel | str | os.PathLike[str], core: Any = None,
                  keys: Any = None, frame_prefix: str = "", publish_frequency: float = 20.0,
@@ -113,6 +122,10 @@ class RobotStatePublisher:
         self._times = PublishTimes(int(1000.0 / frequency) * 1_000_000)
         self._decoder = JointStateDecoder()
         self._parts: list[Any] = []
+        # Dropped without close(): its parts are closed when it is collected (the subscriber
+        # holds it only weakly, so it can be).
+        self._finalizer = release_when_collected(self, release_all(self._parts),
+                                                 f"RobotStatePublisher of {model.name!r}")
         try:
             self._static = StaticTransformBroadcaster(address, AUTHORITY, keys)
             self._parts.append(self._static)
@@ -129,7 +142,7 @@ class RobotStatePublisher:
             self._subscriber: TopicReceiver | None = None
             if listen:
                 self._subscriber = transport.topic_subscriber(
-                    address, JOINT_STATES_SENSOR, self._on_message, keys)
+                    address, JOINT_STATES_SENSOR, weak_callback(self._on_message), keys)
                 self._parts.append(self._subscriber)
         except BaseException:
             self.close()
@@ -209,6 +222,7 @@ class RobotStatePublisher:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         for part in reversed(self._parts):
             try:
                 part.close()

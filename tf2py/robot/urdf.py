@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..buffer.messages import Quaternion, Transform, Vector3, quaternion_from_rpy
-from .errors import RobotModelError
+from .errors import RobotModelError, RobotModelWarning
 from .joint import JOINT_TYPES, MOVING_TYPES, Joint, JointLimits, JointMimic
 from .xml_tree import Element
 
@@ -23,7 +23,7 @@ __all__ = ["Description", "Drive", "describe"]
 
 # What urdfdom's strToDouble (an istringstream in the classic locale, whole string) takes:
 # no inf, nan, hex or digit separators.
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
 class Drive(NamedTuple):
@@ -76,6 +76,37 @@ def _origin(xml: Element | None, source: str, element: str) -> Transform:
     if rpy is not None:
         q = quaternion_from_rpy(*_vector(rpy, source, xml.line, element, "<origin rpy>"))
     return Transform(Vector3(*t), Quaternion(*q))
+
+
+# The numbers of a link's inertial, visual and collision elements (kept as text, unused by
+# kinematics) are checked as urdfdom checks them, so a description that urdfdom refuses for
+# a number is refused here too: element -> its numeric attributes and how many numbers each.
+_LINK_NUMBERS = {
+    "origin": {"xyz": 3, "rpy": 3},
+    "mass": {"value": 1},
+    "inertia": {"ixx": 1, "ixy": 1, "ixz": 1, "iyy": 1, "iyz": 1, "izz": 1},
+    "box": {"size": 3},
+    "cylinder": {"radius": 1, "length": 1},
+    "sphere": {"radius": 1},
+    "mesh": {"scale": 3},
+}
+
+
+def _check_link_numbers(xml: Element, source: str, element: str) -> None:
+    """Refuse a number that is not finite anywhere under a ``<link>``."""
+    stack = list(xml.children)
+    while stack:
+        child = stack.pop()
+        stack.extend(child.children)
+        for attribute, count in _LINK_NUMBERS.get(child.tag, {}).items():
+            text = child.attributes.get(attribute)
+            if text is None:
+                continue
+            what = f"<{child.tag} {attribute}>"
+            if count == 3:
+                _vector(text, source, child.line, element, what)
+            else:
+                _number(text, source, child.line, element, what)
 
 
 def _required(xml: Element, attribute: str, source: str, element: str) -> str:
@@ -163,18 +194,24 @@ def _check_tree(links: dict[str, int], joints: list[Joint], lines: dict[str, int
                 f"{lines[first.name]}) already makes {first.parent!r} its parent")
         parent_joint[joint.child] = joint
         children[joint.parent].append(joint)
-    for start in links:  # every link has at most one parent: walk up, a revisit is a cycle
-        seen: list[str] = []
+    # Every link has at most one parent: walk up from each link, a revisit on the way up is
+    # a cycle; links already walked (and found to reach a root) end a walk early: O(links).
+    reaches_root: set[str] = set()
+    for start in links:
+        path: dict[str, int] = {}
         link = start
-        while link in parent_joint:
-            if link in seen:
-                loop = seen[seen.index(link):]
+        while link in parent_joint and link not in reaches_root:
+            if link in path:
+                loop = list(path)[path[link]:]
                 names = " -> ".join(repr(parent_joint[k].name) for k in reversed(loop))
                 culprit = parent_joint[loop[0]].name
+                rootless = "" if any(k not in parent_joint for k in links) else (
+                    ", so no link is the root")
                 raise RobotModelError(source, lines[culprit], f"joint {culprit!r}",
-                                      f"joints {names} form a cycle")
-            seen.append(link)
+                                      f"joints {names} form a cycle{rootless}")
+            path[link] = len(path)
             link = parent_joint[link].parent
+        reaches_root.update(path)
     roots = [name for name in links if name not in parent_joint]
     robot_element = f"robot {robot.attributes.get('name', '')!r}"
     if not roots:
@@ -217,6 +254,7 @@ def _drives(joints: list[Joint], joint_names: Sequence[str], lines: dict[str, in
                     f"{source}:{lines[current.name]}: joint {current.name!r} mimics joint "
                     f"{mimic.joint!r}, which the model {why}: joint {joint.name!r} stays at its "
                     "origin and is not published",
+                    RobotModelWarning,
                     stacklevel=5,  # the caller of from_urdf or from_urdf_string
                 )
                 break
@@ -242,6 +280,7 @@ def describe(robot: Element, source: str) -> Description:
                 raise RobotModelError(source, xml.line, f"link {name!r}",
                                       f"named twice (first on line {links[name]})")
             links[name] = xml.line
+            _check_link_numbers(xml, source, f"link {name!r}")
         elif xml.tag == "joint":
             joint = _joint(xml, source)
             if joint.name in lines:

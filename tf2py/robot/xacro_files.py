@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import RobotModelError
+from .errors import RobotModelError, RobotModelWarning
 from .xml_tree import parse_xml
 
 __all__ = ["expand_xacro"]
@@ -35,13 +38,18 @@ def expand_xacro(path: str, args: Mapping[str, object]) -> str:
         raise RobotModelError(path, None, "file", f"cannot be read: {exc.strerror or exc}") from None
     mappings = {str(name): str(value) for name, value in args.items()}
     xacro_module: Any = xacro
+    printed = io.StringIO()  # xacro prints its warnings, over several lines, on stderr
     with _LOCK:
         try:
-            document = xacro_module.process_file(path, mappings=mappings)
+            with contextlib.redirect_stderr(printed):
+                document = xacro_module.process_file(path, mappings=mappings)
             text: str = document.toprettyxml(indent="  ")
         except Exception as exc:  # xacro raises its own and Python's errors alike
             detail = str(exc) or type(exc).__name__
             raise RobotModelError(path, None, "xacro", f"{type(exc).__name__}: {detail}") from None
         except SystemExit as exc:  # xacro's error() paths can exit
             raise RobotModelError(path, None, "xacro", f"xacro stopped (exit {exc.code})") from None
+    said = "; ".join(line.strip() for line in printed.getvalue().splitlines() if line.strip())
+    if said:  # one line, as the model's other warnings
+        warnings.warn(f"{path}: xacro: {said}", RobotModelWarning, stacklevel=3)
     return text

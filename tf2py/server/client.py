@@ -30,7 +30,7 @@ from typing import Any
 
 from ..buffer.exceptions import TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds
-from ..transport.address import check_server_address, server_address
+from ..transport.address import server_address
 from ..transport.keys import load_keys
 from . import protocol
 from .client_common import (
@@ -46,7 +46,7 @@ from .client_common import (
 )
 from .client_io import FutureIO
 from .limits import BATCH
-from .link import ClientLink, link_scheme, open_client_link
+from .link import ClientLink, open_client_link
 from .protocol import RESULT, ProtocolError
 
 __all__ = ["BufferClient", "ServerTimeoutException"]
@@ -243,9 +243,7 @@ class _ClientState:
     """Everything the I/O thread and the calling threads use (see BufferClient)."""
 
     def __init__(self, address: str | None, timeout_padding: Any, keys: Any) -> None:
-        self.address = server_address(address)
-        if link_scheme(self.address) in ("tcp", "ipc", "inproc"):
-            check_server_address(self.address)
+        self.address = server_address(address)  # its link checks it as it opens (FutureIO)
         self._keys = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self._padding_ns = max(0, duration_to_nanoseconds(timeout_padding, "timeout_padding"))
         self._ids = itertools.count(1)

@@ -4,6 +4,7 @@ whose timeout ran out."""
 from __future__ import annotations
 
 from ..buffer.exceptions import InvalidArgumentException, TransformException
+from ..buffer.waits import waited_message
 
 __all__ = ["MAX_WAITING_GOALS_PER_CLIENT", "MAX_WAITING_GOALS", "MAX_GOAL_TIMEOUT"]
 
@@ -19,14 +20,6 @@ MAX_GOAL_TIMEOUT_NS = int(MAX_GOAL_TIMEOUT * 1e9)
 # Messages handled per loop turn, and groups answered or goals expired per turn, so a flood on
 # one side cannot starve the other.
 BATCH = 256
-
-
-def waited_message(exc: BaseException, elapsed: float, timeout: float) -> str:
-    """tf2's message with the wait appended, as tf2_ros's C++ Buffer appends it."""
-    base = str(exc).rstrip()
-    if base.endswith("."):
-        base = base[:-1]
-    return f"{base}. canTransform returned after {elapsed:g} timeout was {timeout:g}."
 
 
 def with_wait(exc: BaseException, waited_ns: int, timeout_ns: int) -> BaseException:

@@ -15,11 +15,13 @@ the server link reports the peer gone, and ignores whatever comes from it later.
 
 The server takes goals only from *present* clients: a peer whose liveliness token it holds.
 A goal from a peer it has no token of yet is held (up to ``_HELD_PER_PEER`` messages, for
-``_HOLD_SECONDS``, ``_MAX_HELD_PEERS`` peers at once) until the token arrives, then dropped
-and counted (``"absent client"``): made-up client ids cannot fill the server's limits. At
+``_HOLD_SECONDS``, ``_MAX_HELD_PEERS`` peers and ``_MAX_HELD_BYTES`` at once) until the token
+arrives, else dropped and counted (``"absent client"``): made-up client ids cannot fill the
+server's limits. At
 most ``_MAX_PRESENT`` peers are present at once, ``_MAX_CHANNELS_PER_LINK`` of one
 process's link. Without keys, any process on the domain can declare the server's token and
-answer; with keys, only the site's identities can connect at all.
+answer; with keys, only the site's identities can connect at all, the server signs each
+answer and clients take only answers signed by an identity that may serve (zenoh_auth.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, Callable
 
 from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
 from ..transport.zenoh.session import SharedSession
+from .zenoh_auth import checker_for, signer_for
 
 __all__ = ["ZenohServerLink", "ZenohClientLink", "open_server_link", "open_client_link",
            "service_prefix", "MAX_MESSAGE_BYTES"]
@@ -51,6 +54,7 @@ _MAX_CHANNELS_PER_LINK = 1_000  # client sockets of one process link (``<link>/`
 _MAX_HELD_PEERS = 1_000  # peers whose goals came before their token
 _HELD_PER_PEER = 64
 _HOLD_SECONDS = 5.0
+_MAX_HELD_BYTES = 16 * 1024 * 1024  # all held messages together
 _MAX_LATENCIES = 10_000  # lookup latencies kept between two reads (stats)
 _PROCESS_LINK = os.urandom(8).hex()
 
@@ -108,11 +112,13 @@ class ZenohServerLink:
         self._present: set[str] = set()
         self._per_link: dict[str, int] = {}
         self._held: dict[str, tuple[float, list[bytes]]] = {}  # peer -> (first, messages)
+        self._held_bytes = 0
         self._arrivals: dict[str, deque[float]] = {}  # peer -> goals not answered yet
         self._latencies: list[float] = []
         self._lock = threading.Lock()
         self._closed = False
         self._entities: list[Any] = []
+        self._signer = signer_for(keys)  # with keys: answers signed (zenoh_auth.py)
         self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
@@ -162,11 +168,13 @@ class ZenohServerLink:
                               "liveliness token (too many such clients)")
                 return
             held = self._held[peer] = (time.monotonic(), [])
-        if len(held[1]) >= _HELD_PER_PEER:
+        if len(held[1]) >= _HELD_PER_PEER or \
+                self._held_bytes + len(payload) > _MAX_HELD_BYTES:
             self._on_drop("absent client", f"a message from {peer}, which has no liveliness "
-                          "token (too many of its messages waiting for it)")
+                          "token (too many messages waiting for their client's token)")
             return
         held[1].append(payload)
+        self._held_bytes += len(payload)
 
     def _expire_held(self, now: float) -> None:
         while self._held:
@@ -174,6 +182,7 @@ class ZenohServerLink:
             if now - first < _HOLD_SECONDS:
                 return
             del self._held[peer]
+            self._held_bytes -= sum(len(m) for m in messages)
             for _ in messages:
                 self._on_drop("absent client", f"a message from {peer}, which never showed "
                               f"a liveliness token within {_HOLD_SECONDS:g} s")
@@ -202,6 +211,7 @@ class ZenohServerLink:
                 self._present.add(peer)
                 self._per_link[link] = self._per_link.get(link, 0) + 1
                 _, held = self._held.pop(peer, (0.0, []))
+                self._held_bytes -= sum(len(m) for m in held)
                 for payload in held:  # in order, before any later message of the peer
                     self._arrived(peer)
                     if not self._inbox.put((peer, payload)):
@@ -216,7 +226,8 @@ class ZenohServerLink:
                     self._per_link[link] = left
                 else:
                     self._per_link.pop(link, None)
-            self._held.pop(peer, None)
+            _, dropped = self._held.pop(peer, (0.0, []))
+            self._held_bytes -= sum(len(m) for m in dropped)
             self._arrivals.pop(peer, None)
             if len(self._gone) >= _GONE_REMEMBERED:
                 self._gone.clear()
@@ -242,9 +253,11 @@ class ZenohServerLink:
                 if len(self._latencies) >= _MAX_LATENCIES:
                     del self._latencies[:_MAX_LATENCIES // 2]
                 self._latencies.append(time.monotonic() - arrivals.popleft())
+        key = f"{self._prefix}/reply/{peer}"
         try:
-            self._shared.session.put(f"{self._prefix}/reply/{peer}", payload,
-                                     congestion_control=self._zenoh.CongestionControl.BLOCK)
+            self._shared.session.put(
+                key, payload, congestion_control=self._zenoh.CongestionControl.BLOCK,
+                attachment=None if self._signer is None else self._signer.sign(key, payload))
         except Exception as exc:  # the session is closing
             _log.debug("tf2py server (zenoh): cannot answer %s: %s", peer, exc)
             return False
@@ -290,14 +303,16 @@ class ZenohClientLink:
         self._server_back = False
         self._lock = threading.Lock()
         self._entities: list[Any] = []
+        self._checker = checker_for(keys)  # with keys: only answers of a serving identity
+        self.refused = 0
+        self._reply_key = f"{self._prefix}/reply/{self._peer}"
         self._shared = SharedSession.acquire(parsed, keys)
         try:
             import zenoh
 
             self._zenoh = zenoh
             session = self._shared.session
-            self._entities.append(session.declare_subscriber(
-                f"{self._prefix}/reply/{self._peer}", self._on_reply))
+            self._entities.append(session.declare_subscriber(self._reply_key, self._on_reply))
             self._entities.append(session.liveliness().declare_token(
                 f"{self._prefix}/client/{self._peer}"))
             self._entities.append(session.liveliness().declare_subscriber(
@@ -333,8 +348,17 @@ class ZenohClientLink:
 
     def _on_reply(self, sample: Any) -> None:
         payload = sample.payload.to_bytes()
-        if len(payload) <= MAX_MESSAGE_BYTES:
-            self._inbox.put(payload)
+        if len(payload) > MAX_MESSAGE_BYTES:
+            return
+        if self._checker is not None:
+            attachment = None if sample.attachment is None else sample.attachment.to_bytes()
+            if not self._checker.check(self._reply_key, payload, attachment):
+                self.refused += 1
+                if self.refused == 1:
+                    _log.warning("tf2py client (zenoh): refused an answer not signed by an "
+                                 "identity of the site that may serve (logged once)")
+                return
+        self._inbox.put(payload)
 
     def _on_server(self, sample: Any) -> None:
         if sample.kind == self._zenoh.SampleKind.PUT:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .interface import TransformReceiver, Transport
     from .listener import TransformBatch
 
-__all__ = ["BufferFiller", "SubscriberListener", "check_buffer"]
+__all__ = ["BufferFiller", "FillingListener", "SubscriberListener", "check_buffer"]
 
 
 def check_buffer(buffer: Any) -> None:
@@ -102,7 +102,28 @@ class BufferFiller:
                 self.dropped.drop("invalid", f"transform {index}: {exc}")
 
 
-class SubscriberListener:
+class FillingListener:
+    """What every bus's ``TransformListener`` shares: its ``BufferFiller``'s counts, as
+    attributes and in ``stats()`` (``_filled(stats)`` adds them to a receiver's stats)."""
+
+    _filler: BufferFiller
+
+    @property
+    def stored_transforms(self) -> int:
+        return self._filler.stored_transforms
+
+    @property
+    def old_transforms(self) -> int:
+        return self._filler.old_transforms
+
+    def _filled(self, stats: dict[str, Any]) -> dict[str, Any]:
+        stats["stored_transforms"] = self._filler.stored_transforms
+        stats["old_transforms"] = self._filler.old_transforms
+        stats["leading_slash"] = self._filler.slashes.snapshot()
+        return stats
+
+
+class SubscriberListener(FillingListener):
     """A ``TransformListener`` built on a bus's ``transform_subscriber``: each batch goes into
     ``buffer`` with one call. What a bus without its own listener gets."""
 
@@ -123,24 +144,13 @@ class SubscriberListener:
             self._filler.insert(arrays.authority, arrays.parents, arrays.children,
                                 arrays.stamps_ns, arrays.values, batch.is_static)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
         stats = self._subscriber.stats()
         dropped = dict(stats.get("dropped", {}))
         for cause, n in self.dropped.snapshot().items():
             dropped[cause] = dropped.get(cause, 0) + n
         stats["dropped"] = dropped
-        stats["stored_transforms"] = self._filler.stored_transforms
-        stats["old_transforms"] = self._filler.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(stats)
 
     def close(self) -> None:
         self._subscriber.close()

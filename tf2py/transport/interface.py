@@ -168,7 +168,10 @@ class ClockReceiver(Protocol):
 class TopicSender(Protocol):
     """Publishes one typed topic (``topics.TopicSpec``): CDR payloads. Never blocks."""
 
-    sent_messages: int
+    @property
+    def sent_messages(self) -> int:
+        """Messages the bus took so far."""
+        ...
 
     def publish(self, data: bytes) -> None:
         """Send one message: its CDR bytes, encapsulation header included. ValueError when
@@ -325,10 +328,31 @@ def missing_extra_error(scheme_name: str, extra: str) -> ImportError:
                        f"pip install 'tf2py[{extra}]'")
 
 
-def _scheme_of(address: str) -> str:
+def _scheme_of(address: str, strict: bool = False) -> str:
+    """The registered scheme of ``address``, else the default's; ``strict``: ValueError for
+    a known scheme misspelled (``zenoh:/...``) rather than the default's complaint."""
     head, sep, _ = address.partition("://")
     name = head.strip().lower()
-    return name if sep and name in _SCHEMES else _DEFAULT_SCHEME
+    if sep and name in _SCHEMES:
+        return name
+    if strict:
+        _refuse_misspelled_scheme(address)
+    return _DEFAULT_SCHEME
+
+
+_EXAMPLES = {"tcp": "tcp://127.0.0.1:7400", "ros2": "ros2:// or ros2://42",
+             "zenoh": "zenoh://tcp/127.0.0.1:7447"}
+
+
+def _refuse_misspelled_scheme(address: str) -> None:
+    """ValueError naming the scheme meant, for ``zenoh:/tcp/...``, ``ros2:`` and the like (a
+    known scheme's name and a colon without its two slashes)."""
+    head, colon, _ = address.strip().partition(":")
+    name = head.lower()
+    if colon and name in _SCHEMES and not address.strip()[len(head):].startswith("://"):
+        example = _EXAMPLES.get(name, f"{name}://...")
+        raise ValueError(f"invalid address {address!r}: a {name} address starts with "
+                         f"{name}:// (e.g. {example})")
 
 
 def transport_for(core: Any = None) -> tuple[Transport, str]:
@@ -337,7 +361,7 @@ def transport_for(core: Any = None) -> tuple[Transport, str]:
     (ValueError, one line); a bus package that fails to import gives ImportError naming its
     extra."""
     address = core_address(core)
-    name = _scheme_of(address)
+    name = _scheme_of(address, strict=True)
     module_name, extra = _SCHEMES[name]
     try:
         module = importlib.import_module(module_name)
@@ -368,7 +392,7 @@ def check_core_address(core: Any = None) -> str:
     """The bus address if it is usable, else ValueError naming it (``tcp://HOST:PORT``,
     ``ros2://[DOMAIN_ID]``, ``zenoh://...``). Imports the bus package, not its extra."""
     address = core_address(core)
-    name = _scheme_of(address)
+    name = _scheme_of(address, strict=True)
     module_name, extra = _SCHEMES[name]
     try:
         module = importlib.import_module(module_name)

@@ -314,9 +314,10 @@ def _write_public(file: Path, public: bytes) -> None:
     )
 
 
-def add_identity(folder: str | os.PathLike[str], name: str) -> Path:
-    """Make ``folder/NAME/`` (a connect-only keys folder for another identity) and authorise
-    it in ``folder/authorized/NAME.key``. Returns the new folder."""
+def add_identity(folder: str | os.PathLike[str], name: str, serve: bool = False) -> Path:
+    """Make ``folder/NAME/`` (a connect-only keys folder for another identity; with ``serve``,
+    one that may also run a core, a server or a fleet: it gets the site's server secret) and
+    authorise it in ``folder/authorized/NAME.key``. Returns the new folder."""
     path = Path(folder)
     if not (path / f"{SERVER}.key_secret").exists():
         raise KeysError(f"{folder} is not a site folder (no server.key_secret); make one with "
@@ -332,6 +333,10 @@ def add_identity(folder: str | os.PathLike[str], name: str) -> Path:
     server_public, _ = zmq.auth.load_certificate(str(path / f"{SERVER}.key"))
     (target / f"{SERVER}.key").write_text((path / f"{SERVER}.key").read_text())
     assert server_public
+    if serve:
+        secret = target / f"{SERVER}.key_secret"
+        secret.write_text((path / f"{SERVER}.key_secret").read_text())
+        os.chmod(secret, 0o600)
     public, _ = zmq.auth.load_certificate(str(target / f"{CLIENT}.key"))
     (path / AUTHORIZED).mkdir(exist_ok=True)
     _write_public(path / AUTHORIZED / f"{name}.key", public)

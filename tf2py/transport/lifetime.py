@@ -70,10 +70,13 @@ def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:
     once it is gone. A bus that keeps its callbacks in its own registry (Zenoh's callback
     subscribers, a shared DDS participant) would otherwise keep the object alive for ever,
     so an object dropped without ``close()`` could never be collected and released."""
-    ref = weakref.WeakMethod(method)
+    # The object and the function apart, not a WeakMethod: no bound method is made per call
+    # (this runs once per received sample).
+    ref = weakref.ref(getattr(method, "__self__"))
+    function = getattr(method, "__func__")
 
     def call(*args: Any) -> Any:
-        bound = ref()
-        return None if bound is None else bound(*args)
+        owner = ref()
+        return None if owner is None else function(owner, *args)
 
     return call

@@ -21,14 +21,16 @@ address and ask its bus.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .counters import DropCounter
 from .interface import TopicReceiver, TopicSender, transport_for
 
-__all__ = ["TopicSpec", "dds_type_name", "payload_bytes", "publish_topic", "subscribe_topic",
-           "transient_local_topics"]
+__all__ = ["TopicSpec", "Delivery", "SendGate", "dds_type_name", "payload_bytes", "publish_topic",
+           "subscribe_topic", "transient_local_topics"]
 
 _ROS_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/(msg|srv|action)/[A-Z][A-Za-z0-9]*$")
 _TOPIC_NAME = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -89,6 +91,60 @@ def payload_bytes(data: object) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"publish takes bytes, got {type(data).__name__}")
     return bytes(data)
+
+
+class SendGate:
+    """What every bus's topic publisher guards its send with: bytes only, one send at a
+    time, none once closed (RuntimeError), and the count of messages the bus took."""
+
+    def __init__(self, topic: TopicSpec):
+        self.topic = topic
+        self.sent_messages = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(self, put: Callable[[bytes], bool | None], data: object) -> None:
+        """``put(payload)`` under the lock; a ``put`` that returns False did not send it."""
+        payload = payload_bytes(data)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
+            if put(payload) is not False:
+                self.sent_messages += 1
+
+    def close(self) -> bool:
+        """Close the gate; True the first time only (the caller then releases the bus's
+        side)."""
+        with self._lock:
+            first = not self._closed
+            self._closed = True
+            return first
+
+
+class Delivery:
+    """Hands each payload of one topic to a subscriber's ``on_message`` (every bus's
+    subscriber has one), counting what it received and, by cause, what it dropped: the bus's
+    own causes through ``dropped``, and ``error`` for an ``on_message`` that raises (a
+    long-running subscriber never dies of its callback)."""
+
+    def __init__(self, on_message: Callable[[bytes], None], who: str):
+        if not callable(on_message):
+            raise TypeError("a topic subscriber needs on_message=callable(data)")
+        self.on_message = on_message
+        self.dropped = DropCounter(who)
+        self.received_messages = 0
+
+    def __call__(self, data: bytes) -> None:
+        try:
+            self.on_message(data)
+        except Exception as exc:
+            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self.received_messages += 1
+
+    def stats(self) -> dict[str, Any]:
+        return {"received_messages": self.received_messages,
+                "dropped": self.dropped.snapshot()}
 
 
 def publish_topic(topic: TopicSpec, core: Any = None, keys: Any = None) -> TopicSender:

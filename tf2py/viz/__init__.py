@@ -1,6 +1,8 @@
-"""Seeing the frame tree: a live Foxglove WebSocket server (``FoxgloveServer``), the
-``foxglove.FrameTransforms`` encoding that ``tf2py record --foxglove`` writes, and the tree
-logged into Rerun (``log_to_rerun``, ``RerunView``).
+"""Seeing the frame tree: a live Foxglove WebSocket server (``FoxgloveServer``, in
+``foxglove``; it also serves a robot's ``/robot_description`` for Foxglove's 3D panel, and
+``subprotocols`` lets older clients in), the ``foxglove.FrameTransforms`` encoding that
+``tf2py record --foxglove`` writes (``frame_transforms``), and the tree logged into Rerun
+(``rerun``: ``log_to_rerun`` for a Buffer, ``RerunView`` for the bus, as ``tf2py rerun``).
 
 Needs the optional extra: ``pip install 'tf2py[viz]'`` (the ``foxglove-sdk`` and
 ``rerun-sdk`` packages); without it, using any raises ``VizDependencyError`` saying so.

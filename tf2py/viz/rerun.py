@@ -77,6 +77,11 @@ class RerunTree:
         self._logged: dict[str, Parts] = {}  # frame -> the path it was last logged at
         self._latest: dict[str, tuple[float, ...]] = {}  # frame -> latest pose logged
         self._static: set[str] = set()
+        self._paths: dict[Parts, str] = {}  # escaped entity path strings
+        # What one log() call sends, per entity path, in one send_columns each at its end:
+        # a call costs ~85 us, a row of a batch ~1 us (rerun-sdk 0.41, measured here).
+        self._samples: dict[str, tuple[list[int], list[tuple[float, ...]]]] = {}
+        self._clears: dict[str, list[int]] = {}
         self.logged_transforms = 0
         self.left_out: dict[str, int] = {}  # cause -> transforms left out
 
@@ -99,8 +104,13 @@ class RerunTree:
             return self._path_string(self._parts(strip_leading_slash(frame)))
 
     def _path_string(self, parts: Parts) -> str:
-        escape = self._rr.escape_entity_path_part
-        return "/" + "/".join(escape(part) for part in parts)
+        path = self._paths.get(parts)
+        if path is None:
+            escape = self._rr.escape_entity_path_part
+            path = "/" + "/".join(escape(part) for part in parts)
+            if len(self._paths) < 100_000:  # bounded: a tree that keeps moving
+                self._paths[parts] = path
+        return path
 
     def frame_count(self) -> int:
         """How many frames were logged so far."""
@@ -141,6 +151,7 @@ class RerunTree:
                     self._log_one(parent, child, int(stamp), tuple(row), is_static)
                     logged += 1
             self.logged_transforms += logged
+            self._send()
         return logged
 
     def _leave_out(self, cause: str) -> None:
@@ -204,10 +215,9 @@ class RerunTree:
                                         quaternion=rr.Quaternion(xyzw=pose[3:])),
                    static=True, recording=self.recording)
             return
-        rr.send_columns(
-            path, indexes=[self._time(stamp)],
-            columns=rr.Transform3D.columns(translation=[pose[:3]], quaternion=[pose[3:]]),
-            recording=self.recording)
+        stamps, poses = self._samples.setdefault(path, ([], []))
+        stamps.append(stamp)
+        poses.append(pose)
 
     def _clear(self, parts: Parts, stamp: int, static: bool) -> None:
         rr = self._rr
@@ -216,14 +226,29 @@ class RerunTree:
             # Static data is replaced, not cleared: empty components overwrite the pose.
             rr.log(path, rr.Transform3D.cleared(), static=True, recording=self.recording)
         else:
-            rr.send_columns(path, indexes=[self._time(stamp)],
-                            columns=rr.Clear.columns(is_recursive=[False]),
+            self._clears.setdefault(path, []).append(stamp)
+
+    def _send(self) -> None:
+        """Send what this call logged: per entity path, its samples (and clears) as one
+        batch on the timeline. Explicit time columns: logging never touches the caller's
+        per-thread time state."""
+        rr = self._rr
+        samples, self._samples = self._samples, {}
+        clears, self._clears = self._clears, {}
+        for path, stamps in clears.items():
+            rr.send_columns(path, indexes=[self._time(stamps)],
+                            columns=rr.Clear.columns(is_recursive=[False] * len(stamps)),
+                            recording=self.recording)
+        for path, (stamps, poses) in samples.items():
+            array = np.array(poses, dtype=np.float64)
+            rr.send_columns(path, indexes=[self._time(stamps)],
+                            columns=rr.Transform3D.columns(translation=array[:, :3],
+                                                           quaternion=array[:, 3:]),
                             recording=self.recording)
 
-    def _time(self, stamp: int) -> Any:
-        # Explicit time columns: logging never touches the caller's per-thread time state.
+    def _time(self, stamps: list[int]) -> Any:
         return self._rr.TimeColumn(self.timeline,
-                                   timestamp=np.array([stamp], dtype="datetime64[ns]"))
+                                   timestamp=np.array(stamps, dtype="datetime64[ns]"))
 
     def stats(self) -> dict[str, Any]:
         """Transforms logged, frames, and transforms left out per cause."""

@@ -70,6 +70,7 @@ def test_cross_robot_lookup_from_a_buffer_client(fleet, robots, core):
     assert stats["lookup_ms"]["count"] >= 2 and stats["lookup_ms"]["p99"] >= 0
     assert stats["robots"] == 2 and stats["robots_held"] == 2
     assert stats["worst_lag_s"] < 3600 and stats["bytes"]["names"] > 0
+    assert stats["names"] >= 2 * 5 and stats["bytes"]["caches"] > 0
 
 
 def test_unknown_robot_frame_gets_tf2s_error_with_did_you_mean(fleet, robots, core):

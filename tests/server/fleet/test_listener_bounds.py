@@ -55,3 +55,25 @@ def test_forged_samples_stay_within_the_listeners_bounds(core, monkeypatch):
         assert not any(len(f) > 4096 for f in buffer.get_frames())
         assert isinstance(listener, _Receiver)
         assert len(listener._last_sequence) == _Receiver.MAX_PUBLISHERS
+
+
+def test_new_frame_ids_beyond_the_listeners_byte_budget_are_dropped(core, monkeypatch):
+    monkeypatch.setattr(_Receiver, "MAX_NAME_BYTES", 10 * 210)  # about ten names
+    buffer = Buffer()
+    with TransformListener(buffer, core=core) as listener:
+        shared = SharedSession.acquire(parse_zenoh_address(core), None)
+        try:
+            gid = b"\x02" * 16
+            put = shared.session.put
+            put(KEY, payload(["map"], ["odom"]), attachment=wire.encode_attachment(1, 0, gid))
+            for k in range(30):  # a flood of new frame ids, two per message
+                put(KEY, payload(["map", f"flood{k}"], [f"a{k}", f"b{k}"]),
+                    attachment=wire.encode_attachment(2 + k, 0, gid))
+            wait_for(lambda: listener.stats()["received_messages"] +
+                     listener.stats()["dropped"].get("listener_budget", 0) >= 31, 60)
+        finally:
+            shared.release()
+        dropped = listener.stats()["dropped"]
+        assert dropped["listener_budget"] > 0
+        assert len(buffer.get_frames()) <= 10
+        assert buffer.can_transform("map", "odom", Time())  # known names keep flowing

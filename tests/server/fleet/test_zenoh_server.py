@@ -152,3 +152,26 @@ def test_goals_of_clients_without_a_liveliness_token_never_wait_on_the_server(co
         finally:
             shared.release()
         assert server.stats()["refused"] == 0
+
+
+def test_client_sockets_over_the_bound_of_one_process_are_not_served(core, monkeypatch):
+    """One process's link may hold so many client sockets at once; a socket over the bound
+    is refused (counted) and its goals never wait on the server."""
+    from tf2py.server import zenoh_link
+    from tf2py.server.client_common import ServerTimeoutException
+
+    monkeypatch.setattr(zenoh_link, "_MAX_CHANNELS_PER_LINK", 4)  # a client has two sockets
+    with BufferServer(small_tree(), address=core) as server:
+        clients = []
+        try:
+            for _ in range(2):  # each served in turn: two sockets each, the bound reached
+                clients.append(BufferClient(core, timeout_padding=0.5))
+                assert clients[-1].lookup_transform("map", "base_link", 2.0, timeout=5)
+            clients.append(BufferClient(core, timeout_padding=0.5))
+            with pytest.raises(ServerTimeoutException):
+                clients[2].lookup_transform("map", "base_link", 2.0)
+            assert server.stats()["dropped_by_cause"]["client limit"] >= 1
+            assert server.pending_count == 0
+        finally:
+            for client in clients:
+                client.close()

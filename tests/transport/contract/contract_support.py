@@ -99,7 +99,8 @@ class Ros2Bus(Bus):
             import cyclonedds  # noqa: F401
         except ImportError as exc:
             skip_or_fail(f"the ros2 extra (cyclonedds) is not installed: {exc}")
-        self.domain = ros_domain_id(100, 200)
+        # A range no other test draws from (ROS 2's port mapping allows ids up to 232).
+        self.domain = ros_domain_id(201, 233)
         self.address = f"ros2://{self.domain}"
         self.env = {"ROS_DOMAIN_ID": str(self.domain),
                     "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
@@ -182,16 +183,17 @@ class ZenohBus(Bus):
 
 
 class ZenohRouter:
-    """``tf2py router`` in its own process on a free loopback port."""
+    """``tf2py router`` in its own process on a free loopback port (``protocol`` ``tls`` and
+    ``keys``: a keyed router)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: str = "tcp", keys: str | None = None) -> None:
         try:
             import zenoh  # noqa: F401
         except ImportError as exc:
             skip_or_fail(f"the zenoh extra is not installed: {exc}")
-        self.locator = f"tcp/127.0.0.1:{free_port()}"
+        self.locator = f"{protocol}/127.0.0.1:{free_port()}"
         self.proc = Proc([sys.executable, "-m", "tf2py.cli.main", "router",
-                          "--listen", self.locator])
+                          "--listen", self.locator, *(["--keys", keys] if keys else [])])
         try:
             self.proc.wait_for_line("tf2py router: ready", timeout=60)
         except BaseException:

@@ -58,3 +58,13 @@ def test_a_bad_address_is_refused_with_one_line_naming_it(bus):
             TransformListener(Buffer(), core=address)
         message = str(refused.value)
         assert "\n" not in message and words in message, (address, message)
+
+
+@pytest.mark.parametrize("wrong", ["world", 42, None])
+def test_a_wrong_argument_is_a_type_error(bus, wrong):
+    for public in (TransformBroadcaster, StaticTransformBroadcaster):
+        with public(core=bus.address) as broadcaster:
+            with pytest.raises(TypeError):
+                broadcaster.send_transform(wrong)
+    with pytest.raises(TypeError):
+        TransformListener(wrong, core=bus.address)

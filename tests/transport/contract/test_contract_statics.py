@@ -1,11 +1,15 @@
 """Latched statics on every bus: a listener that starts later gets every live publisher's
 current set (latest per child frame); a publisher that dies stops being given to listeners
-that start later (within 5 s), while those that hold its statics keep them."""
+that start later (within 5 s), while those that hold its statics keep them; an invalid
+static never replaces a valid latched one."""
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
+
+import pytest
 
 from contract_support import DISCOVERY_TIMEOUT, subprocess_env, wait_until_heard
 
@@ -69,3 +73,23 @@ def test_a_dead_publishers_statics_are_not_given_to_later_listeners(bus, names, 
                  message=f"a listener started after {dead}'s publisher died without it")
         # a listener that already held it keeps it, as tf2 does
         assert holder.can_transform("world", dead, 0)
+
+
+@pytest.mark.parametrize("bad", ["nan", "empty_parent", "bad_quaternion", "own_parent"])
+def test_an_invalid_static_never_replaces_the_latched_valid_one(bus, names, bad):
+    cam = names("cam")
+    invalid = {
+        "nan": make_transform("world", cam, (math.nan, 0.0, 0.0)),
+        "empty_parent": make_transform("", cam),
+        "bad_quaternion": make_transform("world", cam, rotation=(0.0, 0.0, 0.0, 0.5)),
+        "own_parent": make_transform(cam, cam),
+    }[bad]
+    with StaticTransformBroadcaster(core=bus.address) as static:
+        static.send_transform(make_transform("world", cam, (1.0, 2.0, 3.0)))
+        static.send_transform(invalid)
+        static.send_transform(make_transform("world", names("other"), (4.0, 0.0, 0.0)))
+        late = Buffer()
+        with TransformListener(late, core=bus.address):
+            wait_until_heard(late, "world", names("other"))  # the whole set has come
+            assert x_of(late, "world", cam) == 1.0
+        assert static.dropped.snapshot() == {"invalid": 1}  # dropped and counted

@@ -1,9 +1,13 @@
 """tf2py fleet: one Buffer and lookup service for every robot on a Zenoh domain.
 
 ``names`` (robots from key expressions and liveliness tokens, frame prefixes), ``world``
-(``--world`` files), ``robots`` (joins, leaves, stale robots), ``queues`` (per-robot bounds),
-``ingest`` (samples into the Buffer in batches), ``service``
-(``Fleet``, which ties them together). Zenoh is imported only when a Fleet starts.
+(``--world`` files), ``robots`` (joins, leaves, stale robots), ``slots`` (the robots held
+now and the bounds on them: in total, per Zenoh session, names within a byte budget),
+``queues`` (per-robot bounds on samples), ``ingest`` (samples into the Buffer in batches;
+forgetting a robot gone for ``--stale-after``), ``health`` (``--stats``: rates, drops, lag,
+bytes, the router watch), ``service`` (``Fleet``, which ties them together). Lookups go
+through the buffer server's Zenoh link (``tf2py.server.zenoh_link``). Zenoh is imported
+only when a Fleet starts.
 """
 
 from __future__ import annotations

@@ -207,7 +207,8 @@ class Fleet:
         ``robots_held``, ``samples_per_s`` and ``transforms_per_s`` since the last call,
         ``dropped_by_cause``, ``worst_lag_s`` (the worst newest-stamp lag since the last
         call), ``lookup_ms`` (p50/p99/count of the lookups answered since the last call),
-        ``bytes`` (names, queued, caches, budget), and the ingest's counters (received,
+        ``bytes`` (names, queued, caches, budget), ``names`` (the robots' frame ids held),
+        and the ingest's counters (received,
         transforms, batches, pending, robots_forgotten, ...)."""
         out = self.ingest.stats() if self.ingest is not None else {}
         out["robots"] = len(self.robots())

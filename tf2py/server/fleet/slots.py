@@ -70,6 +70,7 @@ class RobotSlots:
         self.slots: dict[str, Slot] = {}
         self.per_session: dict[str, int] = {}
         self.name_bytes = 0
+        self.name_count = 0  # frame ids named by the robots held
         self.caches_full = False  # the Buffer's caches are over their share (health.py)
 
     def admit(self, robot: str, session: str | None, now: float) -> Slot | str:
@@ -133,6 +134,7 @@ class RobotSlots:
                     if self.slots.get(slot.robot) is slot:  # not forgotten meanwhile
                         slot.name_bytes += cost
                         self.name_bytes += cost
+                        self.name_count += 1
                     names[f] = name
                 out.append(name)
         return out
@@ -149,6 +151,7 @@ class RobotSlots:
             if slot is not None:
                 self._count(slot.session, -1)
                 self.name_bytes -= slot.name_bytes
+                self.name_count -= len(slot.names)
             return slot
 
     def set_present(self, robot: str, present: bool, now: float) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +20,9 @@ import numpy.typing as npt
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..counters import DropCounter
-from ..frame_ids import strip_leading_slash
-from ..fill import BufferFiller
+from ..fill import BufferFiller, FillingListener
 from ..lifetime import release_all, release_when_collected, weak_callback
+from ..static_set import StaticSet, transform_items
 from . import cdr, types
 from .participant import (
     Subscription,
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 #: A transform's columns from a one-transform message: parent, child, stamp ns, (tx..qw).
 _Single = cdr.SingleTransform
-#: A latched static transform: parent, child, stamp ns, (tx..qw).
-_Row = tuple[str, str, int, tuple[float, ...]]
 _E = TypeVar("_E")
 
 __all__ = [
@@ -56,15 +54,6 @@ __all__ = [
 
 TOPIC_TF = "rt/tf"
 TOPIC_TF_STATIC = "rt/tf_static"
-
-
-def _items(transform: TransformStamped | Iterable[TransformStamped]) -> list[TransformStamped]:
-    if isinstance(transform, TransformStamped) or hasattr(transform, "child_frame_id"):
-        return [cast(TransformStamped, transform)]  # a TransformStamped, or one shaped alike
-    if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
-        raise TypeError("send_transform takes a TransformStamped or a list of them, got "
-                        f"{type(transform).__name__}")
-    return list(transform)
 
 
 class _Node:
@@ -162,7 +151,7 @@ class Ros2TransformBroadcaster(_Ros2Writer):
 
     def send_transform(self, transform: TransformStamped | Iterable[TransformStamped]) -> None:
         """Publish a TransformStamped, or a list of them as ONE TFMessage."""
-        items = _items(transform)
+        items = transform_items(transform)
         if not items:
             return
         sample = cdr.encode_tf(items)
@@ -192,49 +181,34 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
 
     def __init__(self, core: str | None = None, authority: str | None = None, *,
                  participant: Participant | None = None, keys: Any = None) -> None:
-        self._latched: dict[str, _Row] = {}
+        self._latched = StaticSet(DropCounter("tf2py-ros2-static-broadcaster"))
+        self.dropped = self._latched.dropped  # invalid transforms, never latched
         self.published = 0
         self._open(core, authority, participant, keys, TOPIC_TF_STATIC, STATIC_WRITER_QOS)
 
     def send_transform(self, transform: TransformStamped | Iterable[TransformStamped]) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = _items(transform)
+        items = transform_items(transform)
         cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
-        from ...buffer.time import to_nanoseconds
-
-        rows: list[_Row] = []
-        for ts in items:
-            t = ts.transform
-            rows.append((str(ts.header.frame_id), str(ts.child_frame_id),
-                         to_nanoseconds(ts.header.stamp),
-                         (t.translation.x, t.translation.y, t.translation.z,
-                          t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)))
-        self._latch(rows)
+        self._latch(lambda: self._latched.add_transforms(items))
 
     def send_columns(
         self, parents: Sequence[str], children: Sequence[str], stamps_ns: Iterable[int],
         values: npt.ArrayLike,
     ) -> None:
         """Latch N transforms given as columns and publish the whole set."""
-        rows = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
-        self._latch([(p, c, int(s), tuple(v))
-                     for p, c, s, v in zip(parents, children, list(stamps_ns), rows)])
+        self._latch(lambda: self._latched.add_columns(parents, children, stamps_ns, values))
 
-    def _latch(self, rows: Iterable[_Row]) -> None:
+    def _latch(self, add: Callable[[], None]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
-            for row in rows:
-                self._latched[strip_leading_slash(row[1])] = row  # "/a" and "a": one frame
-            latched = list(self._latched.values())
-            if not latched:
-                return
-            sample = cdr.encode_tf_columns(
-                [r[0] for r in latched], [r[1] for r in latched], [r[2] for r in latched],
-                np.array([r[3] for r in latched], dtype=np.float64))
-            self._writer.write(sample)
-            self.published += 1
+            add()
+            columns = self._latched.columns()
+            if columns is not None:
+                self._writer.write(cdr.encode_tf_columns(*columns))
+                self.published += 1
 
 
 class _Ros2Receiver(_Node):
@@ -341,7 +315,7 @@ class _Ros2Receiver(_Node):
         self.close()
 
 
-class Ros2TransformListener(_Ros2Receiver):
+class Ros2TransformListener(FillingListener, _Ros2Receiver):
     """Fills ``buffer`` from ROS 2's /tf and /tf_static (tf2_ros's TransformListener)."""
 
     _name = "tf2py-ros2-transform-listener"
@@ -364,20 +338,8 @@ class Ros2TransformListener(_Ros2Receiver):
                 received_ns: int) -> None:
         self._filler.insert(authority, parents, children, stamps, values, is_static)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
-        stats = super().stats()
-        stats["stored_transforms"] = self.stored_transforms
-        stats["old_transforms"] = self.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(super().stats())
 
 
 class Ros2TransformSubscriber(_Ros2Receiver):

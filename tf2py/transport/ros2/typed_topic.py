@@ -9,13 +9,11 @@ while the writer lives.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..address import core_address
-from ..counters import DropCounter
-from ..topics import payload_bytes
+from ..topics import Delivery, SendGate
 from . import types
 from ._dds import dds
 from .participant import Participant
@@ -70,9 +68,7 @@ class Ros2TopicPublisher:
     def __init__(self, address: str, topic: TopicSpec, keys: Any = None):
         data_type = _data_type(topic)
         self.topic = topic
-        self.sent_messages = 0
-        self._lock = threading.Lock()
-        self._closed = False
+        self._gate = SendGate(topic)
         self._participant = _acquire(address, keys)
         try:
             self._writer = self._participant.writer(dds_topic_name(topic), data_type,
@@ -81,26 +77,22 @@ class Ros2TopicPublisher:
             self._participant.release()
             raise
 
+    @property
+    def sent_messages(self) -> int:
+        return self._gate.sent_messages
+
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes, encapsulation header included)."""
-        data = payload_bytes(data)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
-            self._writer.write(data)
-            self.sent_messages += 1
+        self._gate.send(self._writer.write, data)
 
     def matched_subscriptions(self) -> int:
         """How many DDS readers of this topic the writer has found."""
         return self._writer.matched_subscriptions()
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._writer.close()
-        self._participant.release()
+        if self._gate.close():
+            self._writer.close()
+            self._participant.release()
 
     def __enter__(self) -> Ros2TopicPublisher:
         return self
@@ -115,13 +107,9 @@ class Ros2TopicSubscriber:
 
     def __init__(self, address: str, topic: TopicSpec, on_message: Callable[[bytes], None],
                  keys: Any = None):
-        if not callable(on_message):
-            raise TypeError("a topic subscriber needs on_message=callable(data)")
+        self._delivery = Delivery(on_message, f"tf2py ros2 {topic.name} subscriber")
         data_type = _data_type(topic)
         self.topic = topic
-        self.received_messages = 0
-        self.dropped = DropCounter(f"tf2py ros2 {topic.name} subscriber")
-        self._on_message = on_message
         self._closed = False
         self._participant = _acquire(address, keys)
         try:
@@ -132,22 +120,15 @@ class Ros2TopicSubscriber:
             raise
 
     def _on_sample(self, data: bytes, info: SampleInfo) -> None:
-        if self._closed:
-            return
-        try:
-            self._on_message(data)
-        except Exception as exc:  # a long-running subscriber never dies
-            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
-        finally:
-            self.received_messages += 1
+        if not self._closed:
+            self._delivery(data)
 
     def matched_publishers(self) -> int:
         """How many DDS writers of this topic the reader has found."""
         return self._subscription.matched_publications()
 
     def stats(self) -> dict[str, Any]:
-        return {"received_messages": self.received_messages,
-                "dropped": self.dropped.snapshot()}
+        return self._delivery.stats()
 
     def close(self) -> None:
         if self._closed:

@@ -50,8 +50,8 @@ class ZenohTransport(Transport):
     def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
         anything = (", and is anything publishing /tf with the same namespace= and domain="
                     if broadcasting else "")
-        return (f"is a Zenoh router or peer reachable there (`tf2py router`; the same keys "
-                f"and a tls/ locator if it has keys){anything}?")
+        return (f"is a Zenoh router or peer reachable there, such as `tf2py router`, with a "
+                f"tls/ locator and the same keys if it has keys{anything}?")
 
     def check_address(self, address: str) -> str:
         parse_zenoh_address(address)

@@ -8,15 +8,10 @@ namespace still uses ``/clock``, so the address's namespace does not apply.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from time import monotonic
 from typing import Any
 
-from ...buffer.time import Time, to_nanoseconds
-from ..clock import ClockPublisher, SimClock, TimeJump
-from ..counters import DropCounter
-from ..lifetime import release_when_collected, weak_callback
+from ..clock import ClockPublisher, FedSimClock, SampleClockPublisher, SimClock
+from ..lifetime import weak_callback
 from ..ros2 import cdr
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
@@ -38,68 +33,30 @@ def clock_topic(address: ZenohAddress) -> Topic:
                  publisher_depth=1, subscription_depth=1)
 
 
-class ZenohClockPublisher:
+class ZenohClockPublisher(SampleClockPublisher):
     """Publishes simulated time on ``/clock`` (as ``ros2 bag play --clock`` does). Never
     blocks."""
 
     def __init__(self, address: str, keys: Any = None):
-        self.address = address
-        self.sent = 0
-        self._lock = threading.Lock()
-        self._closed = False
         parsed = parse_zenoh_address(address)
-        self._publisher = Publisher(parsed, clock_topic(parsed), keys)
-        self._finalizer = release_when_collected(self, self._publisher.close,
-                                                 type(self).__name__)
-
-    def publish(self, time: Any) -> None:
-        """Send ``time`` (a Time or seconds) as the current simulated time."""
-        self.publish_ns(to_nanoseconds(time, "time"))
-
-    def publish_ns(self, time_ns: int) -> None:
-        """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
-        sample = cdr.encode_time(time_ns)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("publish on a closed ClockPublisher")
-            self._publisher.put(sample)
-            self.sent += 1
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._finalizer.detach()
-        self._publisher.close()
-
-    def __enter__(self) -> ZenohClockPublisher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        publisher = Publisher(parsed, clock_topic(parsed), keys)
+        self._start(address, cdr.encode_time, publisher.put, publisher.close)
 
 
-class ZenohSimClock:
+class ZenohSimClock(FedSimClock):
     """Follows ``/clock`` on the Zenoh network of ``address``: ``now()`` is the latest time
     received (``Time()`` before the first tick); jump callbacks are called on the receive
     thread when the time goes backwards. ``close()``; a context manager."""
 
+    _name = "tf2py-zenoh-sim-clock"
+
     def __init__(self, address: str, keys: Any = None):
-        self.address = address
-        self._now_ns = 0
-        self.ticks = 0
-        self.jumps = 0
-        self._callbacks: list[Callable[[TimeJump], Any]] = []
-        self._condition = threading.Condition()
-        self._closed = False
-        self.dropped = DropCounter("tf2py-zenoh-sim-clock")
+        self._start(address)
         parsed = parse_zenoh_address(address)
         # Zenoh keeps its callbacks: a weak one lets an unclosed clock be collected
-        self._subscription = Subscription(parsed, clock_topic(parsed),
-                                          weak_callback(self._on_sample), keys)
-        self._finalizer = release_when_collected(self, self._subscription.close,
-                                                 type(self).__name__)
+        self._source = Subscription(parsed, clock_topic(parsed),
+                                    weak_callback(self._on_sample), keys)
+        self._watch_source()
 
     def _on_sample(self, sample: Any) -> None:
         try:
@@ -109,74 +66,7 @@ class ZenohSimClock:
         except (wire.WireError, cdr.CdrError) as exc:
             self.dropped.drop(exc.cause, f"/clock: {exc}")
             return
-        with self._condition:
-            if self._closed:
-                return
-            previous = self._now_ns
-            self._now_ns = stamp_ns
-            self.ticks += 1
-            jumped = bool(previous) and stamp_ns < previous
-            if jumped:
-                self.jumps += 1
-            callbacks = list(self._callbacks) if jumped else []
-            self._condition.notify_all()
-        if jumped:
-            jump = TimeJump(Time.from_nanoseconds(previous), Time.from_nanoseconds(stamp_ns))
-            for fn in callbacks:
-                try:
-                    fn(jump)
-                except Exception as exc:  # a callback never stops the clock
-                    self.dropped.drop("callback", f"a jump callback raised {exc!r}")
-
-    def now(self) -> Time:
-        """The latest simulated time received (``Time()`` before the first tick)."""
-        now: Time = Time.from_nanoseconds(self._now_ns)
-        return now
-
-    def wait_for_time(self, timeout: float | None = None) -> bool:
-        """Wait until a first tick arrived (True), or ``timeout`` seconds passed (False)."""
-        deadline = None if timeout is None else monotonic() + timeout
-        with self._condition:
-            while not self._now_ns and not self._closed:
-                remaining = None if deadline is None else deadline - monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._condition.wait(remaining)
-            return bool(self._now_ns) and not self._closed
-
-    def add_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
-        if not callable(fn):
-            raise TypeError(f"a jump callback must be callable, got {fn!r}")
-        with self._condition:
-            if self._closed:
-                raise RuntimeError("add_jump_callback on a closed SimClock")
-            self._callbacks.append(fn)
-
-    def remove_jump_callback(self, fn: Callable[[TimeJump], Any]) -> None:
-        with self._condition:
-            if fn in self._callbacks:
-                self._callbacks.remove(fn)
-
-    def stats(self) -> dict[str, Any]:
-        return {"ticks": self.ticks, "jumps": self.jumps, "dropped": self.dropped.snapshot()}
-
-    def close(self) -> None:
-        with self._condition:
-            if self._closed:
-                return
-            self._closed = True
-            self._condition.notify_all()
-        self._finalizer.detach()
-        self._subscription.close()
-
-    def __enter__(self) -> ZenohSimClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SimClock({self.address!r}, now={self.now()}, ticks={self.ticks})"
+        self._tick(stamp_ns)
 
 
 ClockPublisher.register(ZenohClockPublisher)

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...buffer.time import to_nanoseconds
 from ..counters import DropCounter
-from ..frame_ids import strip_leading_slash
-from ..fill import BufferFiller
+from ..fill import BufferFiller, FillingListener
 from ..lifetime import release_all, release_when_collected, weak_callback
+from ..static_set import StaticSet, transform_items
 from ..ros2 import cdr
 from ..wire import TransformArrays, authority_or_default
 from ..wire_common import MAX_FRAME_ID_LENGTH
@@ -62,22 +61,6 @@ def tf_topic(address: ZenohAddress, is_static: bool) -> Topic:
 def authority_of(namespace: str, gid: bytes) -> str:
     """The authority tf2py gives messages of the Zenoh publisher ``gid`` in ``namespace``."""
     return f"zenoh:{namespace}:{gid.hex()}"
-
-
-def _items(transform: Any) -> list[Any]:
-    if hasattr(transform, "child_frame_id"):
-        return [transform]
-    if isinstance(transform, (str, bytes)) or not hasattr(transform, "__iter__"):
-        raise TypeError("send_transform takes a TransformStamped or a list of them, got "
-                        f"{type(transform).__name__}")
-    return list(transform)
-
-
-def _row(ts: Any) -> tuple[str, str, int, tuple[float, ...]]:
-    t = ts.transform
-    return (str(ts.header.frame_id), str(ts.child_frame_id), to_nanoseconds(ts.header.stamp),
-            (t.translation.x, t.translation.y, t.translation.z,
-             t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w))
 
 
 class _Sender:
@@ -124,7 +107,7 @@ class ZenohTransformBroadcaster(_Sender):
 
     def send_transform(self, transform: Any) -> None:
         """Publish a TransformStamped, or a list of them as ONE TFMessage."""
-        items = _items(transform)
+        items = transform_items(transform)
         if items:
             self._send(cdr.encode_tf(items), len(items))
 
@@ -150,38 +133,32 @@ class ZenohStaticTransformBroadcaster(_Sender):
     cache hands the latest message to late joiners while this object lives."""
 
     def __init__(self, address: str, authority: str | None = None, keys: Any = None):
-        self._latched: dict[str, tuple[str, str, int, tuple[float, ...]]] = {}
+        self._latched = StaticSet(DropCounter("tf2py-zenoh-static-broadcaster"))
+        self.dropped = self._latched.dropped  # invalid transforms, never latched
         self.published = 0
         self._open(address, authority, keys, True)
 
     def send_transform(self, transform: Any) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = _items(transform)
+        items = transform_items(transform)
         cdr.encode_tf(items)  # type and range errors raise here, before anything is latched
-        self._latch([_row(ts) for ts in items])
+        self._latch(lambda: self._latched.add_transforms(items))
 
     def send_columns(self, parents: Sequence[str], children: Sequence[str],
                      stamps_ns: Any, values: Any) -> None:
         """Latch N transforms given as columns and publish the whole set."""
-        rows = np.asarray(values, dtype=np.float64).reshape(len(parents), 7).tolist()
-        self._latch([(str(p), str(c), int(s), tuple(v))
-                     for p, c, s, v in zip(parents, children, list(stamps_ns), rows)])
+        self._latch(lambda: self._latched.add_columns(parents, children, stamps_ns, values))
 
-    def _latch(self, rows: list[tuple[str, str, int, tuple[float, ...]]]) -> None:
+    def _latch(self, add: Callable[[], None]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
-            for row in rows:
-                self._latched[strip_leading_slash(row[1])] = row  # "/a" and "a": one frame
-            latched = list(self._latched.values())
-            if not latched:
-                return
-            sample = cdr.encode_tf_columns(
-                [r[0] for r in latched], [r[1] for r in latched], [r[2] for r in latched],
-                np.array([r[3] for r in latched], dtype=np.float64))
-            self._publisher.put(sample)
-            self.published += 1
+            add()
+            columns = self._latched.columns()
+            if columns is not None:
+                self._publisher.put(cdr.encode_tf_columns(*columns))
+                self.published += 1
 
 
 class _Receiver:
@@ -196,6 +173,10 @@ class _Receiver:
     #: is a restart or a forgery, counted once as ``sequence_jump`` (so ``gap`` stays within
     #: MAX_GAP per message received).
     MAX_GAP = 1024
+    #: Bytes of distinct frame ids one listener brings into its Buffer, each counted with
+    #: 200 bytes of overhead (the Buffer never forgets a name): rows naming a new frame
+    #: beyond it are dropped, ``listener_budget``.
+    MAX_NAME_BYTES = 128 * 1024 * 1024
 
     def _open(self, address: str, keys: Any, all_namespaces: bool,
               ignore_gids: set[bytes] | None) -> None:
@@ -207,6 +188,8 @@ class _Receiver:
         self._lock = threading.Lock()  # one message at a time, whichever thread brings it
         self._decode = cdr.TfDecoder().decode
         self._last_sequence: dict[bytes, int] = {}
+        self._names: set[str] = set()  # the frame ids this listener let into its Buffer
+        self._name_bytes = 0
         self._ignore = ignore_gids if ignore_gids is not None else set()
         self._subscriptions: list[Subscription] = []
         self._finalizer = release_when_collected(self, release_all(self._subscriptions),
@@ -252,6 +235,7 @@ class _Receiver:
                 columns = self._decode(payload) if single is None else None
                 if len(payload) > MAX_FRAME_ID_LENGTH:  # only then can an id be too long
                     single, columns = self._short_ids(single, columns)
+                single, columns = self._known_names(single, columns)
             except (wire.WireError, cdr.CdrError) as exc:
                 self.dropped.drop(exc.cause, f"{str(sample.key_expr)[:300]}: {exc}")
                 return
@@ -265,6 +249,41 @@ class _Receiver:
             finally:  # counted once stored: who sees the count sees the transforms
                 self.received_messages += 1
                 self.received_transforms += 1 if columns is None else len(columns[0])
+
+    def _known_names(self, single: Any, columns: Any) -> tuple[Any, Any]:
+        """The message without the rows that would name a frame beyond ``MAX_NAME_BYTES``."""
+        names = self._names
+        if single is not None:
+            if single[0] in names and single[1] in names:
+                return single, None
+            if not self._admit(single[0]) or not self._admit(single[1]):
+                raise wire.WireError("a new frame id over the listener's byte budget",
+                                     "listener_budget")
+            return single, None
+        if columns is None:
+            return None, None
+        parents, children, stamps, values = columns
+        if names.issuperset(parents) and names.issuperset(children):
+            return None, columns
+        keep = [k for k, (p, c) in enumerate(zip(parents, children))
+                if self._admit(p) and self._admit(c)]
+        if len(keep) == len(parents):
+            return None, columns
+        self.dropped.drop("listener_budget", f"{len(parents) - len(keep)} transform(s) naming "
+                          f"frames beyond the listener's {self.MAX_NAME_BYTES} bytes of names",
+                          n=len(parents) - len(keep))
+        return None, ([parents[k] for k in keep], [children[k] for k in keep],
+                      stamps[keep], values[keep])
+
+    def _admit(self, name: str) -> bool:
+        if name in self._names:
+            return True
+        cost = len(name) + 200
+        if self._name_bytes + cost > self.MAX_NAME_BYTES:
+            return False
+        self._names.add(name)
+        self._name_bytes += cost
+        return True
 
     def _short_ids(self, single: Any, columns: Any) -> tuple[Any, Any]:
         """The message without its rows whose frame id is over MAX_FRAME_ID_LENGTH (the
@@ -359,7 +378,7 @@ class ZenohTransformSubscriber(_Receiver):
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
 
 
-class ZenohTransformListener(_Receiver):
+class ZenohTransformListener(FillingListener, _Receiver):
     """Fills ``buffer`` from /tf and /tf_static (tf2_ros's TransformListener), one insertion
     per message."""
 
@@ -381,20 +400,8 @@ class ZenohTransformListener(_Receiver):
         self._filler.insert(authority, columns[0], columns[1], columns[2], columns[3],
                             is_static)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
-        stats = super().stats()
-        stats["stored_transforms"] = self._filler.stored_transforms
-        stats["old_transforms"] = self._filler.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(super().stats())
 
 
 def _register() -> None:

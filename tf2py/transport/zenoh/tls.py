@@ -36,7 +36,13 @@ __all__ = [
     "has_tls",
     "create_site_tls",
     "add_identity_tls",
+    "SERVE_ROLE",
+    "may_serve",
 ]
+
+#: The organizational unit of a certificate whose identity may serve (run a lookup service,
+#: a fleet): ``tf2py keygen DIR`` (the site's own identity) and ``--add NAME --serve``.
+SERVE_ROLE = "tf2py serve"
 
 TLS_FOLDER = "tls"
 CA_CERTIFICATE = "ca.pem"
@@ -111,12 +117,21 @@ def _write_certificate(file: Path, certificate: Any) -> None:
     file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
 
 
-def _name(common_name: str) -> Any:
+def _name(common_name: str, serve: bool = False) -> Any:
     x509 = _crypto()
     from cryptography.x509.oid import NameOID
 
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "tf2py site"),
+    role = [x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, SERVE_ROLE)] if serve else []
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "tf2py site"), *role,
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def may_serve(certificate: Any) -> bool:
+    """Whether a certificate (``cryptography`` x509) names the serve role (``SERVE_ROLE``)."""
+    from cryptography.x509.oid import NameOID
+
+    return any(a.value == SERVE_ROLE for a in
+               certificate.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME))
 
 
 def _validity() -> tuple[datetime.datetime, datetime.datetime]:
@@ -152,14 +167,15 @@ def create_site_tls(folder: str | os.PathLike[str]) -> Path:
           .sign(ca_key, hashes.SHA256()))
     _write_key(tls / CA_KEY, ca_key)
     _write_certificate(tls / CA_CERTIFICATE, ca)
-    _issue(tls, ca, ca_key, "site")
+    _issue(tls, ca, ca_key, "site", serve=True)
     return tls
 
 
 def add_identity_tls(folder: str | os.PathLike[str], name: str,
-                     target: str | os.PathLike[str]) -> Path:
-    """Sign a certificate for identity ``name`` with the site CA of ``folder`` and write it
-    with the CA certificate into ``target/tls/``. Returns that tls folder."""
+                     target: str | os.PathLike[str], serve: bool = False) -> Path:
+    """Sign a certificate for identity ``name`` with the site CA of ``folder`` (with the serve
+    role when ``serve``) and write it with the CA certificate into ``target/tls/``. Returns
+    that tls folder."""
     x509 = _crypto()
     from cryptography.hazmat.primitives import serialization
 
@@ -172,11 +188,11 @@ def add_identity_tls(folder: str | os.PathLike[str], name: str,
     tls = Path(target) / TLS_FOLDER
     tls.mkdir(mode=0o700, parents=True, exist_ok=True)
     (tls / CA_CERTIFICATE).write_bytes((site / CA_CERTIFICATE).read_bytes())
-    _issue(tls, ca, ca_key, name)
+    _issue(tls, ca, ca_key, name, serve)
     return tls
 
 
-def _issue(tls: Path, ca: Any, ca_key: Any, name: str) -> None:
+def _issue(tls: Path, ca: Any, ca_key: Any, name: str, serve: bool = False) -> None:
     """Write ``identity.pem``/``identity.key`` into ``tls``: a certificate for ``name``,
     usable on both ends of a link (server and client authentication)."""
     x509 = _crypto()
@@ -188,7 +204,7 @@ def _issue(tls: Path, ca: Any, ca_key: Any, name: str) -> None:
     not_before, not_after = _validity()
     certificate = (
         x509.CertificateBuilder()
-        .subject_name(_name(name)).issuer_name(ca.subject)
+        .subject_name(_name(name, serve)).issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before).not_valid_after(not_after)

@@ -12,8 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..counters import DropCounter
-from ..topics import payload_bytes
+from ..topics import Delivery, SendGate
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
@@ -40,9 +39,7 @@ class ZenohTopicPublisher:
 
     def __init__(self, address: str, topic: TopicSpec, keys: Any = None):
         self.topic = topic
-        self.sent_messages = 0
-        self._lock = threading.Lock()
-        self._closed = False
+        self._gate = SendGate(topic)
         parsed = parse_zenoh_address(address)
         self._publisher = Publisher(parsed, zenoh_topic(parsed, topic), keys)
 
@@ -51,21 +48,17 @@ class ZenohTopicPublisher:
         """The publisher's rmw_zenoh GID (in its attachments)."""
         return self._publisher.gid
 
+    @property
+    def sent_messages(self) -> int:
+        return self._gate.sent_messages
+
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes, encapsulation header included)."""
-        data = payload_bytes(data)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
-            self._publisher.put(data)
-            self.sent_messages += 1
+        self._gate.send(self._publisher.put, data)
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._publisher.close()
+        if self._gate.close():
+            self._publisher.close()
 
     def __enter__(self) -> ZenohTopicPublisher:
         return self
@@ -81,12 +74,8 @@ class ZenohTopicSubscriber:
 
     def __init__(self, address: str, topic: TopicSpec, on_message: Callable[[bytes], None],
                  keys: Any = None):
-        if not callable(on_message):
-            raise TypeError("a topic subscriber needs on_message=callable(data)")
+        self._delivery = Delivery(on_message, f"tf2py zenoh {topic.name} subscriber")
         self.topic = topic
-        self.received_messages = 0
-        self.dropped = DropCounter(f"tf2py zenoh {topic.name} subscriber")
-        self._on_message = on_message
         self._lock = threading.Lock()  # one message at a time, whichever thread brings it
         self._closed = False
         parsed = parse_zenoh_address(address)
@@ -101,18 +90,12 @@ class ZenohTopicSubscriber:
                 wire.decode_attachment(
                     None if sample.attachment is None else sample.attachment.to_bytes())
             except wire.WireError as exc:
-                self.dropped.drop(exc.cause, f"{sample.key_expr}: {exc}")
+                self._delivery.dropped.drop(exc.cause, f"{sample.key_expr}: {exc}")
                 return
-            try:
-                self._on_message(sample.payload.to_bytes())
-            except Exception as exc:  # a long-running subscriber never dies
-                self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
-            finally:
-                self.received_messages += 1
+            self._delivery(sample.payload.to_bytes())
 
     def stats(self) -> dict[str, Any]:
-        return {"received_messages": self.received_messages,
-                "dropped": self.dropped.snapshot()}
+        return self._delivery.stats()
 
     def close(self) -> None:
         with self._lock:

@@ -20,9 +20,11 @@ import zmq
 from ...buffer.messages import TransformStamped
 from .. import wire
 from ..address import bus_endpoints
+from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..keys import load_keys
+from ..static_set import invalid_rows, transform_items
 from .sockets import (
     SEND_HWM,
     client_options,
@@ -42,17 +44,6 @@ __all__ = ["ZmqTransformBroadcaster", "ZmqStaticTransformBroadcaster", "HEARTBEA
 _SNDMORE = zmq.SNDMORE | zmq.NOBLOCK
 _pack_uint64 = struct.Struct(">BQ").pack
 _NOBLOCK = zmq.NOBLOCK
-
-
-def _transform_list(transforms: Any) -> list[Any]:
-    """``transforms`` (an iterable of TransformStamped) as a list; TypeError naming what a
-    send_transform takes for anything else (a str is not a list of transforms)."""
-    if isinstance(transforms, (str, bytes)) or not hasattr(transforms, "__iter__"):
-        raise TypeError(
-            "send_transform takes a TransformStamped or a list of them, got "
-            f"{type(transforms).__name__}"
-        )
-    return list(transforms)
 
 
 def _row_bytes(row: list[Any]) -> int:
@@ -109,7 +100,7 @@ class ZmqTransformBroadcaster:
         elif isinstance(transform, (list, tuple)):
             n = len(transform)
         else:
-            transform = _transform_list(transform)
+            transform = transform_items(transform)
             n = len(transform)
         if n == 0:
             return  # nothing to say: no empty message on the bus
@@ -199,6 +190,7 @@ class _StaticLatch:
         self._set_bytes = 0
         self._closed = False
         self.published = 0
+        self.dropped = DropCounter("tf2py-static-broadcaster")  # invalid transforms
         self._publish_failed = False
         self._thread: threading.Thread | None = None
         self._sockets: list[zmq.Socket[bytes]] = []
@@ -231,9 +223,16 @@ class _StaticLatch:
     def send_transform(self, transform: Any) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
         publish the whole latched set as one message."""
-        items = [transform] if hasattr(transform, "child_frame_id") else _transform_list(transform)
+        items = transform_items(transform)
         wire.encode_transforms(items, self.authority)  # type errors raise here, in the caller
         rows = [wire.transform_to_wire(ts) for ts in items]
+        refused = invalid_rows([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                               [r[3:] for r in rows])
+        if refused:  # never latched: it would replace its frame's valid one for late joiners
+            self.dropped.drop("invalid", f"static transform {refused[0][0]} not latched: "
+                              f"{refused[0][1]}", n=len(refused))
+            skip = {index for index, _ in refused}
+            rows = [row for index, row in enumerate(rows) if index not in skip]
         with self._lock:
             if self._closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
@@ -389,6 +388,7 @@ class ZmqStaticTransformBroadcaster:
                                    keys)
         self.authority = self._latch.authority
         self.publisher_id = self._latch.publisher_id
+        self.dropped = self._latch.dropped  # invalid transforms, never latched
         self._finalizer = release_when_collected(self, self._latch.close,
                                                  "StaticTransformBroadcaster")
 

@@ -131,7 +131,7 @@ class Core:
                 backend.bind(f"tcp://{host}:{port + 1}")
             except zmq.ZMQError as exc:
                 raise OSError(
-                    f"tf2py core cannot bind tcp://{host}:{port} and tcp://{host}:{port + 1}: "
+                    f"cannot bind tcp://{host}:{port} and tcp://{host}:{port + 1}: "
                     f"{exc.strerror}"
                 ) from None
             return frontend, backend, port
@@ -140,7 +140,7 @@ class Core:
             try:
                 frontend.bind(f"tcp://{host}:*")
             except zmq.ZMQError as exc:
-                raise OSError(f"tf2py core cannot bind tcp://{host}:0: {exc.strerror}") from None
+                raise OSError(f"cannot bind tcp://{host}:0: {exc.strerror}") from None
             endpoint = frontend.getsockopt_string(zmq.LAST_ENDPOINT)
             chosen = int(endpoint.rsplit(":", 1)[1])
             if chosen < 65535:

@@ -14,6 +14,7 @@ import zmq
 from .. import wire
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
+from ..static_set import invalid_rows
 
 __all__ = ["LatchStore", "LATCHED_BYTES", "EXPIRE_SECONDS", "REPLAY_MIN_INTERVAL",
            "REPLAY_RATE", "RESEND_INTERVAL"]
@@ -278,17 +279,9 @@ def _column_arrays(columns: Columns) -> tuple[list[str], list[str], np.ndarray, 
 
 
 def _valid_rows(columns: Columns) -> list[int]:
-    """Indices of the rows the buffer itself accepts (its own validation: a scratch
-    BufferCore), so the core latches exactly what listeners would store."""
-    from ...buffer.core import BufferCore
-
-    authority, parents, children, stamps_bin, values_bin = columns
-    n = len(parents)
-    if n == 0:
-        return []
-    scratch = BufferCore()
+    """Indices of the rows the buffer itself accepts (its own validation), so the core
+    latches exactly what listeners would store."""
     parents, children, stamps, values = _column_arrays(columns)
-    result = scratch.set_transforms(parents, children, stamps, values, authority, True)
-    bad = {index for index, _ in result.invalid}
-    return [i for i in range(n) if i not in bad]
+    bad = {index for index, _ in invalid_rows(parents, children, stamps, values)}
+    return [i for i in range(len(parents)) if i not in bad]
 

@@ -20,7 +20,7 @@ import numpy as np
 import zmq
 
 from .. import wire
-from ..fill import BufferFiller, check_buffer
+from ..fill import BufferFiller, FillingListener, check_buffer
 from ..listener import TransformBatch, TransformListener, TransformSubscriber
 from .sockets import (
     RECEIVE_HWM,
@@ -336,7 +336,7 @@ class _ZmqReceiver:
         self.close()
 
 
-class ZmqTransformListener(_ZmqReceiver):
+class ZmqTransformListener(FillingListener, _ZmqReceiver):
     """``TransformListener`` on the ZeroMQ bus (see its docstring)."""
 
     _name = "tf2py-transform-listener"
@@ -348,20 +348,8 @@ class ZmqTransformListener(_ZmqReceiver):
         self._filler = BufferFiller(buffer, dropped)
         self._start(self._name, core, keys, _listener_handler(self._filler), dropped)
 
-    @property
-    def stored_transforms(self) -> int:
-        return self._filler.stored_transforms
-
-    @property
-    def old_transforms(self) -> int:
-        return self._filler.old_transforms
-
     def stats(self) -> dict[str, Any]:
-        stats = self._loop.stats()
-        stats["stored_transforms"] = self._filler.stored_transforms
-        stats["old_transforms"] = self._filler.old_transforms
-        stats["leading_slash"] = self._filler.slashes.snapshot()
-        return stats
+        return self._filled(self._loop.stats())
 
 
 def _listener_handler(filler: BufferFiller) -> Handler:

@@ -19,11 +19,10 @@ import zmq
 from .. import wire
 from ..address import bus_endpoints
 from ..keys import load_keys
-from ..topics import payload_bytes
+from ..topics import Delivery, SendGate
 from .sockets import (
     RECEIVE_HWM,
     SEND_HWM,
-    DropCounter,
     client_options,
     join_thread,
     make_socket,
@@ -61,9 +60,7 @@ class ZmqTopicPublisher:
         publish_endpoint, _ = bus_endpoints(address)
         self.topic = topic
         self._frame = topic_frame(topic)
-        self._lock = threading.Lock()
-        self._closed = False
-        self.sent_messages = 0
+        self._gate = SendGate(topic)
         self.dropped = 0
         self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
         try:
@@ -73,28 +70,28 @@ class ZmqTopicPublisher:
             raise
         self._finalizer = release_when_collected(self, self._socket.close, "topic publisher")
 
+    @property
+    def sent_messages(self) -> int:
+        return self._gate.sent_messages
+
     def publish(self, data: bytes) -> None:
         """Send one message (CDR bytes); ValueError if over the bus's frame bound."""
-        data = payload_bytes(data)
-        if len(data) > wire.MAX_PIECE_BYTES:
+        if isinstance(data, (bytes, bytearray, memoryview)) and len(data) > wire.MAX_PIECE_BYTES:
             raise ValueError(f"a {self.topic.name} message of {len(data)} bytes exceeds the "
                              f"tcp:// bus's {wire.MAX_PIECE_BYTES} bytes")
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"publish on a closed {self.topic.name} publisher")
-            try:
-                self._socket.send_multipart((self._frame, data), zmq.NOBLOCK)
-            except zmq.Again:
-                self.dropped += 1
-                return
-            self.sent_messages += 1
+        self._gate.send(self._put, data)
+
+    def _put(self, data: bytes) -> bool:
+        try:
+            self._socket.send_multipart((self._frame, data), zmq.NOBLOCK)
+        except zmq.Again:  # the socket's queue is full: dropped, never blocking
+            self.dropped += 1
+            return False
+        return True
 
     def close(self) -> None:
         self._finalizer.detach()
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if self._gate.close():
             self._socket.close()
 
     def __enter__(self) -> ZmqTopicPublisher:
@@ -105,17 +102,15 @@ class ZmqTopicPublisher:
 
 
 class _Reader:
-    """The receive loop's parts (the socket, the callback, the counters): what the thread
-    holds, so an unclosed subscriber can still be collected."""
+    """The receive loop's parts (the socket, the delivery and its counters): what the
+    thread holds, so an unclosed subscriber can still be collected."""
 
-    def __init__(self, sock: zmq.Socket[bytes], frame: bytes,
-                 on_message: Callable[[bytes], None], dropped: DropCounter):
+    def __init__(self, sock: zmq.Socket[bytes], frame: bytes, delivery: Delivery):
         self.sock = sock
         self.frame = frame
-        self.on_message = on_message
-        self.dropped = dropped
+        self.delivery = delivery
+        self.dropped = delivery.dropped
         self.stop = threading.Event()
-        self.received_messages = 0
 
     def run(self) -> None:
         sock = self.sock
@@ -140,12 +135,7 @@ class _Reader:
             self.dropped.drop("shape", f"a topic message of {len(frames)} frame(s) "
                               f"starting {bytes(frames[0][:40])!r}")
             return
-        try:
-            self.on_message(frames[1])
-        except Exception as exc:  # a long-running subscriber never dies
-            self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
-        finally:
-            self.received_messages += 1
+        self.delivery(frames[1])
 
 
 class ZmqTopicSubscriber:
@@ -156,8 +146,7 @@ class ZmqTopicSubscriber:
 
     def __init__(self, address: str, topic: TopicSpec, on_message: Callable[[bytes], None],
                  keys: Any = None):
-        if not callable(on_message):
-            raise TypeError("a topic subscriber needs on_message=callable(data)")
+        delivery = Delivery(on_message, f"tf2py {topic.name} subscriber")
         _, subscribe_endpoint = bus_endpoints(address)
         self.topic = topic
         frame = topic_frame(topic)
@@ -169,8 +158,7 @@ class ZmqTopicSubscriber:
         except BaseException:
             sock.close(0)
             raise
-        self._reader = _Reader(sock, frame, on_message, DropCounter(
-            f"tf2py {topic.name} subscriber"))
+        self._reader = _Reader(sock, frame, delivery)
         self._thread = threading.Thread(target=self._reader.run,
                                          name=f"tf2py-topic{topic.name}", daemon=True)
         self._thread.start()
@@ -179,8 +167,7 @@ class ZmqTopicSubscriber:
                                                  "topic subscriber")
 
     def stats(self) -> dict[str, Any]:
-        return {"received_messages": self._reader.received_messages,
-                "dropped": self._reader.dropped.snapshot()}
+        return self._reader.delivery.stats()
 
     def close(self) -> None:
         self._finalizer.detach()
