@@ -380,3 +380,43 @@ def test_a_buffer_insert_resolves_a_pending_request_by_the_frames_it_names():
     assert future.result(timeout=10.0).child_frame_id == "robot2/arm"
     assert not other.done()
     other.cancel()
+
+
+_EXIT_INSIDE_A_ROUND = """
+import threading
+import numpy as np
+from tf2py import BufferCore
+from tf2py.buffer.batch import insert_cdr
+from tf2py.transport.ros2 import cdr
+
+core = BufferCore(10.0)
+children = [f"c{k}" for k in range(50)]
+sample = cdr.encode_tf_columns(["base"] * 50, children, [5] * 50, np.tile(%r, (50, 1)))
+parents, names = ["base"] * 50_000, children * 1000
+stamps, rows = np.full(50_000, 5, dtype=np.int64), np.tile(%r, (50_000, 1))
+rounds = threading.Semaphore(0)
+
+def insert():
+    while True:  # rounds without the GIL, back to back, until the interpreter exits
+        if %r:
+            insert_cdr(core, [sample] * 1000, [None] * 1000, "test")
+        else:
+            core.set_transforms(parents, names, stamps, rows, "test")
+        rounds.release()
+
+threading.Thread(target=insert, daemon=True).start()
+for _ in range(3):
+    rounds.acquire()
+"""
+
+
+@pytest.mark.parametrize("through_cdr", [True, False])
+def test_the_process_exits_cleanly_while_a_daemon_thread_is_inside_a_round(through_cdr):
+    import subprocess
+    import sys
+
+    script = _EXIT_INSIDE_A_ROUND % (IDENTITY, IDENTITY, through_cdr)
+    for _ in range(3):  # the exit meets the thread without the GIL most times
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr

@@ -16,6 +16,7 @@
 #include <structmember.h>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -60,6 +61,7 @@ NB_MODULE(_kernel_ext, m) {
     // a jump callback, say) are not leaks of ours; nanobind's exit report of them would only
     // alarm users.
     nb::set_leak_warnings(false);
+    g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
     m.def("compose", [](nb::sequence a, nb::sequence b) { return tuple_of(tf2k::compose(pose_of(a), pose_of(b))); },
           "a"_a, "b"_a, "a ∘ b of two poses (tx, ty, tz, qx, qy, qz, qw): apply b, then a.");
     m.def("inverse", [](nb::sequence a) { return tuple_of(tf2k::inverse(pose_of(a))); }, "a"_a,
