@@ -1,6 +1,7 @@
 """tf2py fleet under load: N simulated robots x 50 frames x 20 Hz into one fleet process.
 
     python bench/bench_fleet.py [--sizes 10,100,1000] [--duration 10]
+    python bench/bench_fleet.py --ingest-only [SECONDS] [SIZES]   (no Zenoh: the ingest alone)
 
 For each N: a Zenoh router, the fleet (the ``Fleet`` that ``tf2py fleet`` runs, in its own
 process, reporting its counters), and a few robot processes (bench/fleet_robots.py) playing
@@ -204,13 +205,15 @@ def ingest_only(sizes: list[int], seconds: float) -> None:
 
     from tf2py import Buffer
     from tf2py.server.fleet.ingest import Ingest
+    from tf2py.server.fleet.slots import RobotSlots
 
     parents, children = robot_frames(FRAMES)
     print(f"\ningest only (no Zenoh): {FRAMES} transforms per sample, one thread inserting")
     base = None
     for n in sizes:
         buffer = Buffer(cache_time=10.0)
-        ingest = Ingest(buffer, lambda robot: True, lambda robot, frames: None)
+        ingest = Ingest(buffer, lambda robot: True, RobotSlots(1 << 40), 3600.0, set(),
+                        lambda robot, statics, names: None)
         keys = [data_key(0, f"robot{i}", "tf") for i in range(n)]
         template = Template(parents, children, 1.0)
         stamp = 1_700_000_000_000_000_000
@@ -264,7 +267,8 @@ def main() -> int:
         return fleet_child(sys.argv[2], int(sys.argv[3]))
     if len(sys.argv) >= 2 and sys.argv[1] == "--ingest-only":
         sys.path.insert(0, HERE)
-        ingest_only([10, 100, 1000], float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
+        sizes = [int(n) for n in sys.argv[3].split(",")] if len(sys.argv) > 3 else [10, 100, 1000]
+        ingest_only(sizes, float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")

@@ -52,7 +52,7 @@ def test_padding_bytes_are_never_read():
 @pytest.mark.parametrize("sample, cause", [
     (b"\x00\x01", "garbage"),
     (cdr.HEADER_LE + b"\x05\x00\x00\x00", "garbage"),
-    (b"\x00\x00\x00\x00" + FAST_DDS_SAMPLE[4:], "encoding"),  # big-endian
+    (b"\x00\x00\x00\x00" + FAST_DDS_SAMPLE[4:], "too_large"),  # little-endian bytes read as big
     (b"\x00\x07\x00\x00" + FAST_DDS_SAMPLE[4:], "encoding"),  # XCDR2 or unknown
     (cdr.HEADER_LE + (2_000_000).to_bytes(4, "little") + bytes(100), "too_large"),
     (FAST_DDS_SAMPLE[:-8], "garbage"),
@@ -116,7 +116,7 @@ def test_the_decoder_reuses_a_layout_only_for_the_same_frames():
     assert decoder.decode(_tf(children, 6.0))[1] == children
 
 
-def test_the_decoder_cache_ignores_padding_but_not_the_count():
+def test_the_decoder_ignores_padding_but_not_bytes_left_over():
     decoder = cdr.TfDecoder()
     base = _tf(["ab"], 1.0)
     # "map\0" ends at 24; "ab\0" at 31; the values start at 36 (8-aligned from offset 4).
@@ -124,10 +124,12 @@ def test_the_decoder_cache_ignores_padding_but_not_the_count():
     padded = bytearray(base)
     padded[31:36] = b"\xee" * 5  # the padding between "ab\0" and the values (8-aligned)
     assert decoder.decode(bytes(padded))[3][0, 0] == 1.0
-    # One transform whose bytes happen to match a two-transform message's size: the count
-    # differs, so the layout is not reused.
+    # A two-transform message whose count says one: the second transform's bytes are left
+    # over, more than a serialiser's padding, so the sample is refused.
     two = _tf(["a", "b"], 2.0)
     decoder.decode(two)
     forged = bytearray(two)
     forged[4:8] = (1).to_bytes(4, "little")
-    assert decoder.decode(bytes(forged))[1] == ["a"]
+    with pytest.raises(cdr.CdrError, match="left over") as info:
+        decoder.decode(bytes(forged))
+    assert info.value.cause == "garbage"

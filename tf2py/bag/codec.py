@@ -4,8 +4,10 @@ ROS 2 stores it as CDR (``tf2_msgs/msg/TFMessage``), ROS 1 in its own serialisat
 (``tf2_msgs/TFMessage`` and the legacy ``tf/tfMessage``, same layout and md5). Both are a
 list of ``geometry_msgs/TransformStamped``, so a hand-written decoder that appends straight
 into flat lists is several times faster than building one message object per transform with
-a generic deserialiser. Decoders raise ``ValueError`` on anything that does not parse
-exactly (bad lengths, bytes left over), so a corrupt message is never half-read.
+a generic deserialiser. CDR is read and written by tf2py's one TFMessage codec
+(``tf2py.transport.ros2.cdr``, decoded in the kernel); ROS 1's is here. Decoders raise
+``ValueError`` on anything that does not parse exactly (bad lengths, bytes left over), so a
+corrupt message is never half-read.
 
 Decoders append to ``Columns``: parents, children (lists of str), stamps (int64 ns) and values
 (a flat float64 array, 7 per transform: tx, ty, tz, qx, qy, qz, qw).
@@ -16,6 +18,10 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Sequence
+
+import numpy as np
+
+from ..transport.ros2 import cdr
 
 #: A serialized message (its bytes; a read-only buffer over them works alike).
 Raw = bytes
@@ -71,7 +77,7 @@ TFMESSAGE_ROS2_DEFINITION = (
 class Columns:
     """Transforms as parallel columns, filled by the decoders."""
 
-    __slots__ = ("parents", "children", "stamps", "values", "_names", "layouts")
+    __slots__ = ("parents", "children", "stamps", "values", "_names", "_cdr_names", "layouts")
 
     def __init__(self) -> None:
         self.parents: list[str] = []
@@ -82,8 +88,9 @@ class Columns:
         self.values = array("d")
         # bytes -> str, so each frame id is decoded once and shared by all its rows.
         self._names: dict[bytes, str] = {}
-        # For one-transform messages: the bytes between the stamp and the values (lengths,
-        # frame ids, padding) -> (parent, child). Equal bytes there mean an equal parse, so a
+        self._cdr_names: dict[str, str] = {}  # the same for CDR (str -> the str kept)
+        # For one-transform ROS 1 messages: the bytes between the stamp and the values
+        # (lengths, frame ids) -> (parent, child). Equal bytes there mean an equal parse, so a
         # frame pair seen before costs two unpacks instead of a walk through the message.
         self.layouts: dict[bytes, tuple[str, str]] = {}
 
@@ -105,85 +112,19 @@ class Columns:
         return name
 
 
-_LE = {
-    "u32": struct.Struct("<I"),
-    "stamp": struct.Struct("<iII"),  # sec, nanosec, frame_id length
-    "f7": struct.Struct("<7d"),
-}
-_BE = {
-    "u32": struct.Struct(">I"),
-    "stamp": struct.Struct(">iII"),
-    "f7": struct.Struct(">7d"),
-}
-
-
 def decode_ros2(raw: Raw, out: Columns) -> int:
     """Append the transforms of one CDR-encoded ``tf2_msgs/msg/TFMessage``; returns how many.
 
-    Raises ``ValueError`` (and appends nothing) if the bytes are not exactly one such message.
+    Raises ``ValueError`` (a ``CdrError``, and appends nothing) if the bytes are not exactly
+    one such message.
     """
-    size = len(raw)
-    if size < 8 or raw[0] != 0 or raw[1] > 1:
-        raise ValueError("not a CDR message (bad encapsulation header)")
-    if raw[1] == 1 and raw[4:8] == b"\x01\x00\x00\x00" and size > 72:
-        frames = out.layouts.get(raw[16 : size - 56])
-        if frames is not None:
-            sec, nanosec = _LE_SEC_NSEC(raw, 8)
-            out.values.extend(_LE_F7(raw, size - 56))
-            out.parents.append(frames[0])
-            out.children.append(frames[1])
-            out.stamps.append(sec * _NS_PER_S + nanosec)
-            return 1
-    s = _LE if raw[1] == 1 else _BE
-    u32, stamp, f7 = s["u32"].unpack_from, s["stamp"].unpack_from, s["f7"].unpack_from
-    count: int
-    (count,) = u32(raw, 4)
-    # Each transform takes at least 4+4+4+1 + 4+1 + 56 bytes; reject absurd counts early.
-    if count * 72 > size:
-        raise ValueError(f"CDR message claims {count} transforms in {size} bytes")
-    start = len(out)
-    parents, children, stamps, values, name = (
-        out.parents,
-        out.children,
-        out.stamps,
-        out.values,
-        out.name,
-    )
-    off = 8  # CDR alignment counts from the end of the 4-byte encapsulation header
-    try:
-        for _ in range(count):
-            sec, nanosec, length = stamp(raw, off)
-            off += 12
-            end = off + length
-            if length == 0 or end > size or raw[end - 1] != 0:
-                raise ValueError("bad frame_id string")
-            parent = name(bytes(raw[off : end - 1]))
-            off = end + (-(end - 4) & 3)
-            (length,) = u32(raw, off)
-            off += 4
-            end = off + length
-            if length == 0 or end > size or raw[end - 1] != 0:
-                raise ValueError("bad child_frame_id string")
-            child = name(bytes(raw[off : end - 1]))
-            off = end + (-(end - 4) & 7)
-            values.extend(f7(raw, off))
-            off += 56
-            parents.append(parent)
-            children.append(child)
-            stamps.append(sec * _NS_PER_S + nanosec)
-        # A serialiser may pad the end to a multiple of 4 or 8; anything more is not ours.
-        if size - off > 7 or off > size:
-            raise ValueError(f"{size - off} bytes left over after {count} transforms")
-        if count == 1 and off == size and s is _LE:
-            out.layouts[bytes(raw[16 : size - 56])] = (parents[-1], children[-1])
-    except (struct.error, UnicodeDecodeError, ValueError) as exc:
-        out.truncate(start)
-        raise ValueError(str(exc)) from None
-    return count
+    parents, children, stamps, values = cdr.decode_tf(raw, names=out._cdr_names)
+    out.parents.extend(parents)
+    out.children.extend(children)
+    out.stamps.frombytes(stamps.tobytes())
+    out.values.frombytes(values.tobytes())
+    return len(parents)
 
-
-_LE_SEC_NSEC = struct.Struct("<iI").unpack_from
-_LE_F7 = _LE["f7"].unpack_from
 
 _ROS1_U32 = struct.Struct("<I")
 _ROS1_STAMP = struct.Struct("<IIII")  # seq, secs, nsecs, frame_id length
@@ -249,28 +190,12 @@ def decode_ros1(raw: Raw, out: Columns) -> int:
     return count
 
 
-_ENC_U32 = struct.Struct("<I")
-_ENC_STAMP = struct.Struct("<iII")
-_ENC_F7 = struct.Struct("<7d")
-
-
 def encode_ros2(rows: Sequence[tuple[str, str, int, Sequence[float]]]) -> bytes:
     """CDR (little-endian) bytes of a ``tf2_msgs/msg/TFMessage``.
 
     ``rows`` is a sequence of ``(parent, child, stamp_ns, (tx, ty, tz, qx, qy, qz, qw))``.
     Stamps must fit ROS 2's ``int32 sec``.
     """
-    buf = bytearray(b"\x00\x01\x00\x00")
-    buf += _ENC_U32.pack(len(rows))
-    for parent, child, stamp_ns, values in rows:
-        sec, nanosec = divmod(int(stamp_ns), _NS_PER_S)
-        parent_b = parent.encode("utf-8") + b"\x00"
-        child_b = child.encode("utf-8") + b"\x00"
-        buf += _ENC_STAMP.pack(sec, nanosec, len(parent_b))
-        buf += parent_b
-        buf += bytes(-(len(buf) - 4) & 3)
-        buf += _ENC_U32.pack(len(child_b))
-        buf += child_b
-        buf += bytes(-(len(buf) - 4) & 7)
-        buf += _ENC_F7.pack(*values)
-    return bytes(buf)
+    values = np.array([row[3] for row in rows], dtype=np.float64).reshape(len(rows), 7)
+    return cdr.encode_tf_columns([row[0] for row in rows], [row[1] for row in rows],
+                                 [row[2] for row in rows], values)

@@ -14,6 +14,8 @@ from .time import Duration, Time
 MAX_GRAPH_DEPTH: int
 NAME_TYPE: int
 NOT_SIMPLE: int
+CDR_UNKNOWN_FRAMES: int
+CDR_MAX_TRANSFORMS: int
 
 class KernelError(Exception): ...
 
@@ -30,6 +32,26 @@ def build_transform(
 def compose(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]: ...
 def inverse(a: Sequence[float]) -> tuple[float, ...]: ...
 def matrix(a: Sequence[float]) -> list[float]: ...
+
+# TFMessage CDR (_kernel/cdr.hpp, py_cdr.hpp). A refusal: (CdrStatus, transform, count).
+CdrRefusal = tuple[int, int, int]
+CdrColumns = tuple[list[str], list[str], np.ndarray, np.ndarray]
+
+def decode_tf_cdr(
+    data: bytes | bytearray | memoryview, max_chars: int = 0, names: dict[str, str] | None = None,
+    prefix: str | None = None,
+) -> CdrColumns | CdrRefusal: ...
+def decode_tf_cdr_one(
+    data: bytes | bytearray | memoryview,
+) -> tuple[str, str, int, tuple[float, ...]] | CdrRefusal | None: ...
+
+class FrameIds:
+    def __init__(self, prefix: str) -> None: ...
+    @property
+    def prefix(self) -> str: ...
+    def admit(self, frames: list[str]) -> int: ...
+    def names(self) -> frozenset[str]: ...
+    def __len__(self) -> int: ...
 
 # An error record: (code, argument, kind, time, stamp, source name, target name, failed index).
 ErrorRecord = tuple[int, int, int, int, int, str | None, str | None, int]
@@ -63,6 +85,10 @@ class Kernel:
         self, parents: list[Any], children: list[Any], stamps: np.ndarray, rows: np.ndarray,
         authority: Any, is_static: bool,
     ) -> Any: ...
+    def _k_insert_cdr(
+        self, samples: list[Any], frame_ids: list[FrameIds | None], authority: Any, is_static: bool,
+        max_chars: int = 0,
+    ) -> tuple[int, int, np.ndarray]: ...
     def _k_insert_trajectory(
         self, parent: str, child: str, stamps: np.ndarray, rows: np.ndarray, authority: Any,
         is_static: bool,

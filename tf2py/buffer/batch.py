@@ -4,13 +4,19 @@ kernel, and the wording of the rows it refused.
 The common forms go to the kernel as they are: lists of frame ids (or one frame id for every
 row), an int64 stamp array and a float64 ``(N, 7)`` row array. Anything else is converted
 here first (or refused with an ``InvalidArgumentException`` naming what is wrong).
+
+``insert_cdr``: TFMessage CDR samples (a round of them) decoded and stored by the kernel in one
+call; the caller words what it refused (``tf2py.transport.ros2.cdr.cdr_error``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, cast
+from typing import TYPE_CHECKING, Any, Collection, NamedTuple, Sequence, cast
 
 import numpy as np
+import numpy.typing as npt
+
+from ._kernel_ext import FrameIds, decode_tf_cdr
 
 from .errors import STAMP_MAX, check_insert
 from .exceptions import InvalidArgumentException
@@ -18,7 +24,7 @@ from .exceptions import InvalidArgumentException
 if TYPE_CHECKING:
     from .core import BufferCore
 
-__all__ = ["BatchResult", "store_rows"]
+__all__ = ["BatchResult", "CdrInsert", "FrameIds", "insert_cdr", "store_rows"]
 
 
 class BatchResult(NamedTuple):
@@ -164,3 +170,64 @@ def _row_error(parent: Any, child: Any, row: Any, stamp: Any) -> InvalidArgument
     return InvalidArgumentException(
         "transform of frame %r (parent %r) is invalid" % (child, parent)
     )
+
+
+class CdrInsert(NamedTuple):
+    """What ``insert_cdr`` did: rows stored, rows refused as too old, and one record per
+    sample, int64 ``(S, 9)``: ``[status, transforms, where, stored, old, invalid, first invalid
+    row, its InsertResult, first row's stamp]``. Status 0: decoded (its valid rows stored);
+    ``CDR_UNKNOWN_FRAMES``: a row names a frame id its ``FrameIds`` has not admitted (row
+    ``where``; nothing of it stored); else the decoder's refusal (``cdr_error`` words it)."""
+
+    stored: int
+    old: int
+    samples: npt.NDArray[np.int64]
+
+
+def insert_cdr(
+    core: BufferCore, samples: Sequence[Any], frame_ids: Sequence[FrameIds | None],
+    authority: str, is_static: bool = False, max_chars: int = 0,
+) -> CdrInsert:
+    """Decode TFMessage CDR samples (bytes, header included) and store their rows, the GIL
+    released for all of it. ``frame_ids[k]``: sample k's frame ids as a ``FrameIds`` (only
+    the ids it admitted, prefixed with its prefix, as the fleet names a robot's frames) or
+    None (the ids as sent). ``max_chars``: samples with a longer frame id are refused.
+    On a ``Buffer``: under its lock, waking the waits and requests the rows satisfy."""
+    args = (list(samples), list(frame_ids), authority, is_static, max_chars)
+    locked = getattr(core, "_insert", None)  # a Buffer's (buffer.py): its lock and waiters
+    if locked is None:
+        return _store_cdr(core, *args)
+    return cast(CdrInsert, locked(_store_cdr, args, lambda: _cdr_frames(samples, frame_ids)))
+
+
+def _store_cdr(
+    core: BufferCore, samples: list[Any], frame_ids: list[FrameIds | None], authority: str,
+    is_static: bool, max_chars: int,
+) -> CdrInsert:
+    stored, old, records = core._k_insert_cdr(samples, frame_ids, authority, is_static, max_chars)
+    if stored:
+        core._notify_new_data()
+    return CdrInsert(stored, old, records)
+
+
+def _cdr_frames(
+    samples: Sequence[Any], frame_ids: Sequence[FrameIds | None],
+) -> tuple[Collection[str], Collection[str]]:
+    """The frame ids the samples name, as stored, for Buffer's requests and listeners: every
+    name their FrameIds admitted (a superset: it only re-checks more requests), else decoded."""
+    if all(ids is not None for ids in frame_ids):
+        names: set[str] = set()
+        seen: set[int] = set()
+        for ids in frame_ids:
+            if id(ids) not in seen:
+                seen.add(id(ids))
+                names.update(cast(FrameIds, ids).names())
+        return names, names
+    parents: set[str] = set()
+    children: set[str] = set()
+    for data, ids in zip(samples, frame_ids):
+        decoded = decode_tf_cdr(data, 0, None, None if ids is None else ids.prefix)
+        if len(decoded) == 4:
+            parents.update(decoded[0])
+            children.update(decoded[1])
+    return parents, children

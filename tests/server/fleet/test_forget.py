@@ -90,7 +90,7 @@ def test_a_forgotten_robot_loses_its_statics_dynamic_frames_names_and_queue(harn
     assert harness.frames_with_data() == 0  # nothing of it is answered any more
     assert len(harness.slots) == 0 and harness.slots.name_bytes == 0
     assert harness.slots.name_count == 0
-    assert harness.ingest._keys == {} and harness.ingest._decoders == {}
+    assert harness.ingest._keys == {} and harness.ingest._frame_ids == {}
     assert harness.ingest.queues.pending() == 0 and harness.ingest.queues.total_bytes == 0
 
 

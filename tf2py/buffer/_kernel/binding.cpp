@@ -16,6 +16,7 @@
 #include <structmember.h>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -29,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cdr.hpp"
 #include "kernel.hpp"
 #include "velocity.hpp"
 #include "forward.hpp"
@@ -52,6 +54,7 @@ namespace {
 #include "py_forward.hpp"   // ForwardKinematics: a robot's batch forward kinematics (forward.hpp)
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
+#include "py_cdr.hpp"       // TFMessage CDR samples decoded, or inserted a round at a time
 
 }  // namespace
 
@@ -60,6 +63,7 @@ NB_MODULE(_kernel_ext, m) {
     // a jump callback, say) are not leaks of ours; nanobind's exit report of them would only
     // alarm users.
     nb::set_leak_warnings(false);
+    g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
     m.def("compose", [](nb::sequence a, nb::sequence b) { return tuple_of(tf2k::compose(pose_of(a), pose_of(b))); },
           "a"_a, "b"_a, "a ∘ b of two poses (tx, ty, tz, qx, qy, qz, qw): apply b, then a.");
     m.def("inverse", [](nb::sequence a) { return tuple_of(tf2k::inverse(pose_of(a))); }, "a"_a,
@@ -124,6 +128,7 @@ NB_MODULE(_kernel_ext, m) {
     ForwardBinding::bind(m);
     EntryBinding::bind(m, kernel);
     VelocityBinding::bind(m);
+    CdrBinding::bind(m, kernel);
 
     nb::class_<PyTimeCache>(m, "TimeCache")
         .def(nb::init<int64_t, bool>(), "cache_time_ns"_a, "is_static"_a = false)

@@ -20,6 +20,7 @@ class PyKernel {
 
     PyKernel(const PyKernel&) = delete;
     friend struct VelocityBinding;
+    friend struct CdrBinding;
     PyKernel& operator=(const PyKernel&) = delete;
 
     int64_t cache_time() const { return k_.cache_time(); }
@@ -422,6 +423,12 @@ class PyKernel {
     std::array<NameSlot, kNameSlots> name_slots_{};
     KernelLock lock_;
     Kernel k_;
+    // Tells kernels apart for what caches their frame ids (py_cdr.hpp's FrameIds).
+    const uint64_t serial_ = next_serial();
+    static uint64_t next_serial() {
+        static std::atomic<uint64_t> serials{0};
+        return ++serials;
+    }
     std::vector<nb::object> authority_;  // by child id; touched with the GIL held only
 
   public:

@@ -23,6 +23,27 @@ class KernelLock {
     std::atomic<int> holders_{0};  // sections holding (or waiting for) mutex_
 };
 
+// The thread that imported the module's interpreter runs its exit (threading.main_thread()).
+unsigned long g_main_thread = 0;
+
+// Takes the GIL back after a section without it. While the interpreter exits, CPython before
+// 3.14 ends any other thread that asks for the GIL (pthread_exit), unwinding C++ frames that
+// cannot be unwound (WithoutGil's destructor), which aborts the whole process ("terminate
+// called without an active exception"): a daemon thread inside a batch at exit. Such a thread
+// waits for the exit instead, as CPython 3.14 makes it wait itself.
+inline void take_gil_back(PyThreadState* state) {
+#if PY_VERSION_HEX < 0x030E0000
+#if PY_VERSION_HEX >= 0x030D0000
+    const bool exiting = Py_IsFinalizing();
+#else
+    const bool exiting = _Py_IsFinalizing();
+#endif
+    if (exiting && PyThread_get_thread_ident() != g_main_thread)
+        for (;;) pause();
+#endif
+    PyEval_RestoreThread(state);
+}
+
 // Access to the kernel for one scope, called with the GIL held. Shared (Exclusive = false)
 // for queries, exclusive for inserts and clear(). always: take the mutex even when idle (a
 // scope that releases the GIL inside).
@@ -42,7 +63,7 @@ class Access {
         } else {
             lock.mutex_.lock_shared();
         }
-        PyEval_RestoreThread(state);
+        take_gil_back(state);
     }
 
     ~Access() {
@@ -71,7 +92,7 @@ class WithoutGil {
   public:
     explicit WithoutGil(bool release) : state_(release ? PyEval_SaveThread() : nullptr) {}
     ~WithoutGil() {
-        if (state_) PyEval_RestoreThread(state_);
+        if (state_) take_gil_back(state_);
     }
     WithoutGil(const WithoutGil&) = delete;
     WithoutGil& operator=(const WithoutGil&) = delete;

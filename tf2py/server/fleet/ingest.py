@@ -2,10 +2,11 @@
 
 Zenoh's receiving threads only find the robot of a sample (from its key expression, cached)
 and queue its bytes on that robot's bounded queue (queues.py). One ingest thread takes a round
-of every robot's samples, decodes their CDR (one ``TfDecoder`` per robot and topic: a robot
-repeats the same frames, so after its first message only the numbers are read), prefixes the
-frame ids with the robot's namespace (names cached per robot) and inserts the whole round with
-two ``Buffer.set_transforms`` calls, one dynamic and one static: the kernel's batch path.
+of every robot's samples and hands it to the kernel in two calls, one dynamic and one static
+(``insert_cdr``): the kernel decodes the CDR, names each frame id with the robot's namespace
+through the robot's ``FrameIds`` and stores the rows, the GIL released for all of it. A sample
+naming a frame id its robot has not brought before comes back unstored: the ingest admits the
+new ids within the robot's bounds (``RobotSlots.name``) and inserts it again.
 
 Bad input never stops it: undecodable samples, samples of another type on the /tf keys, keys
 that name no robot, invalid rows, and rows of a robot over its frame bound are dropped and
@@ -21,9 +22,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...transport.ros2.cdr import CdrError, TfDecoder
+from ...buffer._kernel_ext import CDR_UNKNOWN_FRAMES
+from ...buffer.batch import FrameIds, insert_cdr
+from ...buffer.errors import check_insert
+from ...transport.ros2.cdr import CdrError, cdr_error, decode_tf
+from ...transport.wire_common import MAX_FRAME_ID_LENGTH
 from ...transport.zenoh.wire import MAX_NAMESPACE_LENGTH
-from .names import TF_TOPICS, TF_TYPE, robot_of_data_key
+from .names import TF_TYPE, robot_of_data_key
 from .queues import RobotQueues
 from .slots import MAX_FRAMES_PER_ROBOT, MAX_ROBOTS, RobotSlots
 
@@ -91,7 +96,7 @@ class Ingest:
         self.queues = queues if queues is not None else RobotQueues()
         self._keys: dict[str, tuple[str, str]] = {}  # key -> (robot, topic) of held robots
         self._bad_keys: dict[str, str] = {}  # key -> drop cause
-        self._decoders: dict[tuple[str, str], TfDecoder] = {}
+        self._frame_ids: dict[str, FrameIds] = {}  # robot -> its admitted frame ids
         self._counts_lock = threading.Lock()
         self._forgets: list[str] = []
         self.dropped: dict[str, int] = {}
@@ -181,64 +186,94 @@ class Ingest:
                     _log.exception("tf2py fleet: a round of %d samples failed", len(batch))
 
     def _insert(self, batch: list[tuple[str, str, bytes]]) -> None:
-        columns: dict[bool, tuple[list[str], list[str], list[Any], list[Any]]] = {
-            False: ([], [], [], []), True: ([], [], [], [])}
-        slots = self.slots
-        held = slots.slots
+        rounds: dict[bool, _Round] = {False: _Round(), True: _Round()}
+        held = self.slots.slots
         now = time.monotonic()
-        newest: dict[str, Any] = {}  # robot -> the stamp of its newest dynamic sample
         for robot, topic, payload in batch:
             slot = held.get(robot)
             if slot is None:  # forgotten since it was queued
                 continue
             slot.last_heard = now
-            decoder = self._decoders.get((robot, topic))
-            if decoder is None:
-                decoder = self._decoders[(robot, topic)] = TfDecoder()
-            try:
-                parents, children, stamps, values = decoder.decode(payload)
-            except CdrError as exc:
-                self._drop(exc.cause, f"a sample of robot /{robot} on {topic}: {exc}")
-                continue
-            prefixed_parents = slots.name(slot, parents)
-            prefixed_children = slots.name(slot, children) \
-                if not isinstance(prefixed_parents, str) else prefixed_parents
-            if isinstance(prefixed_children, str) or isinstance(prefixed_parents, str):
-                cause = prefixed_children if isinstance(prefixed_children, str) else \
-                    str(prefixed_parents)
-                self._drop(cause, f"{len(parents)} transforms of robot /{robot}: "
-                           f"{cause.replace('_', ' ')}", len(parents))
-                continue
-            is_static = topic == "tf_static"
-            out = columns[is_static]
-            out[0].extend(prefixed_parents)
-            out[1].extend(prefixed_children)
-            out[2].append(stamps)
-            out[3].append(values)
-            if is_static:
-                slot.statics.update(prefixed_children)
-            elif len(stamps):
-                newest[robot] = stamps[0]
-        for is_static, (all_parents, all_children, stamp_blocks, value_blocks) in columns.items():
-            if not all_parents:
-                continue
-            stamps_all = np.concatenate(stamp_blocks) if len(stamp_blocks) > 1 \
-                else stamp_blocks[0]
-            result = self.buffer.set_transforms(
-                all_parents, all_children, stamps_all,
-                np.concatenate(value_blocks) if len(value_blocks) > 1 else value_blocks[0],
-                AUTHORITY, is_static)
-            self.batches += 1
-            self.transforms += len(all_parents)
-            if result.invalid:
-                index, error = result.invalid[0]
-                self._drop("invalid", f"{len(result.invalid)} invalid transforms, the first "
-                           f"{all_children[index]!r}: {error}", len(result.invalid))
-
+            ids = self._frame_ids.get(robot)
+            if ids is None:
+                ids = self._frame_ids[robot] = FrameIds(f"{robot}/" if robot else "")
+            rounds[topic == "tf_static"].add(robot, payload, ids)
+        newest: dict[str, int] = {}  # robot -> the stamp of its newest dynamic sample
+        for is_static, samples in rounds.items():
+            if samples.payloads:
+                retry = self._insert_round(samples, is_static, newest, _Round())
+                if retry is not None and retry.payloads:  # their new frame ids admitted
+                    self._insert_round(retry, is_static, newest, None)
         if newest:  # how far behind the clock the robot furthest behind is, at insert
-            lag = time.time_ns() - int(min(newest.values()))
+            lag = time.time_ns() - min(newest.values())
             if lag > self.worst_lag_ns:
                 self.worst_lag_ns = lag
+
+    def _insert_round(self, samples: _Round, is_static: bool, newest: dict[str, int],
+                      retry: _Round | None) -> _Round | None:
+        """One insert_cdr call; the samples that named new frame ids, admitted, in ``retry``."""
+        result = insert_cdr(self.buffer, samples.payloads, samples.ids, AUTHORITY, is_static,
+                            MAX_FRAME_ID_LENGTH)
+        self.batches += 1
+        invalid = 0
+        first_invalid: tuple[int, int, int] | None = None  # (sample, row, InsertResult)
+        for k, record in enumerate(result.samples.tolist()):
+            status, count, where, _stored, _old, bad, bad_row, bad_code, first_stamp = record
+            robot, payload = samples.robots[k], samples.payloads[k]
+            if status == 0:
+                self.transforms += count
+                if bad:
+                    invalid += bad
+                    first_invalid = first_invalid or (k, bad_row, bad_code)
+                if is_static:
+                    slot = self.slots.slots.get(robot)
+                    if slot is not None:
+                        slot.statics.update(decode_tf(payload, prefix=samples.ids[k].prefix)[1])
+                elif count:
+                    newest[robot] = max(newest.get(robot, first_stamp), first_stamp)
+            elif status == CDR_UNKNOWN_FRAMES and retry is not None:
+                if self._admit(robot, payload, samples.ids[k]):
+                    retry.add(robot, payload, samples.ids[k])
+            else:
+                topic = "tf_static" if is_static else "tf"
+                error = cdr_error(status, where, count, payload, MAX_FRAME_ID_LENGTH) \
+                    if status != CDR_UNKNOWN_FRAMES else CdrError("frame ids not admitted")
+                self._drop(error.cause, f"a sample of robot /{robot} on {topic}: {error}",
+                           count if error.cause == "frame_id_too_long" else 1)
+        if invalid:
+            self._drop("invalid", self._invalid_message(invalid, samples, first_invalid),
+                       invalid)
+        return retry
+
+    def _admit(self, robot: str, payload: bytes, ids: FrameIds) -> bool:
+        """Admit the new frame ids of a robot's sample within its bounds (``RobotSlots.name``);
+        False (the sample dropped, counted) when they are not all admitted."""
+        slot = self.slots.slots.get(robot)
+        if slot is None:
+            return False
+        parents, children, _stamps, _values = decode_tf(payload)  # (decoded once already)
+        for frames in (parents, children):
+            named = self.slots.name(slot, frames)
+            if isinstance(named, str):
+                self._drop(named, f"{len(parents)} transforms of robot /{robot}: "
+                           f"{named.replace('_', ' ')}", len(parents))
+                return False
+        ids.admit(parents + children)
+        return True
+
+    def _invalid_message(self, invalid: int, samples: _Round,
+                         first: tuple[int, int, int] | None) -> str:
+        if first is None or "invalid" in self._logged:
+            return f"{invalid} invalid transforms"  # (only the first drop of a cause is logged)
+        k, row, _code = first
+        parents, children, stamps, values = decode_tf(samples.payloads[k],
+                                                      prefix=samples.ids[k].prefix)
+        try:
+            check_insert(parents[row], children[row], values[row].tolist(), int(stamps[row]))
+            error = "invalid"
+        except Exception as exc:  # the check that refused it, worded
+            error = str(exc)
+        return f"{invalid} invalid transforms, the first {children[row]!r}: {error}"
 
     # -- forgetting -----------------------------------------------------------------------
 
@@ -261,8 +296,7 @@ class Ingest:
             for key in slot.keys:
                 self._keys.pop(key, None)
             self.queues.forget(robot)
-            for topic in TF_TOPICS:
-                self._decoders.pop((robot, topic), None)
+            self._frame_ids.pop(robot, None)
             names = sorted(set(slot.names.values()) - self.keep)
             try:
                 statics = self._drop_frames(names, sorted(slot.statics - self.keep))
@@ -305,3 +339,19 @@ class Ingest:
         self.queues.close()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+
+
+class _Round:
+    """Samples of a round for one insert_cdr call: their robots, bytes and FrameIds."""
+
+    __slots__ = ("robots", "payloads", "ids")
+
+    def __init__(self) -> None:
+        self.robots: list[str] = []
+        self.payloads: list[bytes] = []
+        self.ids: list[FrameIds] = []
+
+    def add(self, robot: str, payload: bytes, ids: FrameIds) -> None:
+        self.robots.append(robot)
+        self.payloads.append(payload)
+        self.ids.append(ids)

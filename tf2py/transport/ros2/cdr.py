@@ -1,4 +1,4 @@
-"""ROS 2's bytes for the messages tf2py exchanges over DDS: XCDR1 (plain CDR), little-endian.
+"""ROS 2's bytes for the messages tf2py exchanges over DDS: XCDR1 (plain CDR).
 
 ``tf2_msgs/msg/TFMessage`` is ``sequence<geometry_msgs/TransformStamped>``; each element is::
 
@@ -10,19 +10,24 @@
 Alignment counts from the start of the payload (after the 4-byte encapsulation header). ROS 2
 publishers leave padding bytes uninitialised, so the decoder never looks at them.
 
-``decode_tf`` goes straight to the columns ``Buffer.set_transforms`` takes (frame ids as two
-lists, stamps and values as numpy arrays): strings need a Python object each, numbers do not.
-Every decoding error is a ``CdrError`` naming what is wrong.
+TFMessage is decoded by the kernel (``tf2py/buffer/_kernel/cdr.hpp``, little- and big-endian):
+the one decoder of tf2py, which the ROS 2 and Zenoh buses, the fleet (straight into the
+kernel's batch insert, ``tf2py.buffer.batch.insert_cdr``) and bags share. It returns a refusal
+record for a malformed sample; this module words it (``cdr_error``). ``decode_tf`` gives the
+columns ``Buffer.set_transforms`` takes (frame ids as two lists, stamps and values as numpy
+arrays). The encoders, and the Clock and ParticipantEntitiesInfo codecs, are here.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
+
+from ...buffer._kernel_ext import CDR_MAX_TRANSFORMS, decode_tf_cdr, decode_tf_cdr_one
 
 if TYPE_CHECKING:
     from ...buffer.messages import TransformStamped
@@ -31,6 +36,7 @@ __all__ = [
     "CdrError",
     "HEADER_LE",
     "MAX_TRANSFORMS",
+    "cdr_error",
     "decode_tf",
     "decode_tf_single",
     "TfDecoder",
@@ -43,181 +49,92 @@ __all__ = [
 
 #: Encapsulation header of XCDR1 little-endian (CDR_LE), what ROS 2 publishers write.
 HEADER_LE = b"\x00\x01\x00\x00"
-_HEADER_BE = b"\x00\x00\x00\x00"
 
 #: A message holding more transforms than this is refused (as the ZeroMQ bus does).
-MAX_TRANSFORMS = 1_000_000
+MAX_TRANSFORMS: int = CDR_MAX_TRANSFORMS
 MAX_STRING = 64 * 1024
 
 _U32 = struct.Struct("<I")
 _STAMP = struct.Struct("<iI")
 _VALUES = struct.Struct("<7d")
-_STRING_AND_STAMP_MIN = 8 + 4 + 1 + 4 + 1  # a transform's bytes before its values, at least
-_TRANSFORM_MIN = _STRING_AND_STAMP_MIN + 56
-_OFFSETS_56 = np.arange(56, dtype=np.intp)
 
 #: A received sample: bytes, or a buffer over them.
 Data = bytes | bytearray | memoryview
 #: A decoded TFMessage: parents, children, int64 (N,) nanoseconds, float64 (N, 7) values.
 TfColumns = tuple[list[str], list[str], npt.NDArray[np.int64], npt.NDArray[np.float64]]
-#: Where a message's frame-id bytes, stamps and values are (see TfDecoder).
-_Layout = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]
 #: One transform of a single-transform message: parent, child, stamp ns, (tx..qw).
 SingleTransform = tuple[str, str, int, tuple[float, ...]]
 
 
 class CdrError(ValueError):
     """Bytes that are not the CDR of the expected message; ``cause`` names the kind for
-    counters (``"garbage"``, ``"too_large"``, ``"encoding"``)."""
+    counters (``"garbage"``, ``"too_large"``, ``"encoding"``, ``"frame_id_too_long"``)."""
 
     def __init__(self, message: str, cause: str = "garbage") -> None:
         super().__init__(message)
         self.cause = cause
 
 
-def _check_header(data: Data) -> None:
-    if len(data) < 8:
-        raise CdrError(f"a sample of {len(data)} bytes is too short for a TFMessage")
-    header = bytes(data[:4])
-    if header[:2] != HEADER_LE[:2]:
-        if header[:2] == _HEADER_BE[:2]:
-            raise CdrError("big-endian CDR is not supported", "encoding")
-        raise CdrError(f"unknown encapsulation {header[:2].hex()} (expected XCDR1 little-endian)",
-                       "encoding")
+#: The kernel's refusals of a TFMessage sample (cdr.hpp's CdrStatus): counter cause, words.
+_REFUSALS = {
+    1: ("garbage", "a sample of {size} bytes is too short for a TFMessage"),
+    2: ("encoding", "unknown encapsulation {header} (expected XCDR1)"),
+    3: ("too_large", "a TFMessage of {count} transforms is over the limit of {limit}"),
+    4: ("garbage", "transform {where}: the message ends inside it"),
+    5: ("garbage", "transform {where}: a bad frame id string (empty, or not ending in NUL)"),
+    6: ("garbage", "transform {where}: a frame id that is not UTF-8"),
+    7: ("frame_id_too_long", "transform {where}: a frame id over {max_chars} characters"),
+    8: ("garbage", "bytes left over after the {count} transforms of a TFMessage"),
+}
 
 
-def decode_tf(data: Data) -> TfColumns:
+def cdr_error(status: int, where: int, count: int, data: Data, max_chars: int = 0) -> CdrError:
+    """The error for the kernel's refusal of a TFMessage sample (``cdr.hpp``'s CdrStatus):
+    ``where`` the transform where it went wrong, ``count`` the transforms it says it holds."""
+    cause, words = _REFUSALS.get(status, ("garbage", "a TFMessage refused (status {status})"))
+    if status == 4 and where == count:  # the count itself is more than the bytes can hold
+        words = "a TFMessage that says {count} transforms has only {size} bytes"
+    return CdrError(words.format(size=len(data), header=bytes(data[:2]).hex(), count=count,
+                                 limit=MAX_TRANSFORMS, where=where, max_chars=max_chars,
+                                 status=status), cause)
+
+
+def decode_tf(data: Data, max_chars: int = 0, names: dict[str, str] | None = None,
+              prefix: str | None = None) -> TfColumns:
     """``(parents, children, stamps_ns, values)`` of a TFMessage sample (header included):
-    N frame ids twice, int64 (N,) nanoseconds, float64 (N, 7) ``[tx ty tz qx qy qz qw]``."""
-    return _decode_tf(data)[0]
-
-
-def _decode_tf(data: Data) -> tuple[TfColumns, _Layout]:
-    """decode_tf's result and the layout it found: (string byte positions, stamp offsets,
-    value offsets), which TfDecoder reuses for the next message of the same frames."""
-    _check_header(data)
-    size = len(data)
-    (n,) = _U32.unpack_from(data, 4)
-    if n > MAX_TRANSFORMS:
-        raise CdrError(f"a TFMessage of {n} transforms is over the limit of {MAX_TRANSFORMS}",
-                       "too_large")
-    if n * _TRANSFORM_MIN > size - 8:
-        raise CdrError(f"a TFMessage that says {n} transforms has only {size} bytes")
-    parents = [""] * n  # (every item is set below, or the message refused)
-    children = [""] * n
-    stamp_offsets = np.empty(n, dtype=np.intp)
-    value_offsets = np.empty(n, dtype=np.intp)
-    string_spans: list[tuple[int, int]] = []  # (start, end) of each string with its length field, padding excluded
-    unpack_u32 = _U32.unpack_from
-    position = 8  # absolute offset; the payload (and its alignment) starts at 4
-    i = 0  # the transform being read, for the errors below
-    try:
-        for i in range(n):
-            position += (-(position - 4)) & 3
-            stamp_offsets[i] = position
-            (length,) = unpack_u32(data, position + 8)
-            start = position + 12
-            end = start + length
-            if length == 0 or end > size or data[end - 1] != 0:
-                raise CdrError(f"transform {i}: a bad frame_id string")
-            parents[i] = bytes(data[start:end - 1]).decode()
-            string_spans.append((start - 4, end))
-            position = end + ((-(end - 4)) & 3)
-            (length,) = unpack_u32(data, position)
-            start = position + 4
-            end = start + length
-            if length == 0 or end > size or data[end - 1] != 0:
-                raise CdrError(f"transform {i}: a bad child_frame_id string")
-            children[i] = bytes(data[start:end - 1]).decode()
-            string_spans.append((start - 4, end))
-            position = end + ((-(end - 4)) & 7)
-            value_offsets[i] = position
-            position += 56
-            if position > size:
-                raise CdrError(f"transform {i}: the message ends inside its values")
-    except struct.error:
-        raise CdrError(f"transform {i}: the message ends inside it") from None
-    except UnicodeDecodeError as exc:
-        raise CdrError(f"transform {i}: a frame id that is not UTF-8 ({exc.reason})") from None
-    raw = np.frombuffer(data, dtype=np.uint8)
-    stamps, values = _numbers(raw, n, stamp_offsets, value_offsets)
-    # The count and every string with its length: equal bytes there mean an equal layout.
-    strings = np.concatenate([np.arange(4, 8, dtype=np.intp)]
-                             + [np.arange(a, b, dtype=np.intp) for a, b in string_spans])
-    return (parents, children, stamps, values), (strings, stamp_offsets, value_offsets)
-
-
-def _numbers(
-    raw: npt.NDArray[np.uint8], n: int, stamp_offsets: npt.NDArray[np.intp],
-    value_offsets: npt.NDArray[np.intp],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    values = raw[value_offsets[:, None] + _OFFSETS_56].view("<f8").reshape(n, 7)
-    stamp_bytes = raw[stamp_offsets[:, None] + _OFFSETS_56[:8]]
-    seconds = stamp_bytes[:, :4].copy().view("<i4")[:, 0].astype(np.int64)
-    nanoseconds = stamp_bytes[:, 4:].copy().view("<u4")[:, 0].astype(np.int64)
-    return seconds * 1_000_000_000 + nanoseconds, values
+    N frame ids twice, int64 (N,) nanoseconds, float64 (N, 7) ``[tx ty tz qx qy qz qw]``.
+    ``max_chars``: refuse frame ids longer than this (0: any length); ``names``: a dict that
+    makes equal frame ids one str across calls; ``prefix``: each frame id named as the fleet
+    names a robot's (one leading ``/`` dropped, then the prefix). Raises ``CdrError``."""
+    decoded = decode_tf_cdr(data, max_chars, names, prefix)
+    if len(decoded) == 3:
+        raise cdr_error(*decoded, data, max_chars)
+    return cast(TfColumns, decoded)
 
 
 class TfDecoder:
-    """decode_tf with a memory: a message of the same size whose frame-id bytes (length fields
-    and strings, never the padding) equal the previous message's has the same layout, so only
-    its numbers are read (two numpy gathers), not its strings one by one. Most /tf traffic
-    repeats the same frames message after message. One decoder per receiving thread."""
+    """decode_tf with a memory of the frame ids it met: most /tf traffic repeats the same
+    frames, so every message names the same str objects. One decoder per receiving thread."""
+
+    #: Distinct frame ids remembered (a stream of ever new ids starts the memory afresh).
+    MAX_NAMES = 4096
 
     def __init__(self) -> None:
-        self._size = -1  # no message yet: the fields below are read only once it is set
-        empty = np.empty(0, dtype=np.intp)
-        self._layout: _Layout = (empty, empty, empty)
-        self._frames: tuple[list[str], list[str]] = ([], [])
-        self._string_bytes: npt.NDArray[np.uint8] = np.empty(0, dtype=np.uint8)
+        self._names: dict[str, str] = {}
 
     def decode(self, data: Data) -> TfColumns:
-        size = len(data)
-        if size == self._size and bytes(data[:4]) == HEADER_LE:
-            strings, stamp_offsets, value_offsets = self._layout
-            raw = np.frombuffer(data, dtype=np.uint8)
-            if np.array_equal(raw[strings], self._string_bytes):
-                parents, children = self._frames
-                stamps, values = _numbers(raw, len(parents), stamp_offsets, value_offsets)
-                return list(parents), list(children), stamps, values
-        decoded, layout = _decode_tf(data)
-        self._size = size
-        self._layout = layout
-        self._frames = (decoded[0], decoded[1])
-        self._string_bytes = np.frombuffer(data, dtype=np.uint8)[layout[0]]
-        return list(decoded[0]), list(decoded[1]), decoded[2], decoded[3]
+        if len(self._names) > self.MAX_NAMES:
+            self._names.clear()
+        return decode_tf(data, 0, self._names)
 
 
 def decode_tf_single(data: Data) -> SingleTransform | None:
     """``(parent, child, stamp_ns, values tuple)`` if the sample holds exactly one transform,
-    else None: the cheap path for the most common message."""
-    if len(data) < 8 + _TRANSFORM_MIN or _U32.unpack_from(data, 4)[0] != 1:
-        return None
-    _check_header(data)
-    size = len(data)
-    sec: int
-    nanosec: int
-    try:
-        sec, nanosec = _STAMP.unpack_from(data, 8)
-        (length,) = _U32.unpack_from(data, 16)
-        end = 20 + length
-        if length == 0 or end > size or data[end - 1] != 0:
-            raise CdrError("transform 0: a bad frame_id string")
-        parent = bytes(data[20:end - 1]).decode()
-        position = end + ((-(end - 4)) & 3)
-        (length,) = _U32.unpack_from(data, position)
-        start = position + 4
-        end = start + length
-        if length == 0 or end > size or data[end - 1] != 0:
-            raise CdrError("transform 0: a bad child_frame_id string")
-        child = bytes(data[start:end - 1]).decode()
-        position = end + ((-(end - 4)) & 7)
-        values = _VALUES.unpack_from(data, position)
-    except struct.error:
-        raise CdrError("transform 0: the message ends inside it") from None
-    except UnicodeDecodeError as exc:
-        raise CdrError(f"transform 0: a frame id that is not UTF-8 ({exc.reason})") from None
-    return parent, child, sec * 1_000_000_000 + nanosec, values
+    else None: the cheap path for the most common message. Raises ``CdrError``."""
+    decoded = decode_tf_cdr_one(data)
+    if decoded is not None and len(decoded) == 3:
+        raise cdr_error(*decoded, data)
+    return decoded
 
 
 def _string(out: bytearray, text: str) -> None:
