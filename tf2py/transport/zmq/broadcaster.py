@@ -7,7 +7,6 @@ broadcaster) and warns with ``ResourceWarning``.
 
 from __future__ import annotations
 
-import functools
 import os
 import struct
 import threading
@@ -23,15 +22,17 @@ from ..address import bus_endpoints
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from ..keys import load_keys
 from ..static_set import invalid_rows, transform_items
 from .sockets import (
     SEND_HWM,
+    SocketCloser,
     client_options,
-    inproc_name,
+    connect_keyed,
+    inproc_pair,
     join_thread,
     logger,
     make_socket,
+    publisher_socket,
     release_when_collected,
 )
 
@@ -50,11 +51,6 @@ def _row_bytes(row: list[Any]) -> int:
     """Bytes (at most) of one row in a message: two msgpack strings, stamp and values."""
     return len(row[0].encode("utf-8", "surrogatepass")) + len(
         row[1].encode("utf-8", "surrogatepass")) + 10 + 64
-
-
-def _close_socket(sock: zmq.Socket[bytes], lock: threading.Lock) -> None:
-    with lock:
-        sock.close()
 
 
 class ZmqTransformBroadcaster:
@@ -77,17 +73,9 @@ class ZmqTransformBroadcaster:
         self.stream_id = int.from_bytes(os.urandom(8), "little") >> 1
         self._stream = wire.pack_uint64(self.stream_id)
         self._sequence = 0
-        loaded = load_keys(keys)
-        self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
-        try:
-            if loaded is not None:
-                loaded.apply_client(self._socket)
-            self._socket.connect(self._publish_endpoint)
-        except BaseException:
-            self._socket.close(0)
-            raise
+        self._socket = publisher_socket(self._publish_endpoint, keys)
         self._finalizer = release_when_collected(
-            self, functools.partial(_close_socket, self._socket, self._lock), "TransformBroadcaster")
+            self, SocketCloser(self._socket, self._lock, linger_ms=None), "TransformBroadcaster")
 
     def send_transform(self, transform: Any) -> None:
         """Publish a TransformStamped, or a list of them as ONE message.
@@ -199,15 +187,8 @@ class _StaticLatch:
             # (re)connected and is ready to receive.
             self._socket = self._add(make_socket(
                 zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
-            loaded = load_keys(keys)
-            if loaded is not None:
-                loaded.apply_client(self._socket)
-            self._socket.connect(publish_endpoint)
-            wake_name = inproc_name("static-broadcaster")
-            self._wake_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._wake_in.bind(wake_name)
-            self._wake = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._wake.connect(wake_name)
+            connect_keyed(self._socket, publish_endpoint, keys)
+            self._wake_in, self._wake = map(self._add, inproc_pair("static-broadcaster"))
             self._thread = threading.Thread(
                 target=self._run, name="tf2py-static-broadcaster", daemon=True
             )

@@ -16,14 +16,15 @@ from ...buffer.time import Time, to_nanoseconds
 from .. import wire
 from ..address import bus_endpoints, core_address
 from ..clock import ClockPublisher, SimClock, TimeJump
-from ..keys import load_keys
 from .sockets import (
-    SEND_HWM,
     DropCounter,
+    SocketCloser,
     client_options,
+    connect_keyed,
     join_thread,
     logger,
     make_socket,
+    publisher_socket,
     release_when_collected,
 )
 
@@ -39,17 +40,9 @@ class ZmqClockPublisher:
         self._lock = threading.Lock()
         self._closed = False
         self.sent = 0
-        loaded = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
-        self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
-        try:
-            if loaded is not None:
-                loaded.apply_client(self._socket)
-            self._socket.connect(self._publish_endpoint)
-        except BaseException:
-            self._socket.close(0)
-            raise
+        self._socket = publisher_socket(self._publish_endpoint, keys)
         self._finalizer = release_when_collected(
-            self, _Closer(self._socket, self._lock), "ClockPublisher")
+            self, SocketCloser(self._socket, self._lock), "ClockPublisher")
 
     def publish(self, time: Any) -> None:
         """Send ``time`` (a Time or seconds) as the current simulated time."""
@@ -103,7 +96,6 @@ class ZmqSimClock:
     def __init__(self, core: str | None = None, keys: Any = None):
         address = core_address(core)
         _, subscribe_endpoint = bus_endpoints(address)
-        loaded = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
         self._now_ns = 0
         self.ticks = 0  # ticks seen (the socket keeps only the latest: not every one sent)
         self.jumps = 0
@@ -116,15 +108,13 @@ class ZmqSimClock:
         self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
                                 **client_options())
         try:
-            if loaded is not None:
-                loaded.apply_client(self._sub)
             self._sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_CLOCK)
-            self._sub.connect(subscribe_endpoint)
+            connect_keyed(self._sub, subscribe_endpoint, keys)
         except BaseException:
             self._sub.close(0)
             raise
         self._finalizer = release_when_collected(
-            self, _Closer(self._sub, self._lock, self._stop), "SimClock")
+            self, SocketCloser(self._sub, self._lock, self._stop), "SimClock")
 
     # -- public -------------------------------------------------------------------------------
 
@@ -265,23 +255,6 @@ def _watch_jumps(ref: weakref.ReferenceType[ZmqSimClock], stop: threading.Event,
             return
         clock._check_jump()
         del clock
-
-
-class _Closer:
-    """Closes a socket (under its lock), first stopping a thread's event: what a finalizer of
-    an unclosed clock calls (it holds the parts, not the clock)."""
-
-    def __init__(self, sock: zmq.Socket[bytes], lock: threading.Lock,
-                 stop: threading.Event | None = None):
-        self._sock = sock
-        self._lock = lock
-        self._stop = stop
-
-    def __call__(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-        with self._lock:
-            self._sock.close(0)
 
 
 ClockPublisher.register(ZmqClockPublisher)

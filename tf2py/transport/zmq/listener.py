@@ -26,14 +26,14 @@ from .sockets import (
     RECEIVE_HWM,
     DropCounter,
     client_options,
-    inproc_name,
+    connect_keyed,
+    inproc_pair,
     join_thread,
     logger,
     make_socket,
     release_when_collected,
 )
 from ..address import bus_endpoints
-from ..keys import load_keys
 
 __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
 
@@ -86,10 +86,7 @@ class _ReceiveLoop:
             # "/tf" is a prefix of "/tf_static": one subscription receives both, and it is
             # the subscription that makes the core replay its latched /tf_static set.
             self.sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_TF)
-            loaded = load_keys(keys)
-            if loaded is not None:
-                loaded.apply_client(self.sub)
-            self.sub.connect(subscribe_endpoint)
+            connect_keyed(self.sub, subscribe_endpoint, keys)
             self.endpoint = subscribe_endpoint
             # Connections the core closes at once (it is at its subscriber bound) are told
             # apart from other disconnections here, so the refused side learns why.
@@ -97,11 +94,7 @@ class _ReceiveLoop:
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED))
             self._connected_at = 0.0
             self._received_at_connect = 0
-            stop_name = inproc_name("receiver-stop")
-            self._stop_in = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._stop_in.bind(stop_name)
-            self._stop = self._add(make_socket(zmq.PAIR, linger_ms=0))
-            self._stop.connect(stop_name)
+            self._stop_in, self._stop = map(self._add, inproc_pair("receiver-stop"))
             self._thread = threading.Thread(target=self.run, name=name, daemon=True)
             self._thread.start()
         except BaseException:

@@ -18,14 +18,14 @@ import zmq
 
 from .. import wire
 from ..address import bus_endpoints
-from ..keys import load_keys
 from ..topics import Delivery, SendGate
 from .sockets import (
     RECEIVE_HWM,
-    SEND_HWM,
     client_options,
+    connect_keyed,
     join_thread,
     make_socket,
+    publisher_socket,
     release_when_collected,
 )
 
@@ -45,13 +45,6 @@ def topic_frame(topic: TopicSpec) -> bytes:
     return TOPIC_PREFIX + ("/" + topic.relative_name).encode() + b"\0"
 
 
-def _connect(sock: zmq.Socket[bytes], endpoint: str, keys: Any) -> None:
-    loaded = load_keys(keys)  # keys folder, else $TF2PY_KEYS, else plain
-    if loaded is not None:
-        loaded.apply_client(sock)
-    sock.connect(endpoint)
-
-
 class ZmqTopicPublisher:
     """Publishes CDR payloads on one topic of the core at ``address``. Never blocks: a
     message the socket cannot queue is dropped (counted in ``dropped``)."""
@@ -62,12 +55,7 @@ class ZmqTopicPublisher:
         self._frame = topic_frame(topic)
         self._gate = SendGate(topic)
         self.dropped = 0
-        self._socket = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
-        try:
-            _connect(self._socket, publish_endpoint, keys)
-        except BaseException:
-            self._socket.close(0)
-            raise
+        self._socket = publisher_socket(publish_endpoint, keys)
         self._finalizer = release_when_collected(self, self._socket.close, "topic publisher")
 
     @property
@@ -154,7 +142,7 @@ class ZmqTopicSubscriber:
                            MAXMSGSIZE=wire.MAX_PIECE_BYTES, **client_options())
         try:
             sock.setsockopt(zmq.SUBSCRIBE, frame)
-            _connect(sock, subscribe_endpoint, keys)
+            connect_keyed(sock, subscribe_endpoint, keys)
         except BaseException:
             sock.close(0)
             raise
