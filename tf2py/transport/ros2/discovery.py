@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import NamedTuple
 from xml.sax.saxutils import quoteattr
@@ -29,6 +30,7 @@ __all__ = [
     "DiscoverySettings",
     "discovery_settings",
     "cyclone_config",
+    "node_name",
 ]
 
 SCHEME = "ros2://"
@@ -118,3 +120,19 @@ def cyclone_config(settings: DiscoverySettings, pid: int | None = None) -> str |
         xml += "<Peers>" + "".join(f"<Peer address={quoteattr(p)}/>" for p in peers) + "</Peers>"
     xml += "</Discovery></Domain></CycloneDDS>"
     return xml
+
+
+def node_name(environ: Mapping[str, str] | None = None) -> str:
+    """This process's ROS 2 node name: ``$TF2PY_ROS2_NODE``, else ``tf2py_<program>_<pid>``
+    (letters, digits and underscores, as ROS 2 requires)."""
+    environ = os.environ if environ is None else environ
+    name = environ.get("TF2PY_ROS2_NODE", "").strip()
+    if not name:
+        program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")
+        program = os.path.splitext(program)[0]
+        name = "tf2py" if program in ("tf2py", "", "-c") else f"tf2py_{program}"
+        name = f"{name}_{os.getpid()}"
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if name[0].isdigit():
+        name = "_" + name
+    return name

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..counters import DropCounter
 from ..lifetime import join_thread
 from . import cdr, discovery, types
 from ._dds import dds
+from .discovery import node_name
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -66,22 +65,6 @@ _DISCOVERY_QOS = _qos(_P.Reliability.Reliable(100 * _MS), _P.Durability.Transien
 _UNSET = object()
 _ANY = dds.core.SampleState.Any | dds.core.ViewState.Any | dds.core.InstanceState.Any
 _TAKE = 256  # samples taken per call
-
-
-def node_name(environ: Mapping[str, str] | None = None) -> str:
-    """This process's ROS 2 node name: ``$TF2PY_ROS2_NODE``, else ``tf2py_<program>_<pid>``
-    (letters, digits and underscores, as ROS 2 requires)."""
-    environ = os.environ if environ is None else environ
-    name = environ.get("TF2PY_ROS2_NODE", "").strip()
-    if not name:
-        program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")
-        program = os.path.splitext(program)[0]
-        name = "tf2py" if program in ("tf2py", "", "-c") else f"tf2py_{program}"
-        name = f"{name}_{os.getpid()}"
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    if name[0].isdigit():
-        name = "_" + name
-    return name
 
 
 def _destroy(entity: Any) -> None:  # any cyclonedds entity

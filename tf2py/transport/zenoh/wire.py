@@ -19,12 +19,11 @@ rmw_zenoh hashes with XXH3); nothing here opens a session.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
-import sys
-from collections.abc import Mapping
 from typing import NamedTuple
+
+from ..ros2.discovery import node_name
 
 __all__ = [
     "TYPE_NAME",
@@ -289,17 +288,3 @@ def decode_attachment(data: bytes | bytearray | memoryview | None) -> Attachment
     return Attachment(sequence_number, stamp, gid)
 
 
-def node_name(environ: Mapping[str, str] | None = None) -> str:
-    """This process's ROS 2 node name, as on ros2://: ``$TF2PY_ROS2_NODE``, else
-    ``tf2py_<program>_<pid>`` (letters, digits and underscores)."""
-    environ = os.environ if environ is None else environ
-    name = environ.get("TF2PY_ROS2_NODE", "").strip()
-    if not name:
-        program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")
-        program = os.path.splitext(program)[0]
-        name = "tf2py" if program in ("tf2py", "", "-c") else f"tf2py_{program}"
-        name = f"{name}_{os.getpid()}"
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    if name[0].isdigit():
-        name = "_" + name
-    return name
