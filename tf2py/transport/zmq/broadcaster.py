@@ -26,6 +26,7 @@ from ..static_set import invalid_rows, transform_items
 from .sockets import (
     SEND_HWM,
     SocketCloser,
+    SocketGroup,
     client_options,
     connect_keyed,
     inproc_pair,
@@ -181,14 +182,15 @@ class _StaticLatch:
         self.dropped = DropCounter("tf2py-static-broadcaster")  # invalid transforms
         self._publish_failed = False
         self._thread: threading.Thread | None = None
-        self._sockets: list[zmq.Socket[bytes]] = []
+        self._sockets = SocketGroup()
         try:
             # XPUB (not PUB): it reports the core's subscription, which tells us the core
             # (re)connected and is ready to receive.
-            self._socket = self._add(make_socket(
+            self._socket = self._sockets.add(make_socket(
                 zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
             connect_keyed(self._socket, publish_endpoint, keys)
-            self._wake_in, self._wake = map(self._add, inproc_pair("static-broadcaster"))
+            self._wake_in, self._wake = map(self._sockets.add,
+                                            inproc_pair("static-broadcaster"))
             self._thread = threading.Thread(
                 target=self._run, name="tf2py-static-broadcaster", daemon=True
             )
@@ -196,10 +198,6 @@ class _StaticLatch:
         except BaseException:
             self.close()
             raise
-
-    def _add(self, sock: zmq.Socket[bytes]) -> zmq.Socket[bytes]:
-        self._sockets.append(sock)
-        return sock
 
     def send_transform(self, transform: Any) -> None:
         """Latch a TransformStamped or a list of them (latest per child frame wins) and
@@ -344,9 +342,7 @@ class _StaticLatch:
                     pass
         if self._thread is not None:
             join_thread(self._thread, 5)
-        for sock in self._sockets:
-            sock.close()
-        self._sockets.clear()
+        self._sockets.close()
 
 
 class ZmqStaticTransformBroadcaster:

@@ -25,6 +25,7 @@ from ..listener import TransformBatch, TransformListener, TransformSubscriber
 from .sockets import (
     RECEIVE_HWM,
     DropCounter,
+    SocketGroup,
     client_options,
     connect_keyed,
     inproc_pair,
@@ -78,9 +79,9 @@ class _ReceiveLoop:
         self._thread_done = False  # set by the thread as it ends (under _close_lock)
         self._abandoned = False  # set by close() when it left the sockets to the thread
         self._sequences: dict[int, int] = {}  # stream -> last sequence seen
-        self._sockets: list[zmq.Socket[bytes]] = []
+        self._sockets = SocketGroup()
         try:
-            self.sub = self._add(make_socket(
+            self.sub = self._sockets.add(make_socket(
                 zmq.SUB, linger_ms=0, RCVHWM=RECEIVE_HWM, MAXMSGSIZE=wire.MAX_MESSAGE_BYTES,
                 **client_options()))
             # "/tf" is a prefix of "/tf_static": one subscription receives both, and it is
@@ -90,20 +91,16 @@ class _ReceiveLoop:
             self.endpoint = subscribe_endpoint
             # Connections the core closes at once (it is at its subscriber bound) are told
             # apart from other disconnections here, so the refused side learns why.
-            self._monitor = self._add(self.sub.get_monitor_socket(
+            self._monitor = self._sockets.add(self.sub.get_monitor_socket(
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED))
             self._connected_at = 0.0
             self._received_at_connect = 0
-            self._stop_in, self._stop = map(self._add, inproc_pair("receiver-stop"))
+            self._stop_in, self._stop = map(self._sockets.add, inproc_pair("receiver-stop"))
             self._thread = threading.Thread(target=self.run, name=name, daemon=True)
             self._thread.start()
         except BaseException:
             self.close()
             raise
-
-    def _add(self, sock: zmq.Socket[bytes]) -> zmq.Socket[bytes]:
-        self._sockets.append(sock)
-        return sock
 
     def _count_gap(self, stream: int, sequence: int, authority: str) -> None:
         sequences = self._sequences
@@ -274,9 +271,7 @@ class _ReceiveLoop:
                 sub.disable_monitor()
             except zmq.ZMQError:
                 pass
-        for sock in self._sockets:
-            sock.close(0)
-        self._sockets.clear()
+        self._sockets.close(0)
 
 
 class _ZmqReceiver:

@@ -13,8 +13,8 @@ from ..counters import DropCounter, logger
 from ..lifetime import join_thread, release_when_collected
 
 __all__ = ["DropCounter", "logger", "context", "inproc_name", "make_socket", "client_options",
-           "connect_keyed", "publisher_socket", "inproc_pair", "SocketCloser", "join_thread",
-           "release_when_collected"]
+           "connect_keyed", "publisher_socket", "inproc_pair", "SocketGroup", "SocketCloser",
+           "join_thread", "release_when_collected"]
 
 #: Queue bounds (messages). A subscriber that falls this far behind loses messages instead of
 #: growing memory or slowing the publishers (ZeroMQ PUB/XPUB drop at the high-water mark).
@@ -119,3 +119,21 @@ class SocketCloser:
             self._stop.set()
         with self._lock:
             self._sock.close(self._linger_ms)
+
+
+class SocketGroup:
+    """The sockets one object opened, closed together (each once)."""
+
+    def __init__(self) -> None:
+        self._sockets: list[zmq.Socket[bytes]] = []
+
+    def add(self, sock: zmq.Socket[bytes]) -> zmq.Socket[bytes]:
+        """Keep ``sock`` for ``close``; returns it."""
+        self._sockets.append(sock)
+        return sock
+
+    def close(self, linger_ms: int | None = None) -> None:
+        """Close every socket kept (``linger_ms``: None keeps each socket's own linger)."""
+        for sock in self._sockets:
+            sock.close(linger_ms)
+        self._sockets.clear()
