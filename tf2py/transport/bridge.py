@@ -19,6 +19,7 @@ from typing import Any
 
 from .interface import Transport, transport_for
 from .listener import TransformBatch
+from .lifetime import ClosingContext
 
 __all__ = ["Bridge", "BusSide"]
 
@@ -80,7 +81,7 @@ def _side(address: str, authority: str, keys: Any) -> BusSide:
     return side
 
 
-class Bridge:
+class Bridge(ClosingContext):
     """Relays ``source`` -> ``target`` (and back with ``both=True``), any two buses (their
     addresses' schemes pick them). ``stats()`` counts messages and transforms relayed per
     direction, and what was dropped (echoes of our own relays, undecodable input, failed
@@ -151,9 +152,3 @@ class Bridge:
         for side in self._sides:
             side.close()
         self._sides = []
-
-    def __enter__(self) -> Bridge:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

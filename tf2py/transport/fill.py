@@ -13,6 +13,7 @@ from ..buffer.exceptions import InvalidArgumentException
 from .counters import DropCounter
 from .frame_ids import SlashCounter
 from .wire import TransformArrays, arrays_to_transforms
+from .lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from .interface import TransformReceiver, Transport
@@ -123,7 +124,7 @@ class FillingListener:
         return stats
 
 
-class SubscriberListener(FillingListener):
+class SubscriberListener(FillingListener, ClosingContext):
     """A ``TransformListener`` built on a bus's ``transform_subscriber``: each batch goes into
     ``buffer`` with one call. What a bus without its own listener gets."""
 
@@ -154,9 +155,3 @@ class SubscriberListener(FillingListener):
 
     def close(self) -> None:
         self._subscriber.close()
-
-    def __enter__(self) -> SubscriberListener:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

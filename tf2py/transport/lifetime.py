@@ -8,9 +8,26 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["join_thread", "release_when_collected", "release_all", "weak_callback"]
+__all__ = ["join_thread", "release_when_collected", "release_all", "weak_callback",
+           "ClosingContext"]
+
+_Owner = TypeVar("_Owner", bound="ClosingContext")
+
+
+class ClosingContext:
+    """Makes an object with ``close()`` a context manager: ``with obj:`` closes it at the end,
+    as every object that opens sockets or threads promises."""
+
+    if TYPE_CHECKING:  # the class it is mixed into has it (defined here it would shadow one)
+        def close(self) -> None: ...
+
+    def __enter__(self: _Owner) -> _Owner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def join_thread(thread: threading.Thread, timeout: float) -> None:

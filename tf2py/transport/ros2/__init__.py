@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..bus_classes import BusClasses
 from .discovery import is_ros2_address, parse_ros2_address
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from .participant import Participant
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 
-class ClockSubscription:
+class ClockSubscription(ClosingContext):
     """Follows ROS 2's ``/clock`` (rosgraph_msgs/Clock) at ``address``: ``callback(stamp_ns)``
     on the receive thread for every tick. ``close()``; context manager."""
 
@@ -46,12 +47,6 @@ class ClockSubscription:
             self._subscription.close()
             self._participant.release()
             self._participant = None
-
-    def __enter__(self) -> ClockSubscription:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def clock_subscription(address: str, callback: Callable[[int], None]) -> ClockSubscription:

@@ -23,6 +23,7 @@ from ..lifetime import join_thread
 from . import cdr, discovery, types
 from ._dds import dds
 from .discovery import node_name
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -147,7 +148,7 @@ class Subscription:
             self._participant._forget(self, writer=False)
 
 
-class Participant:
+class Participant(ClosingContext):
     """One DDS participant for a ROS 2 address, shared by everything in this process that uses
     the same domain (``acquire``/``release``), or private (``Participant(address)``: the bridge
     uses one that never hears its own writers)."""
@@ -336,12 +337,6 @@ class Participant:
         if self._domain is not None:
             _release_domain(self.domain_id)
             self._domain = None
-
-    def __enter__(self) -> Participant:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _domains: dict[int, list[Any]] = {}  # domain id -> [Domain or None, users, config]

@@ -17,6 +17,7 @@ from ..topics import Delivery, SendGate
 from . import types
 from ._dds import dds
 from .participant import Participant
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -62,7 +63,7 @@ def _acquire(address: str, keys: Any) -> Participant:
     return Participant.acquire(core_address(address))
 
 
-class Ros2TopicPublisher:
+class Ros2TopicPublisher(ClosingContext):
     """Writes CDR payloads on one ROS 2 topic. Never blocks on the network."""
 
     def __init__(self, address: str, topic: TopicSpec, keys: Any = None):
@@ -94,14 +95,8 @@ class Ros2TopicPublisher:
             self._writer.close()
             self._participant.release()
 
-    def __enter__(self) -> Ros2TopicPublisher:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class Ros2TopicSubscriber:
+class Ros2TopicSubscriber(ClosingContext):
     """Calls ``on_message(data)`` (CDR bytes) for every sample of one ROS 2 topic, on the
     participant's receive thread."""
 
@@ -136,9 +131,3 @@ class Ros2TopicSubscriber:
         self._closed = True
         self._subscription.close()
         self._participant.release()
-
-    def __enter__(self) -> Ros2TopicSubscriber:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -18,6 +18,7 @@ from typing import Any
 
 from .address import LOCATOR_PROTOCOLS
 from .session import import_zenoh, keys_folder
+from ..lifetime import ClosingContext
 
 __all__ = ["DEFAULT_LISTEN", "Router", "check_locator"]
 
@@ -48,7 +49,7 @@ def _first_line(exc: BaseException) -> str:
     return text.split(" at /")[0]
 
 
-class Router:
+class Router(ClosingContext):
     """A Zenoh router listening on ``listen`` (locators), connected to the routers of
     ``connect`` (other sites, for fleets across networks), configured from ``config`` (a Zenoh
     file, applied first) and ``keys`` (a keys folder, else ``$TF2PY_KEYS``: mutual TLS).
@@ -130,9 +131,3 @@ class Router:
             self.session.close()
         except Exception:  # the runtime is already going down
             pass
-
-    def __enter__(self) -> Router:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -30,6 +30,7 @@ from ..wire_common import MAX_FRAME_ID_LENGTH
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
@@ -63,7 +64,7 @@ def authority_of(namespace: str, gid: bytes) -> str:
     return f"zenoh:{namespace}:{gid.hex()}"
 
 
-class _Sender:
+class _Sender(ClosingContext):
     """What both broadcasters share: the address, the authority and one rmw_zenoh publisher."""
 
     def _open(self, address: str, authority: str | None, keys: Any, is_static: bool) -> None:
@@ -88,12 +89,6 @@ class _Sender:
             self._closed = True
         self._finalizer.detach()
         self._publisher.close()
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class ZenohTransformBroadcaster(_Sender):
@@ -161,7 +156,7 @@ class ZenohStaticTransformBroadcaster(_Sender):
                 self.published += 1
 
 
-class _Receiver:
+class _Receiver(ClosingContext):
     """Subscriptions to /tf and /tf_static (of the address's namespace, or of every namespace
     on its domain); ``_handle(authority, is_static, received_ns, columns)`` per message,
     one call at a time."""
@@ -344,12 +339,6 @@ class _Receiver:
         for subscription in self._subscriptions:
             subscription.close()
         self._subscriptions = []
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class ZenohTransformSubscriber(_Receiver):

@@ -16,6 +16,7 @@ from ..topics import Delivery, SendGate
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from ..topics import TopicSpec
@@ -34,7 +35,7 @@ def zenoh_topic(address: ZenohAddress, topic: TopicSpec) -> Topic:
                  subscription_depth=topic.depth)
 
 
-class ZenohTopicPublisher:
+class ZenohTopicPublisher(ClosingContext):
     """Publishes CDR payloads on one topic with rmw_zenoh's attachment. Never blocks."""
 
     def __init__(self, address: str, topic: TopicSpec, keys: Any = None):
@@ -60,14 +61,8 @@ class ZenohTopicPublisher:
         if self._gate.close():
             self._publisher.close()
 
-    def __enter__(self) -> ZenohTopicPublisher:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class ZenohTopicSubscriber:
+class ZenohTopicSubscriber(ClosingContext):
     """Calls ``on_message(data)`` (CDR bytes) for every sample of one topic, one call at a
     time. Samples without rmw_zenoh's attachment are dropped and counted (``attachment``),
     as rmw_zenoh drops them; an ``on_message`` that raises is counted (``error``)."""
@@ -103,9 +98,3 @@ class ZenohTopicSubscriber:
                 return
             self._closed = True
         self._subscription.close()
-
-    def __enter__(self) -> ZenohTopicSubscriber:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -36,6 +36,7 @@ from .sockets import (
     publisher_socket,
     release_when_collected,
 )
+from ..lifetime import ClosingContext
 
 #: Seconds between a static broadcaster's heartbeats (the core forgets the statics of a
 #: publisher that is silent for 3.5 s: API "within 5 s").
@@ -54,7 +55,7 @@ def _row_bytes(row: list[Any]) -> int:
         row[1].encode("utf-8", "surrogatepass")) + 10 + 64
 
 
-class ZmqTransformBroadcaster:
+class ZmqTransformBroadcaster(ClosingContext):
     """``TransformBroadcaster`` on the ZeroMQ bus (see its docstring).
 
     A list over 16 KiB goes as several messages of whole transforms; over 64 MiB, or with a
@@ -152,12 +153,6 @@ class ZmqTransformBroadcaster:
                 return
             self._closed = True
             self._socket.close()
-
-    def __enter__(self) -> ZmqTransformBroadcaster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _StaticLatch:
@@ -345,7 +340,7 @@ class _StaticLatch:
         self._sockets.close()
 
 
-class ZmqStaticTransformBroadcaster:
+class ZmqStaticTransformBroadcaster(ClosingContext):
     """``StaticTransformBroadcaster`` on the ZeroMQ bus (see its docstring).
 
     Keeps one accumulated set with the latest transform per child frame (as tf2's C++
@@ -388,12 +383,6 @@ class ZmqStaticTransformBroadcaster:
         sockets. Idempotent."""
         self._finalizer.detach()
         self._latch.close()
-
-    def __enter__(self) -> ZmqStaticTransformBroadcaster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 TransformBroadcaster.register(ZmqTransformBroadcaster)

@@ -27,11 +27,12 @@ from .sockets import (
     publisher_socket,
     release_when_collected,
 )
+from ..lifetime import ClosingContext
 
 __all__ = ["ZmqSimClock", "ZmqClockPublisher"]
 
 
-class ZmqClockPublisher:
+class ZmqClockPublisher(ClosingContext):
     """Publishes simulated time on the bus's ``/clock`` stream (``keys``: as for the
     broadcasters). Never blocks."""
 
@@ -67,14 +68,8 @@ class ZmqClockPublisher:
             self._closed = True
             self._socket.close()
 
-    def __enter__(self) -> ZmqClockPublisher:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class ZmqSimClock:
+class ZmqSimClock(ClosingContext):
     """Follows the ``/clock`` stream of the bus at ``core`` (default ``$TF2PY_CORE``, else
     the loopback default; ``ros2://...`` means ROS 2's own /clock).
 
@@ -235,12 +230,6 @@ class ZmqSimClock:
                                self._name, self.close_timeout)
         with self._lock:
             self._sub.close(0)
-
-    def __enter__(self) -> ZmqSimClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SimClock(now={Time.from_nanoseconds(self._now_ns)}, ticks={self.ticks})"

@@ -39,6 +39,7 @@ from ..keys import load_keys, warn_if_exposed
 from .connections import MAX_PUBLISHERS, MAX_SUBSCRIBERS, ConnectionWatch
 from .latch import EXPIRE_SECONDS, LATCHED_BYTES, REPLAY_MIN_INTERVAL, REPLAY_RATE, LatchStore
 from .sockets import DropCounter, inproc_name, logger, make_socket
+from ..lifetime import ClosingContext
 
 __all__ = ["Core", "EXPIRE_SECONDS", "LATCHED_BYTES", "MAX_SUBSCRIBERS", "MAX_PUBLISHERS",
            "MEMORY_BUDGET_BYTES"]
@@ -71,7 +72,7 @@ MEMORY_BUDGET_BYTES = (MAX_SUBSCRIBERS * SUBSCRIBER_HWM * PIECE_BYTES
 _BIND_ATTEMPTS = 200
 _LATCH_PREFIX = b"latch/"
 
-class Core:
+class Core(ClosingContext):
     """Runs the bus in background threads of this process.
 
     ``address`` is ``tcp://HOST:PORT`` (default: ``$TF2PY_CORE``, else tcp://127.0.0.1:7400);
@@ -387,12 +388,6 @@ class Core:
         # The shared context closes listening sockets in its I/O thread: wait until the
         # ports can be bound again, so a core restarted at once finds them free.
         _wait_ports_free(self._host, self._bound_ports, 5.0)
-
-    def __enter__(self) -> "Core":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "serving"

@@ -35,6 +35,7 @@ from .sockets import (
     release_when_collected,
 )
 from ..address import bus_endpoints
+from ..lifetime import ClosingContext
 
 __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
 
@@ -274,7 +275,7 @@ class _ReceiveLoop:
         self._sockets.close(0)
 
 
-class _ZmqReceiver:
+class _ZmqReceiver(ClosingContext):
     """What the listener and the subscriber share: a receive loop, its counters, closing."""
 
     _loop: _ReceiveLoop
@@ -316,12 +317,6 @@ class _ZmqReceiver:
         """Stop the thread and close the sockets. Idempotent."""
         self._finalizer.detach()
         self._loop.close()
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class ZmqTransformListener(FillingListener, _ZmqReceiver):

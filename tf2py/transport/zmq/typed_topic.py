@@ -28,6 +28,7 @@ from .sockets import (
     publisher_socket,
     release_when_collected,
 )
+from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from ..topics import TopicSpec
@@ -45,7 +46,7 @@ def topic_frame(topic: TopicSpec) -> bytes:
     return TOPIC_PREFIX + ("/" + topic.relative_name).encode() + b"\0"
 
 
-class ZmqTopicPublisher:
+class ZmqTopicPublisher(ClosingContext):
     """Publishes CDR payloads on one topic of the core at ``address``. Never blocks: a
     message the socket cannot queue is dropped (counted in ``dropped``)."""
 
@@ -81,12 +82,6 @@ class ZmqTopicPublisher:
         self._finalizer.detach()
         if self._gate.close():
             self._socket.close()
-
-    def __enter__(self) -> ZmqTopicPublisher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _Reader:
@@ -126,7 +121,7 @@ class _Reader:
         self.delivery(frames[1])
 
 
-class ZmqTopicSubscriber:
+class ZmqTopicSubscriber(ClosingContext):
     """Calls ``on_message(data)`` for every message on one topic of the core at
     ``address``, on a named daemon thread."""
 
@@ -165,9 +160,3 @@ class ZmqTopicSubscriber:
         self._reader.stop.set()
         if self._thread is not threading.current_thread():
             join_thread(self._thread, self.close_timeout)
-
-    def __enter__(self) -> ZmqTopicSubscriber:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
