@@ -25,6 +25,7 @@ from zmq.utils.monitor import parse_monitor_message
 
 from ..transport.address import check_server_address
 from ..transport.keys import warn_if_exposed
+from ..transport.zmq.sockets import context as _context  # the bus's, one per process
 from .link import OnDrop
 
 __all__ = ["ZmqServerLink", "ZmqClientLink", "open_server_link", "open_client_link"]
@@ -38,11 +39,6 @@ _HWM = 100_000
 # Routing ids of closed connections remembered (to drop a late message from one).
 _GONE_REMEMBERED = 65_536
 _instance_ids = itertools.count()
-
-
-def _context() -> zmq.Context[zmq.Socket[bytes]]:
-    """The process-wide ZeroMQ context (the one the bus uses too)."""
-    return zmq.Context.instance()
 
 
 def _timeout_ms(timeout: float | None) -> int | None:

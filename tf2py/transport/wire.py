@@ -34,15 +34,8 @@ import numpy.typing as npt
 
 from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
 from ..buffer.time import Time
-from .wire_clock import (
-    CLOCK_BODY_MAX,
-    CLOCK_FRAME_MAX,
-    TOPIC_CLOCK,
-    clock_message,
-    decode_clock,
-    decode_clock_message,
-    encode_clock,
-)
+from . import wire_clock
+from .wire_clock import *  # noqa: F403 (the /clock codec, re-exported: wire_clock.__all__)
 from .wire_common import (
     MAX_FRAME_ID_LENGTH,
     MAX_MESSAGE_BYTES,
@@ -105,14 +98,8 @@ __all__ = [
     "decode_transforms",
     "arrays_to_transforms",
     "default_authority",
-    "TOPIC_CLOCK",
-    "CLOCK_BODY_MAX",
-    "CLOCK_FRAME_MAX",
-    "encode_clock",
-    "decode_clock",
-    "clock_message",
-    "decode_clock_message",
 ]
+__all__ += wire_clock.__all__
 
 _LITTLE = sys.byteorder == "little"
 _F8 = np.dtype("<f8")
