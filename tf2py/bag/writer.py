@@ -15,6 +15,7 @@ import numpy as np
 
 from .codec import TFMESSAGE_ROS2_DEFINITION, encode_ros2
 from .errors import BagError, require
+from ..transport.lifetime import CloseOnce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -53,7 +54,7 @@ class BagWriter:
         writer_mod = require("mcap.writer")
         self.path = str(path)
         self._lock = threading.Lock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self.message_count = 0
         self.transform_count = 0
         try:
@@ -136,7 +137,7 @@ class BagWriter:
         if log_ns is None:
             log_ns = time.time_ns()
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise BagError(f"{self.path}: the bag writer is closed")
             self._writer.add_message(
                 channel_id=self._channels[bool(is_static)],
@@ -155,7 +156,7 @@ class BagWriter:
         """Register one more channel (for messages other than ``TFMessage``, e.g.
         ``foxglove.FrameTransforms`` in protobuf); returns its id for ``write_message``."""
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise BagError(f"{self.path}: the bag writer is closed")
             schema_id = self._writer.register_schema(
                 name=schema_name, encoding=schema_encoding, data=bytes(schema_data))
@@ -170,7 +171,7 @@ class BagWriter:
         if log_ns is None:
             log_ns = time.time_ns()
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise BagError(f"{self.path}: the bag writer is closed")
             self._writer.add_message(channel_id=channel_id, log_time=int(log_ns), data=data,
                                      publish_time=int(log_ns), sequence=self._sequence)
@@ -178,10 +179,9 @@ class BagWriter:
 
     def close(self) -> None:
         """Finish the file (summary, footer) and close it; safe to call twice."""
+        if not self._closing.begin():
+            return
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             try:
                 self._writer.finish()
             finally:

@@ -38,6 +38,7 @@ from .joint_state import (
 )
 from .model import RobotModel
 from .rate import JointIndex, PublishTimes
+from ..transport.lifetime import CloseOnce
 
 __all__ = ["JointStatePublisher", "RobotStatePublisher", "AUTHORITY"]
 
@@ -112,7 +113,7 @@ class RobotStatePublisher:
         transport, address = transport_for(core)
         self.address = address
         self._lock = threading.Lock()  # the broadcaster and the counters, across threads
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self.dropped = DropCounter(f"tf2py robot_state_publisher {model.name}")
         self.received_messages = 0
         self.published_messages = 0
@@ -182,7 +183,7 @@ class RobotStatePublisher:
         if not rows.parents:
             return
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 return
             self._tf.send_columns(rows.parents, rows.children, rows.stamps_ns, rows.values)
             self.published_messages += 1
@@ -196,7 +197,7 @@ class RobotStatePublisher:
         the mimics following them on ``/tf``, stamped ``stamp`` (a Time or seconds; None:
         now). Not rate-limited: the caller chooses the rate. ValueError for a non-finite
         position or a sequence of the wrong length; RuntimeError once closed."""
-        if self._closed:
+        if self._closing.closed:
             raise RuntimeError("publish on a closed RobotStatePublisher")
         configuration = self.model.positions_array(positions)
         stamp_ns = time.time_ns() if stamp is None else to_nanoseconds(stamp, "stamp")
@@ -218,10 +219,8 @@ class RobotStatePublisher:
 
     def close(self) -> None:
         """Stop hearing joint states and close the broadcasters (idempotent)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         self._finalizer.detach()
         for part in reversed(self._parts):
             try:

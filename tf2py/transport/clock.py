@@ -19,6 +19,7 @@ from ..buffer.time import Duration, Time, to_nanoseconds
 from .counters import DropCounter
 from .interface import transport_for
 from .lifetime import release_when_collected
+from .lifetime import CloseOnce
 
 __all__ = ["SimClock", "ClockPublisher", "TimeJump", "FedSimClock", "SampleClockPublisher"]
 
@@ -77,7 +78,7 @@ class SampleClockPublisher:
         self.address = address
         self.sent = 0
         self._lock = threading.Lock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self._encode = encode
         self._send = send
         self._release = release
@@ -91,17 +92,15 @@ class SampleClockPublisher:
         """Send ``time_ns`` (integer nanoseconds) as the current simulated time."""
         sample = self._encode(time_ns)
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise RuntimeError("publish on a closed ClockPublisher")
             self._send(sample)
             self.sent += 1
 
     def close(self) -> None:
         """Release the writer (idempotent)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         self._finalizer.detach()
         self._release()
 

@@ -8,10 +8,11 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 __all__ = ["join_thread", "release_when_collected", "release_all", "weak_callback",
-           "ClosingContext"]
+           "ClosingContext", "CloseOnce"]
 
 _Owner = TypeVar("_Owner", bound="ClosingContext")
 
@@ -28,6 +29,26 @@ class ClosingContext:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class CloseOnce:
+    """Whether an object is closed, turned on once under the lock its other methods hold:
+    ``begin()`` is True for the first ``close()`` only, so racing closes release once.
+    ``closed`` is a plain attribute (read it under the lock)."""
+
+    __slots__ = ("_lock", "closed")
+
+    def __init__(self, lock: AbstractContextManager[Any]) -> None:
+        self._lock = lock
+        self.closed = False
+
+    def begin(self) -> bool:
+        """Mark closed; True if it was open (the caller then releases what it holds)."""
+        with self._lock:
+            if self.closed:
+                return False
+            self.closed = True
+            return True
 
 
 def join_thread(thread: threading.Thread, timeout: float) -> None:

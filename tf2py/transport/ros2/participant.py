@@ -23,7 +23,7 @@ from ..lifetime import join_thread
 from . import cdr, discovery, types
 from ._dds import dds
 from .discovery import node_name
-from ..lifetime import ClosingContext
+from ..lifetime import CloseOnce, ClosingContext
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -163,7 +163,7 @@ class Participant(ClosingContext):
         key = (domain_id, config)
         with cls._shared_lock:
             participant = cls._shared.get(key)
-            if participant is None or participant._closed:
+            if participant is None or participant._closing.closed:
                 participant = cls(address, _domain_id=domain_id, _config=config)
                 cls._shared[key] = participant
             participant._users += 1
@@ -188,7 +188,7 @@ class Participant(ClosingContext):
         self._ignore_local = ignore_local
         self._users = 0
         self._lock = threading.RLock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self._topics: dict[tuple[str, type[IdlStruct]], Topic[Any]] = {}
         self._writers: list[RawWriter] = []
         self._subscriptions: list[Subscription] = []
@@ -277,11 +277,11 @@ class Participant(ClosingContext):
                     pass
                 _destroy(entity.condition)
                 _destroy(entity._reader)
-            if not self._closed:
+            if not self._closing.closed:
                 self._publish_graph()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closing.closed:
             raise RuntimeError(f"the ROS 2 node {self.node_name} is closed")
 
     def _publish_graph(self) -> None:
@@ -294,9 +294,9 @@ class Participant(ClosingContext):
     # -- receiving --------------------------------------------------------------------------
     def _run(self) -> None:
         try:
-            while not self._closed:
+            while not self._closing.closed:
                 self._waitset.wait(1_000 * _MS)
-                if self._closed:
+                if self._closing.closed:
                     return
                 self._wake.set(False)
                 with self._lock:
@@ -312,15 +312,13 @@ class Participant(ClosingContext):
                         self.dropped.drop("error", f"{subscription.topic.name}: "
                                           f"{type(exc).__name__}: {exc}")
         except Exception as exc:
-            if not self._closed:
+            if not self._closing.closed:
                 logger.error("tf2py ROS 2 receive thread stopped: %s: %s", type(exc).__name__, exc)
 
     def close(self) -> None:
         """Leave the graph: stop the thread, delete the participant (and all it holds)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         try:
             self._wake.set(True)
         except Exception:

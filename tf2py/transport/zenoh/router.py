@@ -18,7 +18,7 @@ from typing import Any
 
 from .address import LOCATOR_PROTOCOLS
 from .session import import_zenoh, keys_folder
-from ..lifetime import ClosingContext
+from ..lifetime import CloseOnce, ClosingContext
 
 __all__ = ["DEFAULT_LISTEN", "Router", "check_locator"]
 
@@ -100,8 +100,8 @@ class Router(ClosingContext):
                              f"{_first_line(exc)}") from None
         self.zid = str(self.session.zid())
         self.keys = folder
-        self._closed = False
         self._lock = threading.Lock()
+        self._closing = CloseOnce(self._lock)
         self.locators = self._read_locators() or listen
 
     def _read_locators(self) -> list[str]:
@@ -123,10 +123,8 @@ class Router(ClosingContext):
         return ["zenoh://" + x for x in sorted(self.locators, key=loopback_first)]
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         try:
             self.session.close()
         except Exception:  # the runtime is already going down

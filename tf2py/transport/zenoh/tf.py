@@ -30,7 +30,7 @@ from ..wire_common import MAX_FRAME_ID_LENGTH
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
-from ..lifetime import ClosingContext
+from ..lifetime import CloseOnce, ClosingContext
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
@@ -71,7 +71,7 @@ class _Sender(ClosingContext):
         self.address = address
         self.authority = authority_or_default(authority)
         self._lock = threading.Lock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         parsed = parse_zenoh_address(address)
         self._publisher = Publisher(parsed, tf_topic(parsed, is_static), keys)
         self._finalizer = release_when_collected(self, self._publisher.close,
@@ -83,10 +83,8 @@ class _Sender(ClosingContext):
         return self._publisher.gid
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         self._finalizer.detach()
         self._publisher.close()
 
@@ -115,7 +113,7 @@ class ZenohTransformBroadcaster(_Sender):
 
     def _send(self, sample: bytes, n: int) -> None:
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise RuntimeError("send_transform on a closed TransformBroadcaster")
             self._publisher.put(sample)
             self.sent_messages += 1
@@ -147,7 +145,7 @@ class ZenohStaticTransformBroadcaster(_Sender):
 
     def _latch(self, add: Callable[[], None]) -> None:
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise RuntimeError("send_transform on a closed StaticTransformBroadcaster")
             add()
             columns = self._latched.columns()
@@ -179,8 +177,8 @@ class _Receiver(ClosingContext):
         self.received_messages = 0
         self.received_transforms = 0
         self.dropped = DropCounter(self._name)
-        self._closed = False
         self._lock = threading.Lock()  # one message at a time, whichever thread brings it
+        self._closing = CloseOnce(self._lock)
         self._decode = cdr.TfDecoder().decode
         self._last_sequence: dict[bytes, int] = {}
         self._names: set[str] = set()  # the frame ids this listener let into its Buffer
@@ -213,7 +211,7 @@ class _Receiver(ClosingContext):
     def _receive(self, sample: Any, is_static: bool) -> None:
         received_ns = time.time_ns()
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 return
             try:
                 attachment = wire.decode_attachment(
@@ -331,10 +329,8 @@ class _Receiver(ClosingContext):
                 "dropped": self.dropped.snapshot()}
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._closing.begin():
+            return
         self._finalizer.detach()
         for subscription in self._subscriptions:
             subscription.close()

@@ -27,7 +27,7 @@ from .sockets import (
     publisher_socket,
     release_when_collected,
 )
-from ..lifetime import ClosingContext
+from ..lifetime import CloseOnce, ClosingContext
 
 __all__ = ["ZmqSimClock", "ZmqClockPublisher"]
 
@@ -39,7 +39,7 @@ class ZmqClockPublisher(ClosingContext):
     def __init__(self, core: str | None = None, keys: Any = None):
         self._publish_endpoint, _ = bus_endpoints(core)
         self._lock = threading.Lock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self.sent = 0
         self._socket = publisher_socket(self._publish_endpoint, keys)
         self._finalizer = release_when_collected(
@@ -52,7 +52,7 @@ class ZmqClockPublisher(ClosingContext):
     def publish_ns(self, time_ns: int) -> None:
         frame = wire.clock_message(time_ns)
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise RuntimeError("publish on a closed ClockPublisher")
             try:
                 self._socket.send(frame, zmq.NOBLOCK)
@@ -62,10 +62,9 @@ class ZmqClockPublisher(ClosingContext):
 
     def close(self) -> None:
         self._finalizer.detach()
+        if not self._closing.begin():
+            return
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             self._socket.close()
 
 
@@ -97,7 +96,7 @@ class ZmqSimClock(ClosingContext):
         self.dropped = DropCounter(self._name)
         self._callbacks: list[Callable[[TimeJump], Any]] = []
         self._lock = threading.Lock()  # the socket, _now_ns and the callbacks list
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
@@ -127,7 +126,7 @@ class ZmqSimClock(ClosingContext):
         deadline = None if timeout is None else monotonic() + timeout
         while True:
             with self._lock:
-                if self._closed:
+                if self._closing.closed:
                     return False
                 if not self._now_ns:
                     wait_ms = 50 if deadline is None else \
@@ -144,7 +143,7 @@ class ZmqSimClock(ClosingContext):
         if not callable(fn):
             raise TypeError(f"a jump callback must be callable, got {fn!r}")
         with self._lock:
-            if self._closed:
+            if self._closing.closed:
                 raise RuntimeError("add_jump_callback on a closed SimClock")
             self._callbacks.append(fn)
             if self._thread is None:
@@ -169,7 +168,7 @@ class ZmqSimClock(ClosingContext):
     def _read_locked(self, wait_ms: int) -> TimeJump | None:
         """Take the latest tick, if one came (waiting up to ``wait_ms``); a ``TimeJump`` when
         it went backwards, else None."""
-        if self._closed:
+        if self._closing.closed:
             return None
         sub = self._sub
         try:
@@ -217,10 +216,9 @@ class ZmqSimClock(ClosingContext):
     def close(self) -> None:
         """Stop the thread and close the socket. Idempotent."""
         self._finalizer.detach()
+        if not self._closing.begin():
+            return
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             thread = self._thread
         self._stop.set()
         if thread is not None and thread is not threading.current_thread():
