@@ -50,6 +50,15 @@ class Topic:
             depth=depth)
 
 
+def _undeclare(declared: Any) -> None:
+    """Undeclare a Zenoh token, publisher or subscriber (None: nothing to do)."""
+    if declared is not None:
+        try:
+            declared.undeclare()
+        except Exception:  # the session is already closing
+            pass
+
+
 class _Entity:
     """A node's endpoint: the shared session, the node, an entity id and a liveliness
     token. ``close()`` undeclares in the reverse order and releases the session."""
@@ -79,11 +88,7 @@ class _Entity:
         if shared is None:
             return
         token, self._token = self._token, None
-        if token is not None:
-            try:
-                token.undeclare()
-            except Exception:  # the session is already closing
-                pass
+        _undeclare(token)
         if self._node:
             shared.release_node(self.address.domain, self.address.namespace)
         shared.release()
@@ -134,12 +139,7 @@ class Publisher(_Entity):
         with self._lock:
             if self.shared is None:
                 return
-            publisher = getattr(self, "_publisher", None)
-            if publisher is not None:
-                try:
-                    publisher.undeclare()
-                except Exception:  # the session is already closing
-                    pass
+            _undeclare(getattr(self, "_publisher", None))
             self._release()
 
 
@@ -177,10 +177,5 @@ class Subscription(_Entity):
         if self._closed:
             return
         self._closed = True
-        subscriber = getattr(self, "_subscriber", None)
-        if subscriber is not None:
-            try:
-                subscriber.undeclare()
-            except Exception:  # the session is already closing
-                pass
+        _undeclare(getattr(self, "_subscriber", None))
         self._release()
