@@ -76,26 +76,17 @@ class BagWriter:
                 encoding="ros2msg",
                 data=TFMESSAGE_ROS2_DEFINITION.encode("utf-8"),
             )
-            self._channels = {
-                False: self._writer.register_channel(
-                    topic=tf_topic,
-                    message_encoding="cdr",
-                    schema_id=schema_id,
-                    metadata={
-                        "offered_qos_profiles": _qos_yaml(100, "volatile"),
-                        "topic_type_hash": _TFMESSAGE_HASH,
-                    },
-                ),
-                True: self._writer.register_channel(
-                    topic=tf_static_topic,
-                    message_encoding="cdr",
-                    schema_id=schema_id,
-                    metadata={
-                        "offered_qos_profiles": _qos_yaml(1, "transient_local"),
-                        "topic_type_hash": _TFMESSAGE_HASH,
-                    },
-                ),
-            }
+
+            def tf_channel(topic: str, depth: int, durability: str) -> int:
+                """A TFMessage channel whose metadata says its ROS 2 QoS, as ros2 bag does."""
+                channel_id: int = self._writer.register_channel(
+                    topic=topic, message_encoding="cdr", schema_id=schema_id,
+                    metadata={"offered_qos_profiles": _qos_yaml(depth, durability),
+                              "topic_type_hash": _TFMESSAGE_HASH})
+                return channel_id
+
+            self._channels = {False: tf_channel(tf_topic, 100, "volatile"),
+                              True: tf_channel(tf_static_topic, 1, "transient_local")}
         except BaseException:
             self._file.close()
             raise
