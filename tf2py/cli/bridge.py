@@ -29,11 +29,10 @@ def _same_bus(a: str, b: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-    import threading
 
     from ..transport.bridge import Bridge
     from ..transport.interface import check_core_address
-    from .common import CommandError
+    from .common import CommandError, wait_for_interrupt
 
     for address in (args.source, args.target):
         try:
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     arrow = "<->" if args.both else "->"
     print(f"tf2py bridge: relaying {args.source} {arrow} {args.target}", flush=True)
     try:
-        threading.Event().wait()  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
+        wait_for_interrupt()
     except KeyboardInterrupt:
         pass
     finally:

@@ -34,6 +34,17 @@ def install_signal_handlers() -> None:
         signal.signal(signal.SIGINT, _raise_interrupt)
 
 
+def wait_for_interrupt() -> NoReturn:
+    """Block until Ctrl-C or SIGTERM raise KeyboardInterrupt (``install_signal_handlers``):
+    what a serving command does once it is ready."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    while True:
+        if in_main_thread:
+            signal.pause()
+        else:
+            threading.Event().wait()
+
+
 #: Listening this long or longer, a command says once on stderr when it starts hearing.
 LONG_WAIT_S = 5.0
 

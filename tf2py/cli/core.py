@@ -20,10 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
-    from tf2py.cli.common import CommandError
+    from tf2py.cli.common import CommandError, wait_for_interrupt
     from tf2py.transport.core import Core
 
     try:
@@ -32,10 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     try:
         print(f"tf2py core: ready at {core.address}", flush=True)
-        if threading.current_thread() is threading.main_thread():
-            while True:
-                signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt (cli.common)
-        threading.Event().wait()
+        wait_for_interrupt()
     finally:
         core.close()
     return 0

@@ -27,10 +27,7 @@ def configure(parser: Any) -> None:
 
 
 def run(args: Any) -> int:
-    import signal
-    import threading
-
-    from tf2py.cli.common import CommandError
+    from tf2py.cli.common import CommandError, wait_for_interrupt
 
     try:
         from tf2py.transport.zenoh.router import DEFAULT_LISTEN, Router
@@ -42,10 +39,7 @@ def run(args: Any) -> int:
     try:
         print(f"tf2py router: ready, listening on {', '.join(router.locators)}; use "
               f"--core {router.addresses()[0]}", flush=True)
-        if threading.current_thread() is threading.main_thread():
-            while True:
-                signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt (cli.common)
-        threading.Event().wait()
+        wait_for_interrupt()
     finally:
         router.close()
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import CommandError, number, parse_core_argument
+from .common import CommandError, number, parse_core_argument, wait_for_interrupt
 from .sim_time import add_use_sim_time_argument, sim_clock
 
 # The longest cache a Buffer holds: int64 nanoseconds (about 292 years).
@@ -34,8 +34,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-
     import zmq
 
     from ..buffer.buffer import Buffer
@@ -71,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
         except zmq.ZMQError as exc:
             raise CommandError(f"cannot serve at {args.address or 'the default address'}: {exc}") from None
         print(f"tf2py server: ready at {server.address}", flush=True)
-        while True:
-            signal.pause()  # SIGINT/SIGTERM raise KeyboardInterrupt here
+        wait_for_interrupt()
     finally:
         if server is not None:
             server.close()
