@@ -85,6 +85,28 @@ class _ThreadToken:
         self.channel = channel
 
 
+#: A lookup goal's fields before its timeout: target_frame, source_frame, source_time_ns,
+#: target_time_ns, fixed_frame, advanced (what ``_ClientState.submit`` and ``call`` take).
+_GoalFields = tuple[str, str, int, int, str, bool]
+
+
+def _simple_goal(target_frame: Any, source_frame: Any, time: Any) -> _GoalFields:
+    """A lookup's goal fields (frames checked, times in ns) before its timeout: the simple
+    form, ``source_frame`` into ``target_frame`` at ``time``."""
+    t = time_ns(time)
+    return (check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
+            t, t, "", False)
+
+
+def _full_goal(target_frame: Any, target_time: Any, source_frame: Any, source_time: Any,
+               fixed_frame: Any) -> _GoalFields:
+    """The goal fields of the time-travel form (``fixed_frame`` does not change over time)."""
+    target_ns = time_ns(target_time)
+    source_ns = time_ns(source_time)
+    return (check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
+            source_ns, target_ns, check_frame(fixed_frame, "fixed_frame"), True)
+
+
 def _forget_channel(state_ref: weakref.ref[_ClientState], channel: _Channel) -> None:
     """The thread that used ``channel`` has ended: close it."""
     state = state_ref()
@@ -125,10 +147,7 @@ class BufferClient:
         ``source_frame`` into ``target_frame`` at ``time`` (0 = latest common time), or with
         tf2's exception. The server waits up to ``timeout`` for the data; ``future.cancel()``
         cancels the goal on the server too. In asyncio: ``await asyncio.wrap_future(...)``."""
-        t = time_ns(time)
-        return self._state.submit(
-            check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
-            t, t, "", False, timeout)
+        return self._state.submit(*_simple_goal(target_frame, source_frame, time), timeout)
 
     def lookup_transform_full_async(
         self, target_frame: str, target_time: Any, source_frame: str, source_time: Any,
@@ -136,11 +155,8 @@ class BufferClient:
     ) -> Future[Any]:
         """The time-travel form of ``lookup_transform_async``: ``source_frame`` at
         ``source_time`` into ``target_frame`` at ``target_time``, through ``fixed_frame``."""
-        target_ns = time_ns(target_time)
-        source_ns = time_ns(source_time)
-        return self._state.submit(
-            check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
-            source_ns, target_ns, check_frame(fixed_frame, "fixed_frame"), True, timeout)
+        return self._state.submit(*_full_goal(target_frame, target_time, source_frame,
+                                             source_time, fixed_frame), timeout)
 
     async def lookup_transform_coroutine(self, target_frame: str, source_frame: str, time: Any,
                                          timeout: Any = 0.0) -> Any:
@@ -166,10 +182,7 @@ class BufferClient:
         ExtrapolationException subclasses, InvalidArgumentException), and TimeoutException when
         the server does not answer within ``timeout + timeout_padding``.
         """
-        t = time_ns(time)
-        return self._state.call(
-            check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
-            t, t, "", False, timeout)
+        return self._state.call(*_simple_goal(target_frame, source_frame, time), timeout)
 
     def lookup_transform_full(
         self, target_frame: str, target_time: Any, source_frame: str, source_time: Any,
@@ -178,11 +191,8 @@ class BufferClient:
         """The time-travel lookup: data in ``source_frame`` at ``source_time`` into
         ``target_frame`` at ``target_time``, ``fixed_frame`` being the frame that does not
         change over time. Raises as ``lookup_transform``."""
-        target_ns = time_ns(target_time)
-        source_ns = time_ns(source_time)
-        return self._state.call(
-            check_frame(target_frame, "target_frame"), check_frame(source_frame, "source_frame"),
-            source_ns, target_ns, check_frame(fixed_frame, "fixed_frame"), True, timeout)
+        return self._state.call(*_full_goal(target_frame, target_time, source_frame,
+                                             source_time, fixed_frame), timeout)
 
     def can_transform(self, target_frame: str, source_frame: str, time: Any,
                       timeout: Any = 0.0) -> bool:
