@@ -34,6 +34,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from ..transport.lifetime import CloseOnce
 from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
 from ..transport.zenoh.session import SharedSession
 from .zenoh_auth import checker_for, signer_for
@@ -116,7 +117,7 @@ class ZenohServerLink:
         self._arrivals: dict[str, deque[float]] = {}  # peer -> goals not answered yet
         self._latencies: list[float] = []
         self._lock = threading.Lock()
-        self._closed = False
+        self._closing = CloseOnce(self._lock)
         self._entities: list[Any] = []
         self._signer = signer_for(keys)  # with keys: answers signed (zenoh_auth.py)
         self._shared = SharedSession.acquire(parsed, keys)
@@ -245,7 +246,7 @@ class ZenohServerLink:
         return self._inbox.take(limit)
 
     def send(self, peer: Any, payload: bytes) -> bool:
-        if self._closed:
+        if self._closing.closed:
             return False
         with self._lock:
             arrivals = self._arrivals.get(peer)
@@ -270,17 +271,20 @@ class ZenohServerLink:
         self._inbox.wake()
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        for entity in self._entities:
-            try:
-                entity.undeclare()
-            except Exception:
-                pass
-        self._entities.clear()
-        self._shared.release()
+        if self._closing.begin():
+            _release(self._entities, self._shared)
+
+
+def _release(entities: list[Any], shared: Any) -> None:
+    """Undeclare a link's Zenoh entities, newest first (one the closing session already
+    dropped is fine), and release its share of the session."""
+    for entity in reversed(entities):
+        try:
+            entity.undeclare()
+        except Exception:
+            pass
+    entities.clear()
+    shared.release()
 
 
 def _matching(status: Any) -> bool:
@@ -298,10 +302,10 @@ class ZenohClientLink:
         self._prefix = service_prefix(parsed)
         self._peer = f"{_PROCESS_LINK}/{os.urandom(8).hex()}"
         self._inbox = _Inbox()
-        self._closed = False
         self._servers_seen = 0
         self._server_back = False
         self._lock = threading.Lock()
+        self._closing = CloseOnce(self._lock)
         self._entities: list[Any] = []
         self._checker = checker_for(keys)  # with keys: only answers of a serving identity
         self.refused = 0
@@ -371,7 +375,7 @@ class ZenohClientLink:
             self._inbox.wake()  # a waiting call asks reconnected() now, not at its next answer
 
     def send(self, payload: bytes) -> bool:
-        if self._closed:
+        if self._closing.closed:
             return False
         with self._lock:
             if self._early is not None:
@@ -400,17 +404,8 @@ class ZenohClientLink:
             return back
 
     def close(self, linger: float = 0.0) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        for entity in reversed(self._entities):
-            try:
-                entity.undeclare()
-            except Exception:
-                pass
-        self._entities.clear()
-        self._shared.release()
+        if self._closing.begin():
+            _release(self._entities, self._shared)
 
 
 def open_server_link(address: str, keys: Any, on_drop: Callable[[str, str], None]
