@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from typing import Any
+from typing import Any, TypeVar
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 
 from .core import BufferCore, KernelError
@@ -45,6 +45,26 @@ _core_lookup_transform_full = BufferCore.lookup_transform_full
 _core_can_transform = BufferCore.can_transform
 _core_can_transform_full = BufferCore.can_transform_full
 _core_get_latest_common_time = BufferCore.get_latest_common_time
+
+
+_Entry = TypeVar("_Entry", _Watchers, set[RequestKey])
+
+
+def _discard(index: dict[str, _Entry], name: str, remove: Callable[[_Entry], object]) -> None:
+    """``remove`` the request from ``index[name]``, if indexed; forget the name once empty."""
+    entry = index.get(name)
+    if entry is not None:
+        remove(entry)
+        if not entry:
+            del index[name]
+
+
+def _watchers_of(index: dict[str, _Watchers], name: str) -> _Watchers:
+    """``index[name]``, made empty first if missing."""
+    watchers = index.get(name)
+    if watchers is None:
+        watchers = index[name] = _Watchers()
+    return watchers
 
 
 class WaitingRequests(BufferCore):
@@ -261,70 +281,36 @@ class WaitingRequests(BufferCore):
             return 0
 
     def _index(self, request: _Request) -> None:
-        watch, watch_any, watch_parent = self._watched_frames(request)
+        self._reindex(request, *self._watched_frames(request))
+
+    def _unindex(self, request: _Request) -> None:
+        empty: frozenset[str] = frozenset()
+        self._reindex(request, empty, empty, {})
+
+    def _reindex(self, request: _Request, watch: frozenset[str], watch_any: frozenset[str],
+                 watch_parent: dict[str, str | None]) -> None:
+        """Move ``request`` in the watch indexes from the frames it watched to these."""
+        index = self._watch
         if watch_parent != request.watch_parent:
-            index = self._watch
             for name, parent in request.watch_parent.items():
-                watchers = index.get(name)
-                if watchers is not None:
-                    watchers.remove_parent(request, parent)
-                    if not watchers:
-                        del index[name]
+                _discard(index, name, lambda watchers: watchers.remove_parent(request, parent))
             for name, parent in watch_parent.items():
-                watchers = index.get(name)
-                if watchers is None:
-                    watchers = index[name] = _Watchers()
-                watchers.add_parent(request, parent)
+                _watchers_of(index, name).add_parent(request, parent)
             request.watch_parent = watch_parent
         if watch != request.watch:
-            index = self._watch
             for name in request.watch - watch:
-                watchers = index.get(name)
-                if watchers is not None:
-                    watchers.remove(request)
-                    if not watchers:
-                        del index[name]
+                _discard(index, name, lambda watchers: watchers.remove(request))
             for name in watch - request.watch:
-                watchers = index.get(name)
-                if watchers is None:
-                    watchers = index[name] = _Watchers()
-                watchers.add(request)
+                _watchers_of(index, name).add(request)
             request.watch = watch
         if watch_any != request.watch_any:
             any_index = self._watch_any
             key = request.key
             for name in request.watch_any - watch_any:
-                keys = any_index.get(name)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del any_index[name]
+                _discard(any_index, name, lambda keys: keys.discard(key))
             for name in watch_any - request.watch_any:
                 any_index.setdefault(name, set()).add(key)
             request.watch_any = watch_any
-
-    def _unindex(self, request: _Request) -> None:
-        empty: frozenset[str] = frozenset()
-        for name, parent in request.watch_parent.items():
-            watchers = self._watch.get(name)
-            if watchers is not None:
-                watchers.remove_parent(request, parent)
-                if not watchers:
-                    del self._watch[name]
-        request.watch_parent = {}
-        for name in request.watch:
-            watchers = self._watch.get(name)
-            if watchers is not None:
-                watchers.remove(request)
-                if not watchers:
-                    del self._watch[name]
-        for name in request.watch_any:
-            keys = self._watch_any.get(name)
-            if keys is not None:
-                keys.discard(request.key)
-                if not keys:
-                    del self._watch_any[name]
-        request.watch = request.watch_any = empty
 
     def _recheck(
         self,
