@@ -112,6 +112,9 @@ class Goals:
         self.peak_pending = 0
         self._seq = itertools.count()
         self._self_ref: weakref.ref[Goals] = weakref.ref(self)
+        # divert(peer, goal, send) -> True: the goal is not answered here the usual way
+        # (fleet processes sharing an address: fleet/split.py). None: every goal is.
+        self.divert: Callable[[Any, Goal, Callable[[Any, bytes], bool]], bool] | None = None
         self.counts = {
             "goals": 0, "answered": 0, "answered_at_once": 0, "answered_on_insert": 0,
             "answered_at_timeout": 0, "waited": 0, "cancelled": 0, "duplicates": 0,
@@ -174,6 +177,8 @@ class Goals:
         return future
 
     def _handle_goal(self, peer: Any, goal: Goal) -> None:
+        if self.divert is not None and self.divert(peer, goal, self._send_link):
+            return
         self.counts["goals"] += 1
         goal_id = goal.goal_id
         key = (peer, goal_id)

@@ -49,11 +49,14 @@ class BufferServer:
     ``link.py``). ``.address`` is the address clients connect to. ``close()`` stops the loop
     thread and closes every socket; also a context manager. A server dropped without
     ``close()`` is closed when it is collected (its thread holds only the inner state, never
-    the server object).
+    the server object). ``divert(peer, goal, send) -> bool``: the goals it takes are not
+    answered here the usual way (fleet processes sharing an address, ``fleet/split.py``).
     """
 
-    def __init__(self, buffer: Any, address: str | None = None, keys: Any = None) -> None:
+    def __init__(self, buffer: Any, address: str | None = None, keys: Any = None,
+                 divert: Any = None) -> None:
         self._state = _ServerLoop(buffer, address, keys)
+        self._state.goals.divert = divert  # the fleet's split between processes (goals.py)
         self.address: str = self._state.address
         self._finalizer = weakref.finalize(self, _ServerLoop.close, self._state)
         self._finalizer.atexit = False

@@ -32,6 +32,7 @@ from .names import (LIVELINESS_PREFIX, RobotFilter, is_tf_publisher, robot_label
 from .queues import RobotQueues
 from .robots import JOINED, LEFT, RobotTracker
 from .slots import RobotSlots
+from .split import FleetPeers
 from .world import WorldStatic, world_columns
 
 __all__ = ["Fleet", "FLEET_CACHE_TIME", "FLEET_BUDGET_BYTES"]
@@ -84,6 +85,7 @@ class Fleet:
         self._session = self._shared.session
         self.domain = parsed.domain
         self.server: BufferServer | None = None
+        self.peers: FleetPeers | None = None
         self.ingest: Ingest | None = None
         try:
             self.ingest = Ingest(self.buffer, self._filter, self.slots, stale_after,
@@ -94,7 +96,13 @@ class Fleet:
             self._expiry = threading.Thread(target=self._expire_loop, daemon=True,
                                             name="tf2py-fleet-robots")
             self._expiry.start()
-            self.server = BufferServer(self.buffer, address=address or core, keys=keys)
+            served = address or core
+            if served.startswith("zenoh:"):  # fleets sharing the address answer as one
+                self.peers = FleetPeers(self._session, self._shared.zid, served, self.buffer,
+                                        robots, self._emit)
+            self.server = BufferServer(self.buffer, address=served, keys=keys,
+                                       divert=None if self.peers is None else
+                                       self.peers.divert)
         except BaseException:
             self.close()
             raise
@@ -225,6 +233,8 @@ class Fleet:
             self._wake.notify_all()
         if self.server is not None:
             self.server.close()
+        if self.peers is not None:
+            self.peers.close()
         for subscriber in self._subscribers:
             try:
                 subscriber.undeclare()

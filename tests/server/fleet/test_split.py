@@ -1,0 +1,133 @@
+"""Two `tf2py fleet --robots` processes on one --address answer as one fleet holding all.
+
+Real processes on a real Zenoh router: robots a0 and b0 (bench/fleet_robots.py, rmw_zenoh's
+wire), fleet A holding a*, fleet B holding b*, both on the router's address with one --world;
+a third fleet holding every robot answers on another address and is the reference.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import Counter
+
+import pytest
+
+from helpers import Proc
+
+from tf2py import Duration, Time
+from tf2py.server import protocol
+from tf2py.server.client import BufferClient
+from tf2py.transport.wire_common import pack
+
+FLEET = [sys.executable, "-m", "tf2py.cli.main", "fleet", "--stats", "0"]
+WORLD = """
+- {parent: world, child: a0/map, translation: [1, 2, 3], rotation: [0, 0, 0.6, 0.8]}
+- {parent: world, child: b0/map, translation: [-4, 5, 0.5], rotation: [0.6, 0, 0, 0.8]}
+"""
+
+
+def numbers(t):
+    tr, q = t.transform.translation, t.transform.rotation
+    return [tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w]
+
+
+def outcome(call):
+    try:
+        return "ok", call()
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.fixture
+def split_site(core, robots, tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text(WORLD)
+    solo_address = core.replace("?", "?namespace=/solo&", 1)
+    procs = [Proc(FLEET + ["--core", core, "--world", str(world), "--robots", "a*"]),
+             Proc(FLEET + ["--core", core, "--world", str(world), "--robots", "b*"]),
+             Proc(FLEET + ["--core", core, "--world", str(world), "--address", solo_address])]
+    try:
+        for proc in procs:
+            proc.wait_for_line("tf2py fleet: ready at ", timeout=90)
+        procs[0].wait_for_line("tf2py fleet: peer fleet ", timeout=30)
+        procs[1].wait_for_line("tf2py fleet: peer fleet ", timeout=30)
+        robots.start(prefix="a", frames=4, rate=20)
+        robots.start(prefix="b", frames=4, rate=20)
+        for proc, names in ((procs[0], ["a0"]), (procs[1], ["b0"]), (procs[2], ["a0", "b0"])):
+            for name in names:
+                proc.wait_for_line(f"tf2py fleet: robot /{name} joined", timeout=90)
+        yield core, solo_address
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
+def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
+    import zenoh
+
+    core, solo_address = split_site
+    results: Counter[tuple[str, int]] = Counter()
+    lock = threading.Lock()
+
+    def on_reply(sample):  # every answer any fleet sends on the shared address
+        kind, goal_id, _ = protocol.parse_server_message(sample.payload.to_bytes())
+        if kind == protocol.RESULT:
+            with lock:
+                results[(str(sample.key_expr), goal_id)] += 1
+
+    config = zenoh.Config()
+    config.insert_json5("mode", '"client"')
+    config.insert_json5("connect/endpoints", f'["{core.split("//")[1].split("?")[0]}"]')
+    config.insert_json5("scouting/multicast/enabled", "false")
+    with zenoh.open(config) as spy, BufferClient(core) as split, \
+            BufferClient(solo_address) as solo:
+        spy.declare_subscriber("0/tf2py_buffer_server/reply/**", on_reply)
+        # Both robots' data are there (waiting goals between processes retry until then).
+        newest = split.lookup_transform("a0/link_1", "b0/link_2", Time(), timeout=20)
+        solo.lookup_transform("a0/link_1", "b0/link_2", Time(), timeout=20)
+        at = newest.header.stamp + Duration(nanosec=400_000_000)
+        for client in (split, solo):  # until both hold data past `at` (a waiting goal)
+            client.lookup_transform("a0/link_1", "b0/link_2", at + Duration(nanosec=100_000_000),
+                                    timeout=20)
+        asked = 0
+        for target, source in (("a0/link_1", "b0/link_2"), ("b0/odom", "a0/base_link"),
+                               ("world", "b0/laser"), ("a0/map", "a0/link_2"),
+                               ("b0/base_link", "b0/map")):
+            one, two = split.lookup_transform(target, source, at), \
+                solo.lookup_transform(target, source, at)
+            assert (one.header.frame_id, one.child_frame_id) == (target, source)
+            assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
+            assert one.header.stamp == two.header.stamp
+            asked += 1
+        full = [c.lookup_transform_full("b0/link_1", at, "a0/link_2",
+                                        at - Duration(nanosec=200_000_000), "world")
+                for c in (split, solo)]
+        assert numbers(full[0]) == pytest.approx(numbers(full[1]), abs=1e-9)
+        assert split.can_transform("b0/laser", "a0/laser", at) and \
+            solo.can_transform("b0/laser", "a0/laser", at)
+        asked += 2
+        hints = 0
+        for target, source in (("a0/link_1", "nobody/base"), ("nobody/base", "b0/map"),
+                               ("ghost", "world"), ("b0/map", "a0/ghost"),
+                               ("a0/link_1", "b0/link_9"), ("b0/lnk_1", "a0/map")):
+            mine = outcome(lambda: split.lookup_transform(target, source, at))
+            reference = outcome(lambda: solo.lookup_transform(target, source, at))
+            assert mine[0] != "ok" and mine == reference
+            hints += "Did you mean" in mine[1]
+            asked += 1
+        assert hints == 2  # the near misses name a frame of the other process, as one does
+        assert not split.can_transform("a0/link_1", "nobody/base", at)
+        asked += 1
+        # Garbage asked of the fleets' chain queryables: no answer, nothing broken.
+        for garbage in (b"\xc1", b"", pack(["x"] * 100), pack({"frames": 1}), pack([1, 2])):
+            assert not [r for r in spy.get("0/tf2py_buffer_server/fleet/*/chain",
+                                           payload=garbage, timeout=2) if r.ok is not None]
+        assert split.can_transform("a0/map", "b0/map", at)
+        asked += 1
+        # Every goal on the shared address got exactly one answer (from one process).
+        split.lookup_transform("a0/map", "b0/map", at)
+        asked += 1
+        with lock:
+            seen = dict(results)
+        assert sum(seen.values()) >= asked and set(seen.values()) == {1}, seen
