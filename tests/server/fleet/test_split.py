@@ -7,6 +7,7 @@ a third fleet holding every robot answers on another address and is the referenc
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections import Counter
@@ -44,7 +45,8 @@ def split_site(core, robots, tmp_path):
     world = tmp_path / "world.yaml"
     world.write_text(WORLD)
     solo_address = core.replace("?", "?namespace=/solo&", 1)
-    procs = [Proc(FLEET + ["--core", core, "--world", str(world), "--robots", "a*"]),
+    procs = [Proc(FLEET + ["--core", core, "--world", str(world), "--robots", "a*",
+                           "--stats", "0.5", "--json"]),
              Proc(FLEET + ["--core", core, "--world", str(world), "--robots", "b*"]),
              Proc(FLEET + ["--core", core, "--world", str(world), "--address", solo_address])]
     try:
@@ -57,7 +59,7 @@ def split_site(core, robots, tmp_path):
         for proc, names in ((procs[0], ["a0"]), (procs[1], ["b0"]), (procs[2], ["a0", "b0"])):
             for name in names:
                 proc.wait_for_line(f"tf2py fleet: robot /{name} joined", timeout=90)
-        yield core, solo_address
+        yield core, solo_address, procs[0]
     finally:
         for proc in procs:
             proc.stop()
@@ -66,7 +68,7 @@ def split_site(core, robots, tmp_path):
 def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
     import zenoh
 
-    core, solo_address = split_site
+    core, solo_address, fleet_a = split_site
     results: Counter[tuple[str, int]] = Counter()
     lock = threading.Lock()
 
@@ -131,3 +133,19 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
         with lock:
             seen = dict(results)
         assert sum(seen.values()) >= asked and set(seen.values()) == {1}, seen
+    # Fleet A's router sent it a*'s samples only: none of b0's reached it to be filtered.
+    line = fleet_a.wait_for_line(lambda text: '"transforms"' in text and
+                                 '"transforms": 0,' not in text, timeout=30)
+    last = [text for text in fleet_a.output().splitlines() if text.startswith('{"stats"')][-1]
+    assert json.loads(line)["stats"]["transforms"] > 0
+    assert "filtered" not in json.loads(last)["stats"]["dropped_by_cause"], last
+
+
+@pytest.mark.parametrize("pattern, chunks", [
+    (None, "**"), ("a*", "a$*/**"), ("/robot_7", "robot_7"), ("r?b*", "**"), ("a*b", "**"),
+    ("site[12]*", "**"),
+])
+def test_robots_pattern_narrows_the_subscription_only_when_it_is_safe(pattern, chunks):
+    from tf2py.server.fleet.names import RobotFilter
+
+    assert RobotFilter(pattern).key_chunks() == chunks

@@ -123,6 +123,9 @@ def robot_label(robot: str) -> str:
     return "/" + robot
 
 
+_PLAIN = re.compile(r"^[A-Za-z0-9_]+$")  # a namespace chunk with no wildcard in it
+
+
 class RobotFilter:
     """``--robots GLOB``: which namespaces the fleet keeps (fnmatch, on the name without the
     leading slash, e.g. ``robot*``; a leading slash in the pattern is ignored). None keeps
@@ -137,6 +140,20 @@ class RobotFilter:
         self.pattern = pattern
         self._regex = re.compile(fnmatch.translate(pattern)) if pattern else None
         self._seen: dict[str, bool] = {}
+
+    def key_chunks(self) -> str:
+        """The namespace part of a Zenoh key expression that selects at least the robots
+        the pattern keeps, so the router sends nothing else: ``**`` (every namespace),
+        ``robot7`` (a plain name) or ``robot$*/**`` (a plain prefix then ``*``, which fnmatch
+        lets span nested namespaces too); any other pattern hears all and filters."""
+        pattern = self.pattern
+        if pattern is None:
+            return "**"
+        if _PLAIN.match(pattern):
+            return pattern
+        if pattern.endswith("*") and _PLAIN.match(pattern[:-1]):
+            return f"{pattern[:-1]}$*/**"
+        return "**"
 
     def __call__(self, robot: str) -> bool:
         if self._regex is None:

@@ -126,9 +126,10 @@ class Fleet:
 
         domain = self.domain
         session = self._session
-        self._subscribers.append(session.declare_subscriber(f"{domain}/**/tf/*/*", sample))
+        kept = self._filter.key_chunks()  # --robots: the router sends only those robots
+        self._subscribers.append(session.declare_subscriber(f"{domain}/{kept}/tf/*/*", sample))
         self._subscribers.append(declare_advanced_subscriber(
-            session, f"{domain}/**/tf_static/*/*", sample,
+            session, f"{domain}/{kept}/tf_static/*/*", sample,
             history=HistoryConfig(detect_late_publishers=True)))
         self._subscribers.append(session.liveliness().declare_subscriber(
             f"{LIVELINESS_PREFIX}/{domain}/**", self._on_token, history=True))
