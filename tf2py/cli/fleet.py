@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "statics relating the robots, e.g. world -> robot7/map")
     parser.add_argument(
         "--robots", metavar="GLOB", default=None,
-        help="only the namespaces matching this pattern, e.g. 'robot*' (default: all)")
+        help="only the namespaces matching this pattern, e.g. 'robot*' (default: all); "
+        "several fleets with --robots on one --address answer as one")
     parser.add_argument(
         "--stale-after", metavar="SECONDS", default="5",
         help="forget a robot gone (no liveliness token, nothing heard) this long: its "
