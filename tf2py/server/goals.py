@@ -20,7 +20,7 @@ import time
 import weakref
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.time import Time
@@ -35,12 +35,24 @@ from .limits import (
 )
 from .protocol import CANCEL, Goal, ProtocolError
 
-__all__ = ["Goals"]
+__all__ = ["Goals", "Diverter"]
 
 _log = logging.getLogger("tf2py.server")
 
 Key = tuple[Any, int]  # (peer, goal id)
 GroupKey = tuple[Any, ...]
+
+
+class Diverter(Protocol):
+    """Takes the goals this server must not answer the usual way (``fleet/split.py``)."""
+
+    def take(self, peer: Any, goal: Goal, send: Callable[[Any, bytes], bool]) -> bool:
+        """True: ``goal`` is answered elsewhere, or by the diverter through ``send``."""
+        ...
+
+    def forget(self, peer: Any, goal_id: int | None) -> bool:
+        """Drop a taken goal of ``peer`` (None: all of them); True if one was waiting."""
+        ...
 
 
 class _Pending:
@@ -112,9 +124,9 @@ class Goals:
         self.peak_pending = 0
         self._seq = itertools.count()
         self._self_ref: weakref.ref[Goals] = weakref.ref(self)
-        # divert(peer, goal, send) -> True: the goal is not answered here the usual way
-        # (fleet processes sharing an address: fleet/split.py). None: every goal is.
-        self.divert: Callable[[Any, Goal, Callable[[Any, bytes], bool]], bool] | None = None
+        # Goals answered elsewhere than here the usual way (fleet processes sharing an
+        # address: fleet/split.py). None: every goal is answered here.
+        self.divert: Diverter | None = None
         self.counts = {
             "goals": 0, "answered": 0, "answered_at_once": 0, "answered_on_insert": 0,
             "answered_at_timeout": 0, "waited": 0, "cancelled": 0, "duplicates": 0,
@@ -144,6 +156,8 @@ class Goals:
     def peer_gone(self, peer: Any) -> None:
         """``peer``'s connection closed: drop its waiting goals; nobody is left to answer."""
         self.counts["connections_closed"] += 1
+        if self.divert is not None:
+            self.divert.forget(peer, None)
         goal_ids = self.by_peer.get(peer)
         if not goal_ids:
             return
@@ -177,7 +191,7 @@ class Goals:
         return future
 
     def _handle_goal(self, peer: Any, goal: Goal) -> None:
-        if self.divert is not None and self.divert(peer, goal, self._send_link):
+        if self.divert is not None and self.divert.take(peer, goal, self._send_link):
             return
         self.counts["goals"] += 1
         goal_id = goal.goal_id
@@ -267,6 +281,10 @@ class Goals:
 
     def _handle_cancel(self, peer: Any, goal_id: int) -> None:
         pending = self._forget((peer, goal_id))
+        if pending is None and self.divert is not None and self.divert.forget(peer, goal_id):
+            self.counts["cancelled"] += 1
+            self._send(peer, protocol.pack_cancelled(goal_id, True))
+            return
         if pending is not None:
             self.counts["cancelled"] += 1
             self._compact()

@@ -49,7 +49,7 @@ class BufferServer:
     ``link.py``). ``.address`` is the address clients connect to. ``close()`` stops the loop
     thread and closes every socket; also a context manager. A server dropped without
     ``close()`` is closed when it is collected (its thread holds only the inner state, never
-    the server object). ``divert(peer, goal, send) -> bool``: the goals it takes are not
+    the server object). ``divert`` (a ``goals.Diverter``): the goals it takes are not
     answered here the usual way (fleet processes sharing an address, ``fleet/split.py``).
     """
 

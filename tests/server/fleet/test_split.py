@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -71,12 +72,18 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
     core, solo_address, fleet_a = split_site
     results: Counter[tuple[str, int]] = Counter()
     lock = threading.Lock()
+    cancelled: list[int] = []
+    accepted: list[int] = []
 
     def on_reply(sample):  # every answer any fleet sends on the shared address
-        kind, goal_id, _ = protocol.parse_server_message(sample.payload.to_bytes())
-        if kind == protocol.RESULT:
-            with lock:
+        kind, goal_id, rest = protocol.parse_server_message(sample.payload.to_bytes())
+        with lock:
+            if kind == protocol.RESULT:
                 results[(str(sample.key_expr), goal_id)] += 1
+            elif kind == protocol.CANCELLED and rest[0]:
+                cancelled.append(goal_id)
+            elif kind == protocol.ACCEPTED:
+                accepted.append(goal_id)
 
     config = zenoh.Config()
     config.insert_json5("mode", '"client"')
@@ -127,6 +134,20 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
                                            payload=garbage, timeout=2) if r.ok is not None]
         assert split.can_transform("a0/map", "b0/map", at)
         asked += 1
+        # A waiting goal between processes, cancelled: the process holding it says so, once.
+        with lock:
+            accepted.clear()
+        waiting = split.lookup_transform_async("a0/map", "b0/never", Time(), timeout=30)
+        deadline = time.monotonic() + 10
+        while not accepted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waiting.cancel()
+        while not cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        split.lookup_transform("a0/map", "b0/map", at)  # after the cancel, on the same link
+        asked += 1
+        with lock:
+            assert len(cancelled) == 1 and len(accepted) == 1, (cancelled, accepted)
         # Every goal on the shared address got exactly one answer (from one process).
         split.lookup_transform("a0/map", "b0/map", at)
         asked += 1

@@ -101,8 +101,7 @@ class Fleet:
                 self.peers = FleetPeers(self._session, self._shared.zid, served, self.buffer,
                                         robots, self._emit)
             self.server = BufferServer(self.buffer, address=served, keys=keys,
-                                       divert=None if self.peers is None else
-                                       self.peers.divert)
+                                       divert=self.peers)
         except BaseException:
             self.close()
             raise

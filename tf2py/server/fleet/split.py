@@ -130,8 +130,8 @@ class FleetPeers:
 
     ``session``: the fleet's Zenoh session (``zid`` its id); ``buffer``: the fleet's Buffer;
     ``robots``: its ``--robots`` pattern; ``on_event(line)``: told when a peer comes or goes.
-    ``divert`` is the server's hook: it takes the goals this process must not answer the
-    usual way."""
+    It is the server's ``Diverter`` (goals.py): ``take`` takes the goals this process must
+    not answer the usual way, ``forget`` drops them when cancelled or their client goes."""
 
     def __init__(self, session: Any, zid: str, address: str, buffer: Any,
                  robots: str | None, on_event: Callable[[str], None]):
@@ -148,6 +148,7 @@ class FleetPeers:
         self._peers: dict[str, RobotFilter] = {}
         self._queue: list[tuple[int, int, Any, Goal, int, int, Callable[[Any, bytes], Any]]] = []
         self._seq = itertools.count()
+        self._live: set[tuple[Any, int]] = set()  # (peer, goal id) of the goals taken here
         self._wake = threading.Condition(self._lock)
         self._closed = False
         self.cross_answered = 0
@@ -198,7 +199,7 @@ class FleetPeers:
 
     # -- the server's hook ----------------------------------------------------------------
 
-    def divert(self, peer: Any, goal: Goal, send: Callable[[Any, bytes], Any]) -> bool:
+    def take(self, peer: Any, goal: Goal, send: Callable[[Any, bytes], bool]) -> bool:
         """True when this process does not answer ``goal`` the server's usual way: another
         process answers it, or it is answered here from chain samples of the peers."""
         with self._lock:
@@ -217,15 +218,33 @@ class FleetPeers:
             return False  # every frame it names is here (or the server refuses it)
         now = time.monotonic_ns()
         with self._lock:
-            if len(self._queue) >= _MAX_QUEUED:
+            if (peer, goal.goal_id) in self._live:
+                return True  # the same goal again (a client re-sending): it is on its way
+            if len(self._live) >= _MAX_QUEUED:
                 send(peer, protocol.pack_invalid_result(
                     goal.goal_id, f"goal refused: {_MAX_QUEUED} goals between fleet "
                     "processes are already waiting"))
                 return True
             heapq.heappush(self._queue, (now, next(self._seq), peer, goal, now,
                                          now + max(0, goal.timeout_ns), send))
+            self._live.add((peer, goal.goal_id))
             self._wake.notify()
+        if goal.timeout_ns > 0:  # as the server says of a goal that may wait
+            send(peer, protocol.pack_accepted(goal.goal_id))
         return True
+
+    def forget(self, peer: Any, goal_id: int | None) -> bool:
+        """Drop ``peer``'s goal ``goal_id`` (None: all its goals): cancelled, or its client
+        went. True if one was waiting here. Entries of the queue left behind are skipped."""
+        with self._lock:
+            if goal_id is not None:
+                if (peer, goal_id) not in self._live:
+                    return False
+                self._live.discard((peer, goal_id))
+                return True
+            mine = {key for key in self._live if key[0] == peer}
+            self._live -= mine
+            return bool(mine)
 
     # -- answering from chain samples -----------------------------------------------------
 
@@ -240,6 +259,8 @@ class FleetPeers:
                 if self._closed:
                     return
                 _, _, peer, goal, started, deadline, send = heapq.heappop(self._queue)
+                if (peer, goal.goal_id) not in self._live:
+                    continue  # cancelled, or its client went
             try:
                 self._try(peer, goal, started, deadline, send)
             except Exception:  # one goal never stops the others
@@ -255,6 +276,8 @@ class FleetPeers:
             if now + _RETRY_S * 1e9 < deadline and \
                     not isinstance(exc, InvalidArgumentException):  # data cannot fix those
                 with self._lock:
+                    if (peer, goal.goal_id) not in self._live:
+                        return
                     heapq.heappush(self._queue, (now + int(_RETRY_S * 1e9), next(self._seq),
                                                  peer, goal, started, deadline, send))
                 return
@@ -263,6 +286,8 @@ class FleetPeers:
             send(peer, protocol.pack_error_result(goal.goal_id, exc))
         else:
             send(peer, protocol.pack_result(goal.goal_id, transform))
+        with self._lock:
+            self._live.discard((peer, goal.goal_id))
         self.cross_answered += 1
 
     def _lookup(self, goal: Goal) -> Any:
@@ -357,6 +382,7 @@ class FleetPeers:
                 return
             self._closed = True
             self._queue.clear()
+            self._live.clear()
             self._wake.notify_all()
         for entity in reversed(self._entities):
             try:
