@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -64,6 +65,8 @@ NB_MODULE(_kernel_ext, m) {
     // alarm users.
     nb::set_leak_warnings(false);
     g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+    // Before CPython marks itself finalizing, say so to threads inside GIL-free sections.
+    nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { mark_exiting(); }));
     m.def("compose", [](nb::sequence a, nb::sequence b) { return tuple_of(tf2k::compose(pose_of(a), pose_of(b))); },
           "a"_a, "b"_a, "a ∘ b of two poses (tx, ty, tz, qx, qy, qz, qw): apply b, then a.");
     m.def("inverse", [](nb::sequence a) { return tuple_of(tf2k::inverse(pose_of(a))); }, "a"_a,

@@ -26,21 +26,48 @@ class KernelLock {
 // The thread that imported the module's interpreter runs its exit (threading.main_thread()).
 unsigned long g_main_thread = 0;
 
+// Set once by mark_exiting (the atexit hook the module registers), under g_exit_mutex.
+std::mutex g_exit_mutex;
+bool g_exiting = false;
+
 // Takes the GIL back after a section without it. While the interpreter exits, CPython before
 // 3.14 ends any other thread that asks for the GIL (pthread_exit), unwinding C++ frames that
 // cannot be unwound (WithoutGil's destructor), which aborts the whole process ("terminate
 // called without an active exception"): a daemon thread inside a batch at exit. Such a thread
-// waits for the exit instead, as CPython 3.14 makes it wait itself.
+// waits for the exit instead, as CPython 3.14 makes it wait itself. Checking "is it exiting"
+// and then asking for the GIL would race with the exit's start, so the check and the request
+// happen under g_exit_mutex, which the atexit hook takes (without the GIL) to say "exiting":
+// atexit runs before CPython marks itself finalizing, so a thread that saw "not exiting" is
+// given the GIL before the exit can begin.
 inline void take_gil_back(PyThreadState* state) {
 #if PY_VERSION_HEX < 0x030E0000
+    if (PyThread_get_thread_ident() != g_main_thread) {
+        std::unique_lock<std::mutex> guard(g_exit_mutex);
 #if PY_VERSION_HEX >= 0x030D0000
-    const bool exiting = Py_IsFinalizing();
+        const bool finalizing = Py_IsFinalizing();
 #else
-    const bool exiting = _Py_IsFinalizing();
+        const bool finalizing = _Py_IsFinalizing();
 #endif
-    if (exiting && PyThread_get_thread_ident() != g_main_thread)
-        for (;;) pause();
+        if (g_exiting || finalizing) {  // (finalizing: an exit whose atexit hooks did not run)
+            guard.unlock();
+            for (;;) pause();
+        }
+        PyEval_RestoreThread(state);
+        return;
+    }
 #endif
+    PyEval_RestoreThread(state);
+}
+
+// The atexit hook (called with the GIL): from now on no thread coming back from a section
+// without the GIL asks for it. Waits, without the GIL, for any thread between its check and
+// its GIL request.
+inline void mark_exiting() {
+    PyThreadState* state = PyEval_SaveThread();
+    {
+        std::lock_guard<std::mutex> guard(g_exit_mutex);
+        g_exiting = true;
+    }
     PyEval_RestoreThread(state);
 }
 
