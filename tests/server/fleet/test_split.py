@@ -26,12 +26,63 @@ FLEET = [sys.executable, "-m", "tf2py.cli.main", "fleet", "--stats", "0"]
 WORLD = """
 - {parent: world, child: a0/map, translation: [1, 2, 3], rotation: [0, 0, 0.6, 0.8]}
 - {parent: world, child: b0/map, translation: [-4, 5, 0.5], rotation: [0.6, 0, 0, 0.8]}
+- {parent: world, child: a1/map, translation: [7, 0, 0]}
+- {parent: world, child: b1/map, translation: [0, -7, 1], rotation: [0, 0.6, 0, 0.8]}
 """
 
 
 def numbers(t):
     tr, q = t.transform.translation, t.transform.rotation
     return [tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w]
+
+
+def moves(robot: str, k: int, stamp: float):
+    """Robot ``robot``'s map -> odom and odom -> base_link at sample ``k`` (the fleet adds the
+    namespace): far from linear in time, so an interpolation between other samples than
+    tf2's gives other numbers."""
+    from tf2py import make_transform
+
+    w = 1.0 if robot.startswith("a") else -0.7
+    return [make_transform("map", "odom", (k * k * 0.01, w * k, 0.0),
+                           rpy=(0.0, 0.0, w * 0.05 * k * k), stamp=stamp),
+            make_transform("odom", "base_link", (1.0, (k % 3) * w, 0.2),
+                           rpy=(0.1 * k * w, 0.0, 0.0), stamp=stamp + 0.013)]
+
+
+def test_known_moving_data_gives_the_same_numbers_split_as_in_one_process(split_site):
+    from tf2py import TransformBroadcaster
+
+    core, solo_address, _, _ = split_site
+    t0 = 1000.0
+    with TransformBroadcaster(core=f"{core}&namespace=/a1") as a1, \
+            TransformBroadcaster(core=f"{core}&namespace=/b1") as b1, \
+            BufferClient(core) as split, BufferClient(solo_address) as solo:
+        last = Time.from_nanoseconds(int((t0 + 1.9) * 1e9))
+        deadline = time.monotonic() + 8
+        while True:  # /tf is not latched: send the same samples until both fleets have all
+            for k in range(20):
+                a1.send_transform(moves("a1", k, t0 + 0.1 * k))
+                b1.send_transform(moves("b1", k, t0 + 0.1 * k))
+            if all(c.can_transform(f"{r}/map", f"{r}/base_link", last, timeout=0.5)
+                   for c in (split, solo) for r in ("a1", "b1")):
+                break
+            assert time.monotonic() < deadline, str([
+                outcome(lambda: c.lookup_transform(f"{r}/map", f"{r}/base_link", last))
+                for c in (split, solo) for r in ("a1", "b1")])
+        times = [Time.from_nanoseconds(int((t0 + 0.1 * k + dt) * 1e9))
+                 for k in (2, 7, 13) for dt in (0.0, 0.037, 0.0905)] + [Time()]
+        for t in times:
+            for target, source in (("a1/base_link", "b1/base_link"), ("b1/odom", "a1/map")):
+                one, two = (c.lookup_transform(target, source, t) for c in (split, solo))
+                assert one.header.stamp == two.header.stamp
+                assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
+            one, two = (c.lookup_transform_full("b1/base_link", t, "a1/odom", times[4], "world")
+                        for c in (split, solo))
+            assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
+        early = Time.from_nanoseconds(int((t0 - 1) * 1e9))
+        mine, reference = (outcome(lambda: c.lookup_transform("a1/base_link", "b1/base_link",
+                                                               early)) for c in (split, solo))
+        assert mine[0] == "BackwardExtrapolationException" and mine == reference
 
 
 def outcome(call):
@@ -60,7 +111,7 @@ def split_site(core, robots, tmp_path):
         for proc, names in ((procs[0], ["a0"]), (procs[1], ["b0"]), (procs[2], ["a0", "b0"])):
             for name in names:
                 proc.wait_for_line(f"tf2py fleet: robot /{name} joined", timeout=90)
-        yield core, solo_address, procs[0]
+        yield core, solo_address, procs[0], robots
     finally:
         for proc in procs:
             proc.stop()
@@ -69,7 +120,7 @@ def split_site(core, robots, tmp_path):
 def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
     import zenoh
 
-    core, solo_address, fleet_a = split_site
+    core, solo_address, fleet_a, sims = split_site
     results: Counter[tuple[str, int]] = Counter()
     lock = threading.Lock()
     cancelled: list[int] = []
@@ -129,7 +180,8 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
         assert not split.can_transform("a0/link_1", "nobody/base", at)
         asked += 1
         # Garbage asked of the fleets' chain queryables: no answer, nothing broken.
-        for garbage in (b"\xc1", b"", pack(["x"] * 100), pack({"frames": 1}), pack([1, 2])):
+        for garbage in (b"\xc1", b"", pack(["x"] * 100), pack({"frames": 1}), pack([1, 2]),
+                        pack([["a0/map"], [1.5]]), pack([["a0/map"], [0] * 9])):
             assert not [r for r in spy.get("0/tf2py_buffer_server/fleet/*/chain",
                                            payload=garbage, timeout=2) if r.ok is not None]
         assert split.can_transform("a0/map", "b0/map", at)
@@ -154,6 +206,19 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
         with lock:
             seen = dict(results)
         assert sum(seen.values()) >= asked and set(seen.values()) == {1}, seen
+        # Time 0 (the latest common time) once the robots stop and the data is still.
+        sims.stop_all()
+        pairs = [(c.lookup_transform("a0/link_1", "b0/link_2", Time()),
+                  c.lookup_transform_full("b0/odom", Time(), "a0/link_2", at, "world"))
+                 for c in (split, solo)]
+        while pairs[0][0].header.stamp != pairs[1][0].header.stamp and \
+                time.monotonic() < deadline + 20:  # until both fleets heard the last sample
+            pairs = [(c.lookup_transform("a0/link_1", "b0/link_2", Time()),
+                      c.lookup_transform_full("b0/odom", Time(), "a0/link_2", at, "world"))
+                     for c in (split, solo)]
+        for one, two in zip(*pairs):
+            assert one.header.stamp == two.header.stamp
+            assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
     # Fleet A's router sent it a*'s samples only: none of b0's reached it to be filtered.
     line = fleet_a.wait_for_line(lambda text: '"transforms"' in text and
                                  '"transforms": 0,' not in text, timeout=30)

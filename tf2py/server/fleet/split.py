@@ -21,6 +21,7 @@ again every ``_RETRY_S`` until it is answered or its deadline passes.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import logging
@@ -66,10 +67,26 @@ def _is_static(buffer: Any, child: str, parent: str) -> bool:
         return False
 
 
-def chain_rows(buffer: Any, frames: list[str]) -> dict[str, Any]:
-    """Every stored sample of ``frames`` and of the frames above them up to their roots, as
-    columns: ``p`` parents, ``c`` children, ``s`` stamps (ns), ``v`` float64 bytes of the
-    ``(N, 7)`` rows, ``st`` whether each row is a static."""
+def _kept(stamps: list[int], times: list[int] | None) -> range | list[int]:
+    """Which of a frame's samples (stamps oldest first) a lookup at ``times`` can read: the
+    oldest and the newest (the latest common time, the extrapolation messages) and the two
+    around each time (the interpolation). None: all of them."""
+    n = len(stamps)
+    if times is None or n <= 2:
+        return range(n)
+    keep = {0, n - 1}
+    for t in times:
+        i = bisect.bisect_left(stamps, t)
+        keep.update(j for j in (i - 1, i) if 0 <= j < n)
+    return sorted(keep)
+
+
+def chain_rows(buffer: Any, frames: list[str], times: list[int] | None = None
+               ) -> dict[str, Any]:
+    """The stored samples of ``frames`` and of the frames above them up to their roots that
+    a lookup at ``times`` (ns) reads (``_kept``; None: every sample), as columns: ``p``
+    parents, ``c`` children, ``s`` stamps (ns), ``v`` float64 bytes of the ``(N, 7)`` rows,
+    ``st`` whether each row is a static."""
     parents: list[str] = []
     children: list[str] = []
     stamps: list[int] = []
@@ -84,11 +101,13 @@ def chain_rows(buffer: Any, frames: list[str]) -> dict[str, Any]:
         seen.add(frame)
         samples = buffer.samples(frame)
         static_of: dict[str, bool] = {}
-        for stamp, row, parent in samples:
-            static = static_of.get(parent)
-            if static is None:
-                static = static_of[parent] = _is_static(buffer, frame, parent)
+        for _, _, parent in samples:
+            if parent not in static_of:
+                static_of[parent] = _is_static(buffer, frame, parent)
                 todo.append(parent)
+        for i in _kept([int(s[0]) for s in samples], times):
+            stamp, row, parent = samples[i]
+            static = static_of[parent]
             parents.append(parent)
             children.append(frame)
             stamps.append(int(stamp))
@@ -303,12 +322,9 @@ class FleetPeers:
             holders = self._holders(frame, everyone) or [self.zid]
             zid = self.zid if self.zid in holders else holders[0]
             asked.setdefault(zid, []).append(frame)
-        scratch = BufferCore(cache_time=self._buffer.cache_time)
-        for zid, names in asked.items():
-            rows = chain_rows(self._buffer, names) if zid == self.zid else self._ask(zid, names)
-            if rows is not None:
-                insert_rows(scratch, rows)
         try:
+            times = self._times(goal, asked)
+            scratch = self._scratch(asked, times)
             if goal.advanced:
                 return scratch.lookup_transform_full(
                     goal.target_frame, Time.from_nanoseconds(goal.target_time_ns),
@@ -324,6 +340,37 @@ class FleetPeers:
                 exc.args = (missing.group(1) + hint,)
             raise
 
+    def _scratch(self, asked: dict[str, list[str]], times: list[int]) -> BufferCore:
+        """A core holding the chain samples of the frames ``asked`` of each process that a
+        lookup at ``times`` reads."""
+        scratch = BufferCore(cache_time=self._buffer.cache_time)
+        for zid, names in asked.items():
+            rows = chain_rows(self._buffer, names, times) if zid == self.zid else \
+                self._ask(zid, names, times)
+            if rows is not None:
+                insert_rows(scratch, rows)
+        return scratch
+
+    def _times(self, goal: Goal, asked: dict[str, list[str]]) -> list[int]:
+        """The times (ns) the goal's lookup reads: the ones it names, and for a time 0 the
+        latest common time, found on the chains' oldest and newest samples (all it depends
+        on); a lookup that cannot find it raises its own error from those."""
+        halves = [(goal.target_frame, goal.fixed_frame, goal.target_time_ns),
+                  (goal.fixed_frame, goal.source_frame, goal.source_time_ns)] \
+            if goal.advanced else [(goal.target_frame, goal.source_frame, goal.source_time_ns)]
+        times = [t for _, _, t in halves if t != 0]
+        if len(times) == len(halves):
+            return times
+        ends = self._scratch(asked, [])
+        for target, source, t in halves:
+            if t == 0:
+                try:
+                    times.append(ends.get_latest_common_time(target, source).nanoseconds)
+                except Exception:
+                    ends.lookup_transform(target, source, Time())  # the lookup's own error
+                    raise
+        return times
+
     def _site_frames(self, everyone: dict[str, Any]) -> set[str] | None:
         """Every frame id of every process on the address (None: over ``_MAX_LISTED``, or a
         process did not say), as one process holding all would list them."""
@@ -337,13 +384,14 @@ class FleetPeers:
             listed.update(f for f in theirs if isinstance(f, str))
         return listed if len(listed) <= _MAX_LISTED else None
 
-    def _ask(self, zid: str, frames: list[str]) -> dict[str, Any] | None:
-        """Peer ``zid``'s chain samples of ``frames`` (None if it does not answer)."""
-        answer = self._query(zid, frames)
+    def _ask(self, zid: str, frames: list[str], times: list[int]) -> dict[str, Any] | None:
+        """Peer ``zid``'s chain samples of ``frames`` for a lookup at ``times`` (None if it
+        does not answer)."""
+        answer = self._query(zid, [frames, times])
         return _rows_of(answer) if isinstance(answer, bytes) else None
 
     def _query(self, zid: str, request: Any) -> Any:
-        """Peer ``zid``'s answer to ``request`` (a list of frames: the chain samples' bytes;
+        """Peer ``zid``'s answer to ``request`` (``[frames, times]``: the chain samples' bytes;
         ``{"frames": True}``: its frame list), None if it does not answer within
         ``_QUERY_TIMEOUT_S``."""
         replies = self._session.get(f"{self._prefix}/{zid}/chain", payload=pack(request),
@@ -370,10 +418,14 @@ class FleetPeers:
             names = self._buffer.get_frames()
             query.reply(self._chain_key, pack(names if len(names) <= _MAX_LISTED else None))
             return
-        if not isinstance(frames, list) or not 0 < len(frames) <= _MAX_ASKED or \
-                not all(isinstance(f, str) for f in frames):
+        if not isinstance(frames, list) or len(frames) != 2:
             return
-        query.reply(self._chain_key, pack(chain_rows(self._buffer, frames)))
+        names, times = frames
+        if not isinstance(names, list) or not 0 < len(names) <= _MAX_ASKED or \
+                not all(isinstance(f, str) for f in names) or not isinstance(times, list) or \
+                len(times) > 4 or not all(type(t) is int for t in times):
+            return
+        query.reply(self._chain_key, pack(chain_rows(self._buffer, names, times)))
 
     def close(self) -> None:
         """Stop answering goals between processes and leave the address."""
