@@ -12,11 +12,13 @@ the processes whose pattern matches one of its namespace prefixes; a frame no pa
 the smallest zid among the holders of its target frame (else of its source frame, else of
 all). When that process holds every frame the goal names, the goal goes the server's usual
 way (its own Buffer, waits and all). Otherwise it asks each peer holding a named frame for
-the *chain samples* of those frames: every stored sample of the frame and of each frame above
-it up to its root (``chain_rows``). It inserts them with its own chain samples into a scratch
+the *chain samples* of those frames: the samples of the frame and of each frame above it up
+to its root that the lookup reads (``chain_rows``: each cache's oldest and newest, and the
+two around each time asked; for a time 0, around each of the chains' newest stamps, one of
+which is the latest common time). It inserts them with its own chain samples into a scratch
 ``BufferCore`` and answers from that, so results, latest common times and exceptions are the
-kernel's own on the same data as one process holding all. A goal with a timeout is asked
-again every ``_RETRY_S`` until it is answered or its deadline passes.
+kernel's own on the same samples as one process holding all would read. A goal with a
+timeout is asked again every ``_RETRY_S`` until it is answered or its deadline passes.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ _RETRY_S = 0.05  # a waiting cross-process goal is tried again this often
 _QUERY_TIMEOUT_S = 2.0  # a peer that does not give its chain samples within this is skipped
 _MAX_CHAIN_FRAMES = 1024  # frames walked up from one asked frame (a tree deeper is cut)
 _MAX_ASKED = 8  # frames one chain query may name
+_MAX_TIMES = 64  # times one chain query may name
 _MAX_QUEUED = 10_000  # cross-process goals waiting at once
 _FAR_NS = 2 ** 62
 _MAX_LISTED = 2000  # a frame list longer than this gets no "did you mean" (errors.py's bound)
@@ -81,18 +84,20 @@ def _kept(stamps: list[int], times: list[int] | None) -> range | list[int]:
     return sorted(keep)
 
 
-def chain_rows(buffer: Any, frames: list[str], times: list[int] | None = None
-               ) -> dict[str, Any]:
+def chain_rows(buffer: Any, frames: list[str], times: list[int] | None = None,
+               with_newest: bool = False) -> dict[str, Any]:
     """The stored samples of ``frames`` and of the frames above them up to their roots that
-    a lookup at ``times`` (ns) reads (``_kept``; None: every sample), as columns: ``p``
-    parents, ``c`` children, ``s`` stamps (ns), ``v`` float64 bytes of the ``(N, 7)`` rows,
-    ``st`` whether each row is a static."""
+    a lookup at ``times`` (ns) reads (``_kept``; None: every sample; ``with_newest``: also at
+    each of these frames' newest stamps, where a latest common time may fall), as columns:
+    ``p`` parents, ``c`` children, ``s`` stamps (ns), ``v`` float64 bytes of the ``(N, 7)``
+    rows, ``st`` whether each row is a static."""
     parents: list[str] = []
     children: list[str] = []
     stamps: list[int] = []
     values: list[tuple[float, ...]] = []
     statics: list[bool] = []
     seen: set[str] = set()
+    walked: list[tuple[str, list[tuple[Any, ...]], dict[str, bool]]] = []
     todo = [f for f in frames if isinstance(f, str)]
     while todo and len(seen) < _MAX_CHAIN_FRAMES * max(1, len(frames)):
         frame = todo.pop()
@@ -105,6 +110,11 @@ def chain_rows(buffer: Any, frames: list[str], times: list[int] | None = None
             if parent not in static_of:
                 static_of[parent] = _is_static(buffer, frame, parent)
                 todo.append(parent)
+        walked.append((frame, samples, static_of))
+    if with_newest and times is not None:
+        times = times + [int(got[-1][0]) for _, got, marks in walked
+                         if got and not marks[got[-1][2]]]
+    for frame, samples, static_of in walked:
         for i in _kept([int(s[0]) for s in samples], times):
             stamp, row, parent = samples[i]
             static = static_of[parent]
@@ -115,6 +125,15 @@ def chain_rows(buffer: Any, frames: list[str], times: list[int] | None = None
             statics.append(static)
     data = np.asarray(values, dtype=np.float64).reshape(-1, 7)
     return {"p": parents, "c": children, "s": stamps, "v": data.tobytes(), "st": statics}
+
+
+def newest_stamps(rows: dict[str, Any]) -> list[int]:
+    """The newest stamp of each dynamic frame of ``chain_rows`` columns."""
+    newest: dict[str, int] = {}
+    for child, stamp, static in zip(rows["c"], rows["s"], rows["st"]):
+        if not static and stamp > newest.get(child, -2 ** 63):
+            newest[child] = stamp
+    return list(newest.values())
 
 
 def insert_rows(core: BufferCore, rows: dict[str, Any]) -> None:
@@ -323,8 +342,7 @@ class FleetPeers:
             zid = self.zid if self.zid in holders else holders[0]
             asked.setdefault(zid, []).append(frame)
         try:
-            times = self._times(goal, asked)
-            scratch = self._scratch(asked, times)
+            scratch = self._scratch_for(goal, asked)
             if goal.advanced:
                 return scratch.lookup_transform_full(
                     goal.target_frame, Time.from_nanoseconds(goal.target_time_ns),
@@ -351,13 +369,42 @@ class FleetPeers:
                 insert_rows(scratch, rows)
         return scratch
 
+    def _scratch_for(self, goal: Goal, asked: dict[str, list[str]]) -> BufferCore:
+        """The scratch core for the goal's lookup. With one peer and a time 0, in one round
+        trip: the latest common time is one of the chains' newest stamps, so each side sends
+        the samples around all of them (its own and the other's)."""
+        halves = self._halves(goal)
+        given = [t for _, _, t in halves if t != 0]
+        peers = [zid for zid in asked if zid != self.zid]
+        if len(given) == len(halves) or len(peers) != 1:
+            return self._scratch(asked, given if len(given) == len(halves) else
+                                 self._times(goal, asked))
+        own = asked.get(self.zid, [])
+        own_newest = newest_stamps(chain_rows(self._buffer, own, [])) if own else []
+        if len(given) + len(own_newest) > _MAX_TIMES:
+            return self._scratch(asked, self._times(goal, asked))
+        scratch = BufferCore(cache_time=self._buffer.cache_time)
+        rows = self._ask(peers[0], asked[peers[0]], given + own_newest, True)
+        if rows is not None:
+            insert_rows(scratch, rows)
+        if own:
+            theirs = newest_stamps(rows) if rows is not None else []
+            insert_rows(scratch, chain_rows(self._buffer, own, given + theirs, True))
+        return scratch
+
+    @staticmethod
+    def _halves(goal: Goal) -> list[tuple[str, str, int]]:
+        """The goal's lookups as (target, source, time ns): one, or a full lookup's two."""
+        if goal.advanced:
+            return [(goal.target_frame, goal.fixed_frame, goal.target_time_ns),
+                    (goal.fixed_frame, goal.source_frame, goal.source_time_ns)]
+        return [(goal.target_frame, goal.source_frame, goal.source_time_ns)]
+
     def _times(self, goal: Goal, asked: dict[str, list[str]]) -> list[int]:
         """The times (ns) the goal's lookup reads: the ones it names, and for a time 0 the
         latest common time, found on the chains' oldest and newest samples (all it depends
         on); a lookup that cannot find it raises its own error from those."""
-        halves = [(goal.target_frame, goal.fixed_frame, goal.target_time_ns),
-                  (goal.fixed_frame, goal.source_frame, goal.source_time_ns)] \
-            if goal.advanced else [(goal.target_frame, goal.source_frame, goal.source_time_ns)]
+        halves = self._halves(goal)
         times = [t for _, _, t in halves if t != 0]
         if len(times) == len(halves):
             return times
@@ -384,16 +431,17 @@ class FleetPeers:
             listed.update(f for f in theirs if isinstance(f, str))
         return listed if len(listed) <= _MAX_LISTED else None
 
-    def _ask(self, zid: str, frames: list[str], times: list[int]) -> dict[str, Any] | None:
-        """Peer ``zid``'s chain samples of ``frames`` for a lookup at ``times`` (None if it
+    def _ask(self, zid: str, frames: list[str], times: list[int], with_newest: bool = False
+             ) -> dict[str, Any] | None:
+        """Peer ``zid``'s ``chain_rows`` of ``frames`` for a lookup at ``times`` (None if it
         does not answer)."""
-        answer = self._query(zid, [frames, times])
+        answer = self._query(zid, [frames, times, with_newest])
         return _rows_of(answer) if isinstance(answer, bytes) else None
 
     def _query(self, zid: str, request: Any) -> Any:
-        """Peer ``zid``'s answer to ``request`` (``[frames, times]``: the chain samples' bytes;
-        ``{"frames": True}``: its frame list), None if it does not answer within
-        ``_QUERY_TIMEOUT_S``."""
+        """Peer ``zid``'s answer to ``request`` (``[frames, times, with_newest]``: the chain
+        samples' bytes; ``{"frames": True}``: its frame list), None if it does not answer
+        within ``_QUERY_TIMEOUT_S``."""
         replies = self._session.get(f"{self._prefix}/{zid}/chain", payload=pack(request),
                                     timeout=_QUERY_TIMEOUT_S)
         for reply in replies:
@@ -418,14 +466,15 @@ class FleetPeers:
             names = self._buffer.get_frames()
             query.reply(self._chain_key, pack(names if len(names) <= _MAX_LISTED else None))
             return
-        if not isinstance(frames, list) or len(frames) != 2:
+        if not isinstance(frames, list) or len(frames) != 3:
             return
-        names, times = frames
+        names, times, with_newest = frames
         if not isinstance(names, list) or not 0 < len(names) <= _MAX_ASKED or \
                 not all(isinstance(f, str) for f in names) or not isinstance(times, list) or \
-                len(times) > 4 or not all(type(t) is int for t in times):
+                len(times) > _MAX_TIMES or not all(type(t) is int for t in times) or \
+                type(with_newest) is not bool:
             return
-        query.reply(self._chain_key, pack(chain_rows(self._buffer, names, times)))
+        query.reply(self._chain_key, pack(chain_rows(self._buffer, names, times, with_newest)))
 
     def close(self) -> None:
         """Stop answering goals between processes and leave the address."""
