@@ -224,12 +224,14 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
         for one, two in zip(*pairs):
             assert one.header.stamp == two.header.stamp
             assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
-    # Fleet A's router sent it a*'s samples only: none of b0's reached it to be filtered.
-    line = fleet_a.wait_for_line(lambda text: '"transforms"' in text and
-                                 '"transforms": 0,' not in text, timeout=30)
-    last = [text for text in fleet_a.output().splitlines() if text.startswith('{"stats"')][-1]
-    assert json.loads(line)["stats"]["transforms"] > 0
-    assert "filtered" not in json.loads(last)["stats"]["dropped_by_cause"], last
+    # Fleet A's stats after it answered lookups between processes: its router sent it a*'s
+    # samples only (none of b0's reached it to be filtered), and it knows its one peer.
+    line = fleet_a.wait_for_line(lambda text: text.startswith('{"stats"') and
+                                 json.loads(text)["stats"].get("answered_between", 0) > 0,
+                                 timeout=30)
+    stats = json.loads(line)["stats"]
+    assert stats["transforms"] > 0 and stats["peer_fleets"] == 1, line
+    assert "filtered" not in stats["dropped_by_cause"], line
 
 
 @pytest.mark.parametrize("pattern, chunks", [

@@ -217,10 +217,15 @@ class Fleet:
         call), ``lookup_ms`` (p50/p99/count of the lookups answered since the last call),
         ``bytes`` (names, queued, caches, budget), ``names`` (the robots' frame ids held),
         and the ingest's counters (received,
-        transforms, batches, pending, robots_forgotten, ...)."""
+        transforms, batches, pending, robots_forgotten, ...); on a ``zenoh://`` address also
+        ``peer_fleets`` (other fleet processes on it) and ``answered_between`` (lookups it
+        answered with a peer's chain samples, since start)."""
         out = self.ingest.stats() if self.ingest is not None else {}
         out["robots"] = len(self.robots())
         out["stale_statics_dropped"] = self.stale_dropped
+        if self.peers is not None:  # other fleet processes on the address (split.py)
+            out["peer_fleets"] = len(self.peers.peers())
+            out["answered_between"] = self.peers.cross_answered
         out.update(self.health.stats())
         return out
 

@@ -197,6 +197,11 @@ class FleetPeers:
         self._chain_key = f"{self._prefix}/{zid}/chain"
         self._entities.append(session.declare_queryable(self._chain_key, self._on_query))
         self._entities.append(session.liveliness().declare_token(f"{self._prefix}/{zid}/{mine}"))
+        # The processes already there, before this one answers any goal (the subscriber's
+        # history comes later, on Zenoh's threads).
+        for reply in session.liveliness().get(f"{self._prefix}/*/*", timeout=_QUERY_TIMEOUT_S):
+            if reply.ok is not None:
+                self._on_token(reply.ok)
         self._thread = threading.Thread(target=self._run, daemon=True, name="tf2py-fleet-split")
         self._thread.start()
 
@@ -219,8 +224,10 @@ class FleetPeers:
         except ValueError:
             return
         with self._lock:
+            known = self._peers.get(zid)
             self._peers[zid] = peer_filter
-        self._on_event(f"peer fleet {zid} joined (robots {text or '*'})")
+        if known is None:
+            self._on_event(f"peer fleet {zid} joined (robots {text or '*'})")
 
     def peers(self) -> list[str]:
         """The zids of the other fleet processes on this address, sorted."""
