@@ -52,7 +52,7 @@ def moves(robot: str, k: int, stamp: float):
 def test_known_moving_data_gives_the_same_numbers_split_as_in_one_process(split_site):
     from tf2py import TransformBroadcaster
 
-    core, solo_address, _, _ = split_site
+    core, solo_address, _, _, _ = split_site
     t0 = 1000.0
     with TransformBroadcaster(core=f"{core}&namespace=/a1") as a1, \
             TransformBroadcaster(core=f"{core}&namespace=/b1") as b1, \
@@ -115,7 +115,7 @@ def split_site(core, robots, tmp_path):
         for proc, names in ((procs[0], ["a0"]), (procs[1], ["b0"]), (procs[2], ["a0", "b0"])):
             for name in names:
                 proc.wait_for_line(f"tf2py fleet: robot /{name} joined", timeout=90)
-        yield core, solo_address, procs[0], robots
+        yield core, solo_address, procs[0], robots, procs[1]
     finally:
         for proc in procs:
             proc.stop()
@@ -124,7 +124,7 @@ def split_site(core, robots, tmp_path):
 def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
     import zenoh
 
-    core, solo_address, fleet_a, sims = split_site
+    core, solo_address, fleet_a, sims, fleet_b = split_site
     results: Counter[tuple[str, int]] = Counter()
     lock = threading.Lock()
     cancelled: list[int] = []
@@ -224,6 +224,15 @@ def test_a_lookup_between_processes_equals_one_fleet_holding_all(split_site):
         for one, two in zip(*pairs):
             assert one.header.stamp == two.header.stamp
             assert numbers(one) == pytest.approx(numbers(two), abs=1e-9)
+        # Fleet B stops: A answers alone, b0's frames gone with B, the --world ones still there.
+        fleet_b.stop()
+        fleet_a.wait_for_line(lambda text: text.endswith(" left") and "peer fleet" in text,
+                              timeout=30)
+        assert split.lookup_transform("a0/map", "b0/map", Time()).transform.translation.z == \
+            pytest.approx(solo.lookup_transform("a0/map", "b0/map", Time())
+                          .transform.translation.z, abs=1e-9)
+        kind, message = outcome(lambda: split.lookup_transform("a0/link_1", "b0/link_2", at))
+        assert kind == "LookupException" and '"b0/link_2" passed to' in message
     # Fleet A's stats after it answered lookups between processes: its router sent it a*'s
     # samples only (none of b0's reached it to be filtered), and it knows its one peer.
     line = fleet_a.wait_for_line(lambda text: text.startswith('{"stats"') and
