@@ -30,6 +30,16 @@ unsigned long g_main_thread = 0;
 std::mutex g_exit_mutex;
 bool g_exiting = false;
 
+// The kernel mutex this thread holds in an Access scope (nullptr: none), and how. A thread
+// parked at exit (take_gil_back) lets it go: its section's work is done, and the exit's own
+// calls into the kernel (atexit hooks run after the module's, finalizers) would otherwise wait
+// forever for a thread that never runs again.
+struct HeldLock {
+    std::shared_mutex* mutex = nullptr;
+    bool exclusive = false;
+};
+thread_local HeldLock t_held;
+
 // Takes the GIL back after a section without it. While the interpreter exits, CPython before
 // 3.14 ends any other thread that asks for the GIL (pthread_exit), unwinding C++ frames that
 // cannot be unwound (WithoutGil's destructor), which aborts the whole process ("terminate
@@ -50,6 +60,7 @@ inline void take_gil_back(PyThreadState* state) {
 #endif
         if (g_exiting || finalizing) {  // (finalizing: an exit whose atexit hooks did not run)
             guard.unlock();
+            if (t_held.mutex) t_held.exclusive ? t_held.mutex->unlock() : t_held.mutex->unlock_shared();
             for (;;) pause();
         }
         PyEval_RestoreThread(state);
@@ -83,18 +94,24 @@ class Access {
 #endif
         taken_ = true;
         lock.holders_.fetch_add(1, std::memory_order_acq_rel);
-        if (Exclusive ? lock.mutex_.try_lock() : lock.mutex_.try_lock_shared()) return;
+        outer_ = t_held;
+        if (Exclusive ? lock.mutex_.try_lock() : lock.mutex_.try_lock_shared()) {
+            t_held = HeldLock{&lock.mutex_, Exclusive};
+            return;
+        }
         PyThreadState* state = PyEval_SaveThread();  // never wait for the mutex holding the GIL
         if (Exclusive) {
             lock.mutex_.lock();
         } else {
             lock.mutex_.lock_shared();
         }
+        t_held = HeldLock{&lock.mutex_, Exclusive};
         take_gil_back(state);
     }
 
     ~Access() {
         if (!taken_) return;
+        t_held = outer_;
         if (Exclusive) {
             lock_.mutex_.unlock();
         } else {
@@ -109,6 +126,7 @@ class Access {
   private:
     KernelLock& lock_;
     bool taken_ = false;
+    HeldLock outer_;  // t_held before this scope
 };
 
 using Reading = Access<false>;
