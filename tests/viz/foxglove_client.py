@@ -71,7 +71,8 @@ class FoxgloveClient:
                 raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}"
                                      f"; server info {self.server_info}, channels "
                                      f"{list(self.channels.values())[:3]}, "
-                                     f"{len(self.messages)} messages")
+                                     f"{len(self.messages)} messages, statuses "
+                                     f"{self.statuses[-3:]}")
             self._receive(min(left, 0.5))
 
     def channel(self, topic: str) -> dict:

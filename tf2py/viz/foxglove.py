@@ -11,9 +11,10 @@ per child frame and, when a client subscribes to ``/tf``, logs them all as one m
 SDK's Python binding cannot address one client, so clients that were already subscribed get
 that message again; re-receiving a static transform changes nothing for them.
 
-Robot description: with ``robot_description`` (URDF text), or when the bus carries a
+Robot description: with ``robot_description`` (URDF text), or on a bus that carries a
 ``/robot_description`` (``std_msgs/msg/String``, as a ``RobotStatePublisher`` sends on ROS 2
-and Zenoh), the server also has a channel ``/robot_description`` of schema
+and Zenoh; the channel is there from the start, its message once one is heard), the server
+also has a channel ``/robot_description`` of schema
 ``std_msgs/msg/String`` in JSON (``{"data": URDF}``), which Foxglove's 3D panel reads to draw
 the robot on the live frames. The latest description is logged again to each client that
 subscribes, as the transient-local topic gives it to a late joiner.
@@ -116,6 +117,17 @@ def _subscribe_description(core: str | None, keys: Any, on_message: Any) -> Any:
         return None
 
 
+def _keeps_descriptions(core: str | None) -> bool:
+    """Whether the bus keeps ``/robot_description`` for late joiners (ROS 2, Zenoh): then
+    one will come, and its channel is made before the server starts."""
+    from ..transport.topics import transient_local_topics
+
+    try:
+        return bool(transient_local_topics(core))
+    except NotImplementedError:
+        return False
+
+
 def _listening(port: int) -> bool:
     """Whether this process still has a listening socket on ``port`` (Linux; else False)."""
     listening = False
@@ -159,22 +171,34 @@ class _DescriptionChannel:
         self._message = b""
         self.fixed = False  # a description given by the caller: the bus's are not used
 
+    def open(self) -> None:
+        """Create the channel now, before any client connects, for a bus whose description
+        comes later: a channel created while a client connects can be advertised to it and
+        still miss its subscription (seen once in ~2 300 runs), never one that was there."""
+        with self._lock:
+            self._open_locked()
+
+    def _open_locked(self) -> Any:
+        import json
+
+        if self._channel is None:
+            schema = self._foxglove.Schema(name="std_msgs/msg/String", encoding="jsonschema",
+                                           data=json.dumps(_STRING_SCHEMA).encode("utf-8"))
+            self._channel = self._foxglove.Channel(
+                ROBOT_DESCRIPTION_TOPIC, schema=schema, message_encoding="json",
+                context=self._context)
+        return self._channel
+
     def set(self, text: str) -> None:
         import json
 
         with self._lock:
             self._message = json.dumps({"data": text}).encode("utf-8")
-            if self._channel is None:
-                schema = self._foxglove.Schema(name="std_msgs/msg/String", encoding="jsonschema",
-                                               data=json.dumps(_STRING_SCHEMA).encode("utf-8"))
-                self._channel = self._foxglove.Channel(
-                    ROBOT_DESCRIPTION_TOPIC, schema=schema, message_encoding="json",
-                    context=self._context)
-            self._channel.log(self._message)
+            self._open_locked().log(self._message)
 
     def resend(self) -> None:
         with self._lock:
-            if self._channel is not None:
+            if self._channel is not None and self._message:
                 self._channel.log(self._message)
 
     @property
@@ -256,6 +280,8 @@ class FoxgloveServer:
             if robot_description is None:
                 self._description_receiver = _subscribe_description(
                     core, keys, self._description.on_bus_message)
+                if _keeps_descriptions(core):
+                    self._description.open()
             try:
                 server: WebSocketServer = foxglove.start_server(
                     name=name, host=host, port=port, context=self._context,
