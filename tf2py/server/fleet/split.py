@@ -6,19 +6,16 @@ Each fleet process on a ``zenoh://`` address declares, under the address's servi
     P/fleet/<zid>/<hex of its --robots pattern, or "all">   liveliness token: "I hold these"
     P/fleet/<zid>/chain                                      queryable: chain samples
 
-Every process hears every goal; exactly one answers it. A frame ``ns/.../name`` belongs to
-the processes whose pattern matches one of its namespace prefixes; a frame no pattern claims
-(``--world`` frames, unknown names) belongs to all. The goal is answered by the process with
-the smallest zid among the holders of its target frame (else of its source frame, else of
-all). When that process holds every frame the goal names, the goal goes the server's usual
-way (its own Buffer, waits and all). Otherwise it asks each peer holding a named frame for
-the *chain samples* of those frames: the samples of the frame and of each frame above it up
-to its root that the lookup reads (``chain_rows``: each cache's oldest and newest, and the
-two around each time asked; for a time 0, around each of the chains' newest stamps, one of
-which is the latest common time). It inserts them with its own chain samples into a scratch
-``BufferCore`` and answers from that, so results, latest common times and exceptions are the
-kernel's own on the same samples as one process holding all would read. A goal with a
-timeout is asked again every ``_RETRY_S`` until it is answered or its deadline passes.
+Every process hears every goal; exactly one answers it. A frame ``ns/.../name`` belongs to the
+processes whose pattern matches one of its namespace prefixes; a frame no pattern claims
+(``--world`` frames, unknown names) belongs to all. The answer comes from the smallest zid among
+the holders of the target frame (else of the source frame, else of all): the server's usual way
+when it holds every frame named, else from a scratch ``BufferCore`` holding its own and its peers'
+*chain samples* of those frames, the samples of each frame up to its root that the lookup reads
+(``chain_rows``: each cache's oldest and newest and the two around each time asked; for time 0,
+around each chain's newest stamp), so results and exceptions are the kernel's own on what one
+process holding all would read. A goal with a timeout is asked again every ``_RETRY_S`` until it
+is answered or its deadline passes.
 """
 
 from __future__ import annotations
