@@ -37,9 +37,10 @@ def test_a_dynamic_and_a_static_sender_are_stored_without_it_and_counted_per_sen
 
         wait_for(stored, timeout=10, interval=0.02)
         counts = listener.stats()["leading_slash"]
-    # Two ids with '/' in every copy of the set heard (the live message, and the core's
-    # replay of its latch to a listener that joined around it: once or twice).
-    assert counts["mounts"] in (2, 4)
+    # Two ids with '/' in every copy of the set heard: the live message, the core's replay of
+    # its latch to a listener that joined around it, the broadcaster's resend when its link
+    # to the core comes up: how many copies depends on timing, each counts both ids.
+    assert counts["mounts"] >= 2 and counts["mounts"] % 2 == 0, counts
     assert counts["driver"] >= 1
     assert buffer.get_frames() == ["base_link", "laser", "odom"]
 
