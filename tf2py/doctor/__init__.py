@@ -19,8 +19,8 @@ from .checks import Thresholds, diagnose, recording_time_base_s
 from .findings import Finding, cut
 from .observations import TF, TF_STATIC, Observations
 
-__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut", "recording_time_base_s", "TF",
-           "TF_STATIC"]
+__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut",
+           "recording_time_base_s", "TF", "TF_STATIC"]
 
 
 def observe_bag(bag: Any, observations: Observations, authority: str) -> None:

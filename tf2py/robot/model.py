@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +31,7 @@ from .xml_tree import parse_xml
 
 __all__ = ["RobotModel", "Joint", "JointLimits", "JointMimic", "JointRows"]
 
-Positions = Union[Mapping[str, float], Sequence[float], npt.ArrayLike]
+Positions = Mapping[str, float] | Sequence[float] | npt.ArrayLike
 
 
 class RobotModel:
