@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
-                     wait_or_interrupt)
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument, wait_or_interrupt
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "

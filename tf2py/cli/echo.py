@@ -118,9 +118,8 @@ class _LocalSource:
     def __init__(self, core: str | None, clock: Any = None) -> None:
         from ..buffer.buffer import Buffer
         from ..transport.address import core_address
-        from ..transport.listener import TransformListener
-
         from ..transport.interface import is_ros2
+        from ..transport.listener import TransformListener
 
         self.where = (f"the ROS 2 graph at {core_address(core)}" if is_ros2(core) else
                       f"the core at {core_address(core)}")
@@ -341,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
                 if details:
                     print(details, end="" if details.endswith("\n") else "\n", flush=True)
                 if args.once:
-                    raise CommandError(f"lookup {target_frame} -> {source_frame} failed: {exc}")
+                    raise CommandError(f"lookup {target_frame} -> {source_frame} failed: {exc}") from None
             else:
                 print(format_block(transform), flush=True)
                 if args.once:

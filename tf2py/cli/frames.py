@@ -10,8 +10,7 @@ import sys
 import time
 from typing import Any
 
-from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
-                     wait_or_interrupt)
+from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument, wait_or_interrupt
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"

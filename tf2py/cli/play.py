@@ -184,9 +184,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
 
-    from ..bag import BagError, BagWarning
-
     import warnings
+
+    from ..bag import BagError, BagWarning
 
     try:
         with warnings.catch_warnings(record=True) as caught:
