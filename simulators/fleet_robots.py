@@ -1,4 +1,4 @@
-"""Simulated ROS 2 robots on rmw_zenoh's wire, for tf2py fleet's tests and benchmark.
+"""Simulated ROS 2 robots on rmw_zenoh's wire, for tf2py fleet's tests and benchmarks.
 
 One process plays many robots (namespaces): per robot it declares rmw_zenoh's liveliness
 tokens (a node, a /tf publisher, a /tf_static publisher), publishes its statics once on
@@ -7,7 +7,7 @@ rmw_zenoh does for transient-local), and ``--frames`` transforms per TFMessage o
 ``<domain>/<ns>/tf/<type>/<hash>`` at ``--rate`` Hz (CDR, little-endian; the stamps are written
 into a prepared message, as a robot's broadcaster fills the same frames every cycle).
 
-    python bench/fleet_robots.py --connect tcp/127.0.0.1:7447 --robots 100 --prefix robot
+    python simulators/fleet_robots.py --connect tcp/127.0.0.1:7447 --robots 100 --prefix robot
 
 It prints ``ready`` once every robot is declared, then per second nothing; on SIGINT/SIGTERM
 (or after ``--duration``) it prints ``sent N messages M transforms`` and exits.
