@@ -36,7 +36,7 @@ from tf2py.buffer.buffer import Buffer  # noqa: E402
 from tf2py.transport import wire  # noqa: E402
 from tf2py.transport.zmq import core as core_module  # noqa: E402
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster  # noqa: E402
-from tf2py.transport.keys import add_identity, create_site  # noqa: E402
+from tf2py.transport.zmq.keys import add_identity, create_site  # noqa: E402
 from tf2py.transport.listener import TransformListener  # noqa: E402
 
 from fault_support import (  # noqa: E402  (bench/ is the script's folder)

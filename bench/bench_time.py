@@ -151,7 +151,7 @@ def bench_filter(repeat, number):
 _CLOCK_CHILD = r"""
 import sys, time, resource
 import zmq
-from tf2py.transport.address import bus_endpoints
+from tf2py.transport.zmq.address import bus_endpoints
 from tf2py.transport.clock import SimClock
 mode = sys.argv[2]
 if mode == "floor":  # a bare SUB socket on /clock, never read: ZeroMQ's own receive cost
@@ -222,7 +222,7 @@ def _clock_share(core_address, publisher, mode, seconds):
 
 def bench_clock(seconds):
     from tf2py.transport.clock import ClockPublisher
-    from tf2py.transport.core import Core
+    from tf2py.transport.zmq.core import Core
 
     with Core("tcp://127.0.0.1:0") as core, ClockPublisher(core.address) as publisher:
         floor, floor_idle, _, _ = _clock_share(core.address, publisher, "floor", seconds)

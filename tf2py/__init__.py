@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .transport.broadcaster import StaticTransformBroadcaster as StaticTransformBroadcaster
     from .transport.broadcaster import TransformBroadcaster as TransformBroadcaster
     from .transport.clock import SimClock as SimClock
-    from .transport.core import Core as Core
+    from .transport.zmq.core import Core as Core
     from .transport.listener import TransformListener as TransformListener
     from .buffer.message_filter import MessageFilter as MessageFilter
     from .robot.errors import RobotModelError as RobotModelError
@@ -68,7 +68,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "BufferCore": "tf2py.buffer.core",
     "Buffer": "tf2py.buffer.buffer",
-    "Core": "tf2py.transport.core",
+    "Core": "tf2py.transport.zmq.core",
     "TransformBroadcaster": "tf2py.transport.broadcaster",
     "StaticTransformBroadcaster": "tf2py.transport.broadcaster",
     "TransformListener": "tf2py.transport.listener",

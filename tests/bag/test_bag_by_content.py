@@ -14,7 +14,7 @@ from helpers import SHARED_DATA
 from tf2py import make_transform
 from tf2py.bag import BagError, load, read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 MCAP = SHARED_DATA / "nav2_turtlebot.mcap"
 ROS1 = SHARED_DATA / "tf_example.bag"

@@ -18,7 +18,7 @@ from helpers import wait_for
 from tf2py import make_transform
 from tf2py.bag import read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformSubscriber
 
 

@@ -14,7 +14,7 @@ from helpers import free_address, wait_for
 from tf2py import make_transform
 from tf2py.bag import BagWarning, read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 READY = "tf2py record: recording to"
 

@@ -21,7 +21,7 @@ from tf2py.transport.broadcaster import (  # noqa: E402
     StaticTransformBroadcaster,
     TransformBroadcaster,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core  # noqa: E402
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from cli_support import tf2py, wait_for  # noqa: F401 (fixtures)
 from helpers import REPO
 from tf2py import Buffer, RobotModel, StaticTransformBroadcaster, Time, TransformListener
 from tf2py import make_transform
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 from bag.robot_bags import ARM, ARM_JOINTS, pinocchio_pose, write_mcap
 

@@ -11,7 +11,7 @@ from collections import Counter
 import tf2py
 from conftest import DISCOVERY_TIMEOUT, expected_transform, go
 from helpers import wait_for
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformSubscriber
 
 

@@ -22,7 +22,7 @@ from tf2py import (  # noqa: E402
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core  # noqa: E402
 
 URL_LINE = re.compile(r"^Open in Foxglove: https://app\.foxglove\.dev/\?ds=foxglove-websocket"
                       r"&ds\.url=ws%3A%2F%2F127\.0\.0\.1%3A(\d+)$")

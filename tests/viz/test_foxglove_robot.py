@@ -17,7 +17,7 @@ from foxglove_client import FoxgloveClient  # noqa: E402
 from bag.robot_bags import ARM  # noqa: E402
 from helpers import wait_for  # noqa: E402
 from tf2py import JointStatePublisher, RobotModel, RobotStatePublisher  # noqa: E402
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core  # noqa: E402
 from tf2py.viz.foxglove import FoxgloveServer  # noqa: E402
 
 URDF = ARM.read_text()

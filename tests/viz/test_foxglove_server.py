@@ -20,7 +20,7 @@ from tf2py import (  # noqa: E402
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core  # noqa: E402
 from tf2py.viz.foxglove import FoxgloveServer  # noqa: E402
 
 # Quaternions whose squared norm is exactly 1.0 in binary floating point, so nothing is

@@ -23,7 +23,7 @@ from tf2py import (  # noqa: E402
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core  # noqa: E402
 
 SECOND = 1_000_000_000
 

@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tf2py.cli.common import CommandError
-    from tf2py.transport.keys import KeysError, add_identity, create_site
+    from tf2py.transport.zmq.keys import KeysError, add_identity, create_site
 
     if args.serve and args.add is None:
         raise CommandError("--serve goes with --add NAME (the site's own identity may "

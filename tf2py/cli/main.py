@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["TF2PY_KEYS"] = os.path.abspath(args.keys)
     if args.command != "keygen" and (getattr(args, "keys", None) or _env_keys()):
-        from tf2py.transport.keys import KeysError, load_keys
+        from tf2py.transport.zmq.keys import KeysError, load_keys
 
         try:
             load_keys()  # a missing or incomplete folder is a one-line error, now

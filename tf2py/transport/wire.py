@@ -17,9 +17,9 @@ transform on the listener path.
 Generic helpers for other protocols (the buffer server): ``pack``, ``unpack``,
 ``transform_to_wire``, ``transform_from_wire``; every decoding error is a ``WireError``.
 
-This module is the one place to import the wire format from. It holds the transforms-message
-codec; the versions, topics, bounds, errors and generic helpers live in ``wire_common``, the
-/clock codec in ``wire_clock``, and both are re-exported here.
+This module holds the transforms-message codec; the versions, topics, bounds, errors and generic
+helpers live in ``wire_common`` and are re-exported here. The ZeroMQ bus's /clock codec is
+``zmq/wire_clock.py``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ import numpy.typing as npt
 
 from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
 from ..buffer.time import Time
-from . import wire_clock
-from .wire_clock import *  # noqa: F403 (the /clock codec, re-exported: wire_clock.__all__)
 from .wire_common import (
     MAX_FRAME_ID_LENGTH,
     MAX_MESSAGE_BYTES,
@@ -99,7 +97,6 @@ __all__ = [
     "arrays_to_transforms",
     "default_authority",
 ]
-__all__ += wire_clock.__all__
 
 _LITTLE = sys.byteorder == "little"
 _F8 = np.dtype("<f8")

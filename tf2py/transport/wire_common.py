@@ -3,7 +3,7 @@ bounds, the errors every decoder raises, and the generic msgpack helpers the buf
 protocol uses (``pack``, ``unpack``, ``transform_to_wire``, ``transform_from_wire``).
 
 Import these names from ``tf2py.transport.wire``, which re-exports them all; this module
-exists so the codecs (transforms messages in ``wire``, /clock in ``wire_clock``) share one
+exists so the codecs (transforms messages in ``wire``, /clock in ``zmq/wire_clock``) share one
 definition of the limits and errors.
 """
 

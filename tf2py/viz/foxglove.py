@@ -31,7 +31,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..transport._sockets import DropCounter
+from ..transport.counters import DropCounter
 from ..transport.address import core_address
 from .errors import require_foxglove
 from .frame_transforms import FrameTransformsBuilder

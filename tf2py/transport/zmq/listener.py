@@ -34,7 +34,7 @@ from .sockets import (
     make_socket,
     release_when_collected,
 )
-from ..address import bus_endpoints
+from .address import bus_endpoints
 from ..lifetime import ClosingContext
 
 __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]

@@ -37,8 +37,8 @@ import zmq.auth
 if TYPE_CHECKING:
     from zmq.auth.thread import ThreadAuthenticator
 
-from ._sockets import context, logger
-from .address import is_loopback
+from ..address import is_loopback
+from .sockets import context, logger
 
 __all__ = [
     "KeysError",

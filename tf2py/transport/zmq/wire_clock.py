@@ -1,7 +1,5 @@
 """/clock on the bus: simulated time (``tf2py play --clock``), in tf2py's wire format.
 
-Import these names from ``tf2py.transport.wire``, which re-exports them.
-
 Unlike /tf, a /clock message is ONE ZeroMQ frame: the topic bytes followed at once by the
 body, a msgpack array ``[version: int, time_ns: int]`` (the sender's current time, e.g. a
 bag's recording time, in integer nanoseconds). One frame lets a follower keep only the
@@ -10,7 +8,7 @@ latest tick (ZMQ_CONFLATE works on single-frame messages).
 
 from __future__ import annotations
 
-from .wire_common import WIRE_VERSION, UnknownVersionError, WireError, describe, packb, unpack
+from ..wire_common import WIRE_VERSION, UnknownVersionError, WireError, describe, packb, unpack
 
 __all__ = [
     "TOPIC_CLOCK",
