@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .robot.joint_state import JointState as JointState
     from .robot.publishers import JointStatePublisher as JointStatePublisher
     from .robot.publishers import RobotStatePublisher as RobotStatePublisher
+    from .buffer.transforms import Transforms as Transforms
 
 __version__ = "0.1.0"
 
@@ -85,6 +86,7 @@ _LAZY = {
     "JointState": "tf2py.robot.joint_state",
     "JointStatePublisher": "tf2py.robot.publishers",
     "RobotStatePublisher": "tf2py.robot.publishers",
+    "Transforms": "tf2py.buffer.transforms",
 }
 
 __all__ = [
@@ -131,6 +133,7 @@ __all__ = [
     "JointState",
     "JointStatePublisher",
     "RobotStatePublisher",
+    "Transforms",
 ]
 
 
