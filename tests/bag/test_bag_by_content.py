@@ -9,8 +9,8 @@ import subprocess
 import time
 
 import pytest
-from helpers import SHARED_DATA
 
+from helpers import SHARED_DATA
 from tf2py import make_transform
 from tf2py.bag import BagError, load, read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster

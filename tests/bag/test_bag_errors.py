@@ -8,9 +8,9 @@ import sys
 import warnings
 
 import pytest
-from bagdata import IDENTITY, NAV2, TF_EXAMPLE_ROS1, write_bag, write_mcap_raw
 
 import tf2py.bag
+from bagdata import IDENTITY, NAV2, TF_EXAMPLE_ROS1, write_bag, write_mcap_raw
 from tf2py.bag import BagDependencyError, BagError, BagWarning, load, read_transforms
 from tf2py.bag.codec import encode_ros2
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bagdata import ALL_RECORDINGS, IDENTITY, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
-from bagdata import write_bag
 
 import tf2py
+from bagdata import ALL_RECORDINGS, IDENTITY, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM, write_bag
 from tf2py import ExtrapolationException, Time
 from tf2py.bag import BagWarning, load, read_transforms
 from tf2py.buffer.buffer import Buffer
@@ -125,7 +124,6 @@ def test_load_into_a_given_buffer_keeps_what_it_had():
 
 def test_loading_a_damaged_bag_non_strictly_keeps_the_readable_part(tmp_path):
     from bagdata import write_mcap_raw
-
     from tf2py.bag.codec import encode_ros2
 
     good = [encode_ros2([("map", "odom", i * 1_000_000_000, IDENTITY)]) for i in range(1, 4)]

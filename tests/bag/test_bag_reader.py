@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from bagdata import ALL_RECORDINGS, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
 
+from bagdata import ALL_RECORDINGS, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
 from tf2py.bag import read_transforms
 
 NAV2_STATIC_CHILDREN = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bagdata import IDENTITY, write_bag
 
+from bagdata import IDENTITY, write_bag
 from tf2py import make_transform
 from tf2py.bag import BagError, BagWriter, read_transforms
 

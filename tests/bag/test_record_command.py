@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 import pytest
-from helpers import free_address, wait_for
 
+from helpers import free_address, wait_for
 from tf2py import make_transform
 from tf2py.bag import BagWarning, read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster

@@ -7,21 +7,22 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from helpers import wait_for
 
 pytest.importorskip("foxglove")
 
-from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms  # noqa: E402
-from google.protobuf import descriptor_pb2  # noqa: E402
+from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+from google.protobuf import descriptor_pb2
 
-import tf2py.bag  # noqa: E402
-from tf2py import Time, make_transform  # noqa: E402
-from tf2py.bag import read_transforms  # noqa: E402
-from tf2py.transport.broadcaster import (  # noqa: E402
+import tf2py.bag
+from tf2py import Time, make_transform
+from tf2py.bag import read_transforms
+from tf2py.transport.broadcaster import (
     StaticTransformBroadcaster,
     TransformBroadcaster,
 )
-from tf2py.transport.zmq.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from collections import Counter
 import tf2py
 from conftest import DISCOVERY_TIMEOUT, expected_transform, go
 from helpers import wait_for
-from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformSubscriber
+from tf2py.transport.zmq.core import Core
 
 
 def _zmq_transform(k: int, child="zmq_child", parent="zmq_parent"):

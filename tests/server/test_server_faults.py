@@ -18,16 +18,16 @@ import zmq
 from helpers import wait_for
 from simulators.forging_server import ForgingServer
 from tf2py import (
-    Buffer,
     BackwardExtrapolationException,
+    Buffer,
     InvalidArgumentException,
     Time,
     TimeoutException,
     make_transform,
 )
 from tf2py.buffer.exceptions import INVALID_ARGUMENT_ERROR
-from tf2py.server import protocol
 from tf2py.server import goals as goals_module
+from tf2py.server import protocol
 from tf2py.server.client import BufferClient
 from tf2py.server.server import MAX_WAITING_GOALS_PER_CLIENT, BufferServer
 from tf2py.transport.wire import unpack
