@@ -1,10 +1,12 @@
 """tf2py fleet under load: N simulated robots x 50 frames x 20 Hz into one fleet process.
 
-    python bench/bench_fleet.py [--sizes 10,100,1000] [--duration 10]
-    python bench/bench_fleet.py --ingest-only [SECONDS] [SIZES]   (no Zenoh: the ingest alone)
+    python -m bench fleet [--sizes 10,100,1000] [--duration 10] [--ingest-only SECONDS]
+    python -m bench fleet --quick        (N = 10, 2 s; ingest alone for 1 s)
+
+``--ingest-only SECONDS``: no Zenoh, the ingest alone (``--sizes`` robots).
 
 For each N: a Zenoh router, the fleet (the ``Fleet`` that ``tf2py fleet`` runs, in its own
-process, reporting its counters), and a few robot processes (bench/fleet_robots.py) playing
+process, reporting its counters), and a few robot processes (simulators/fleet_robots.py) playing
 N robots between them, each robot one TFMessage of 50 transforms per cycle at 20 Hz (rmw_zenoh's
 key expressions and CDR). Measured over the steady window: loss (transforms sent that the fleet
 did not insert), CPU of the fleet process (cores), its memory (RSS), CPU per transform (must
@@ -19,72 +21,26 @@ import json
 import os
 import random
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-ROBOTS = os.path.join(HERE, "fleet_robots.py")
+from bench.harness import (
+    PY,
+    REPO,
+    Child,
+    Run,
+    cpu_seconds,
+    free_port,
+    rss_mib,
+    thread_cpu_seconds,
+    version_of,
+)
+
+ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
 FRAMES = 50
 RATE = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Child:
-    def __init__(self, args: list[str]):
-        self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, start_new_session=True)
-        self.lines: list[str] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        assert self.popen.stdout is not None
-        for line in self.popen.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_line(self, prefix: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if line.startswith(prefix):
-                    return line
-            if self.popen.poll() is not None:
-                break
-            time.sleep(0.01)
-        raise RuntimeError(f"no {prefix!r} from {self.popen.args}: {self.lines[-5:]}")
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGINT)
-            try:
-                self.popen.wait(15)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(5)
-        self.thread.join(5)
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def fleet_child(core: str, n: int) -> int:
@@ -106,7 +62,7 @@ def fleet_child(core: str, n: int) -> int:
     return 0
 
 
-def last_stats(child: Child) -> dict:
+def last_stats(child: Child) -> dict[str, Any]:
     for line in reversed(child.lines):
         if line.startswith("stats "):
             return json.loads(line[6:])
@@ -131,16 +87,15 @@ def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float])
             stop.wait(0.005)
 
 
-def run_size(core: str, locator: str, n: int, duration: float) -> dict:
-    fleet = Child([sys.executable, __file__, "--fleet-child", core, str(n)])
-    fleet.wait_line("ready")
+def run_size(core: str, locator: str, n: int, duration: float) -> dict[str, Any]:
+    fleet = Child([PY, "-m", "bench.fleet", "--fleet-child", core, str(n)], ready="ready")
     processes = 1 if n <= 10 else 2 if n <= 100 else 4
     per = n // processes
     sims = []
     try:
         for k in range(processes):
             count = per if k < processes - 1 else n - per * (processes - 1)
-            sims.append(Child([sys.executable, ROBOTS, "--connect", locator, "--robots",
+            sims.append(Child([PY, ROBOTS, "--connect", locator, "--robots",
                                str(count), "--first", str(k * per), "--frames", str(FRAMES),
                                "--rate", str(RATE), "--statics", "2",
                                "--duration", str(duration + 4)]))
@@ -168,7 +123,7 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict:
         asker.join(30)
         client.close()
         cpu1, t1, stats1 = cpu_seconds(pid), time.monotonic(), last_stats(fleet)
-        rss = rss_mb(pid)
+        rss = rss_mib(pid)
         for sim in sims:
             sim.wait_line("sent", duration + 60)
         time.sleep(1.5)  # the fleet drains what is queued
@@ -197,18 +152,19 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict:
     }
 
 
-def ingest_only(sizes: list[int], seconds: float) -> None:
+def ingest_only(run: Run, sizes: list[int], seconds: float) -> None:
     """The fleet's own cost without Zenoh: N robots' samples (rmw_zenoh keys, CDR) handed to
     the ingest as Zenoh's callback would, one 20 Hz cycle after another, as fast as it goes;
     CPU of this process per transform (classify + queue + decode + prefix + batch insert)."""
-    from fleet_robots import Template, data_key, robot_frames
-
+    from simulators.fleet_robots import Template, data_key, robot_frames
     from tf2py import Buffer
     from tf2py.server.fleet.ingest import Ingest
     from tf2py.server.fleet.slots import RobotSlots
 
     parents, children = robot_frames(FRAMES)
-    print(f"\ningest only (no Zenoh): {FRAMES} transforms per sample, one thread inserting")
+    table = run.table(f"ingest only (no Zenoh): {FRAMES} transforms per sample, one thread inserting",
+                      ["N robots", "transforms/s", "µs CPU per transform", "on_sample µs",
+                       "ingest thread µs", f"vs N={sizes[0]}", "dropped"], [9, 13, 21, 13, 17, 9, 8])
     base = None
     for n in sizes:
         buffer = Buffer(cache_time=10.0)
@@ -229,7 +185,7 @@ def ingest_only(sizes: list[int], seconds: float) -> None:
         # CPU of our code only: the callers' on_sample calls (this thread, timed around them)
         # and the ingest thread (from /proc). Not the waits between cycles: on this VM every
         # wake-up from a sleep is charged hundreds of microseconds of CPU.
-        ingest_cpu0 = _thread_cpu(ingest._thread.native_id)
+        ingest_cpu0 = thread_cpu_seconds(ingest._thread.native_id)
         calls_cpu, wall0 = 0.0, time.monotonic()
         while time.monotonic() - wall0 < seconds:
             stamp += 50_000_000
@@ -245,45 +201,39 @@ def ingest_only(sizes: list[int], seconds: float) -> None:
             time.sleep(0.0005)
         time.sleep(0.01)
         wall = time.monotonic() - wall0
-        thread_cpu = _thread_cpu(ingest._thread.native_id) - ingest_cpu0
+        thread_cpu = thread_cpu_seconds(ingest._thread.native_id) - ingest_cpu0
         done = ingest.transforms - first
         ingest.close()
         per = (calls_cpu + thread_cpu) / done * 1e6
         base = base or per
-        print(f"  N={n:>5}: {done / wall:>10.0f} transforms/s  {per:6.2f} us CPU per transform "
-              f"({calls_cpu / done * 1e6:.2f} on_sample + {thread_cpu / done * 1e6:.2f} ingest "
-              f"thread; {per / base:4.2f}x N={sizes[0]}), {ingest.stats()['dropped']} dropped")
+        dropped = ingest.stats()["dropped"]
+        table.add(n, f"{done / wall:.0f}", f"{per:.2f}", f"{calls_cpu / done * 1e6:.2f}",
+                  f"{thread_cpu / done * 1e6:.2f}", f"{per / base:.2f}", dropped,
+                  n=n, rate=done / wall, us_per_transform=per, dropped=dropped)
 
 
-def _thread_cpu(native_id: int | None) -> float:
-    """CPU seconds (user + system) of one thread of this process, from /proc."""
-    with open(f"/proc/self/task/{native_id}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--fleet-child":
-        return fleet_child(sys.argv[2], int(sys.argv[3]))
-    if len(sys.argv) >= 2 and sys.argv[1] == "--ingest-only":
-        sys.path.insert(0, HERE)
-        sizes = [int(n) for n in sys.argv[3].split(",")] if len(sys.argv) > 3 else [10, 100, 1000]
-        ingest_only(sizes, float(sys.argv[2]) if len(sys.argv) > 2 else 5.0)
-        return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000")
-    parser.add_argument("--duration", type=float, default=10.0)
-    args = parser.parse_args()
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench fleet", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10" if run.quick else "10,100,1000")
+    parser.add_argument("--duration", type=float, default=2.0 if run.quick else 10.0)
+    parser.add_argument("--ingest-only", type=float, metavar="SECONDS", default=None,
+                        help="only the ingest, no Zenoh, for SECONDS per size")
+    args = parser.parse_args(argv)
+    run.peer("eclipse-zenoh", version_of("eclipse-zenoh"))
+    sizes = [int(x) for x in args.sizes.split(",")]
+    if args.ingest_only is not None:
+        ingest_only(run, sizes, args.ingest_only)
+        return
     locator = f"tcp/127.0.0.1:{free_port()}"
     config = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bench-fleet-{os.getpid()}.json5")
     with open(config, "w") as f:
         f.write("{ scouting: { multicast: { enabled: false } } }\n")
     core = f"zenoh://{locator}?domain=0&mode=client&config={config}"
-    router = Child([sys.executable, ROBOTS, "--router", locator])
+    router = Child([PY, ROBOTS, "--router", locator])
     results = []
     try:
         router.wait_line("ready")
-        for n in (int(x) for x in args.sizes.split(",")):
+        for n in sizes:
             result = run_size(core, locator, n, args.duration)
             results.append(result)
             print(json.dumps(result), flush=True)
@@ -291,15 +241,22 @@ def main() -> int:
         router.stop()
         os.unlink(config)
     base = results[0]["us_per_transform"] if results else float("nan")
-    print(f"\n{'N':>5} {'tf/s':>9} {'loss':>7} {'cores':>6} {'RSS MB':>7} {'us/tf':>6} "
-          f"{'vs N0':>6} {'lookups/s':>9} {'p50 ms':>7} {'p99 ms':>7}")
+    table = run.table(f"fleet: N robots x {FRAMES} frames x {RATE:.0f} Hz over Zenoh, "
+                      f"{args.duration:.0f} s window",
+                      ["N", "transforms/s", "loss", "cores", "RSS MiB", "µs/transform",
+                       f"vs N={sizes[0]}", "lookups/s", "p50 ms", "p99 ms"],
+                      [6, 13, 8, 6, 8, 13, 8, 10, 8, 8])
     for r in results:
-        print(f"{r['n']:>5} {r['rate']:>9.0f} {r['loss']:>7.2%} {r['cores']:>6.2f} "
-              f"{r['rss_mb']:>7.0f} {r['us_per_transform']:>6.2f} "
-              f"{r['us_per_transform'] / base:>6.2f} {r['lookup_rate']:>9.0f} "
-              f"{r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f}")
-    return 0
+        table.add(r["n"], f"{r['rate']:.0f}", f"{r['loss']:.2%}", f"{r['cores']:.2f}",
+                  f"{r['rss_mb']:.0f}", f"{r['us_per_transform']:.2f}",
+                  f"{r['us_per_transform'] / base:.2f}", f"{r['lookup_rate']:.0f}",
+                  f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}",
+                  **{k: v for k, v in r.items() if not isinstance(v, dict)})
+    if run.quick:  # the ingest alone as well: a second figure for the smoke run's seconds
+        ingest_only(run, sizes, 1.0)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if len(sys.argv) == 4 and sys.argv[1] == "--fleet-child":
+        sys.exit(fleet_child(sys.argv[2], int(sys.argv[3])))
+    sys.exit("run it as: python -m bench fleet")

@@ -1,10 +1,10 @@
 """Two `tf2py fleet --robots` processes on one --address, answering one BufferClient.
 
-    python bench/bench_fleet_split.py [--robots 50] [--duration 8] [--one]
+    python -m bench fleet_split [--robots 50] [--duration 8] [--one]   (--quick: 5 robots, 2 s)
 
 A Zenoh router; fleet A (`--robots 'a*'`) and fleet B (`--robots 'b*'`), both answering on
 the router's address with one --world (world -> aI/map, world -> bI/map); robot processes
-(bench/fleet_robots.py) playing ``--robots`` robots a0.. and as many b0.., 50 frames x 20 Hz
+(simulators/fleet_robots.py) playing ``--robots`` robots a0.. and as many b0.., 50 frames x 20 Hz
 each. During the window one BufferClient asks lookups (time 0) alternately within one
 process's robots (aI -> aJ) and between the two processes (aI -> bJ). Printed: per fleet
 process its CPU (cores) and transforms/s; per kind of lookup p50 / p99 latency and count.
@@ -16,32 +16,25 @@ import argparse
 import json
 import os
 import random
-import sys
 import tempfile
-import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
-
-from bench_fleet import ROBOTS, Child, cpu_seconds, free_port  # noqa: E402
-
-FRAMES = 50
+from bench.fleet import FRAMES, ROBOTS
+from bench.harness import PY, Child, Run, cpu_seconds, free_port, percentile, tf2py_command
 
 
-def percentile(values: list[float], q: float) -> float:
-    ok = sorted(v for v in values if v != float("inf"))
-    return ok[min(len(ok) - 1, int(len(ok) * q))] * 1e3 if ok else float("nan")
+def _ms(values: list[float], q: float) -> float:
+    """The q-th percentile of the answered lookups' seconds, in ms."""
+    return percentile([v * 1e3 for v in values if v != float("inf")], q)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robots", type=int, default=50, help="robots per fleet process")
-    parser.add_argument("--duration", type=float, default=8.0)
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench fleet_split", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--robots", type=int, default=5 if run.quick else 50, help="robots per fleet process")
+    parser.add_argument("--duration", type=float, default=2.0 if run.quick else 8.0)
     parser.add_argument("--one", action="store_true",
                         help="the reference: one fleet process holding every robot")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     n = args.robots
     locator = f"tcp/127.0.0.1:{free_port()}"
     folder = tempfile.mkdtemp(prefix="tf2py-split-")
@@ -55,7 +48,7 @@ def main() -> int:
                 f.write(f"- {{parent: world, child: {prefix}{i}/map, "
                         f"translation: [{i}, {ord(prefix) - 96}, 0]}}\n")
     core = f"zenoh://{locator}?domain=0&mode=client&config={config}"
-    cli = [sys.executable, "-m", "tf2py.cli.main"]
+    cli = tf2py_command()
     router = Child(cli + ["router", "--listen", locator])
     children = [router]
     try:
@@ -66,7 +59,7 @@ def main() -> int:
         children += fleets.values()
         for fleet in fleets.values():
             fleet.wait_line("tf2py fleet: ready", 120)
-        sims = [Child([sys.executable, ROBOTS, "--connect", locator, "--prefix", p,
+        sims = [Child([PY, ROBOTS, "--connect", locator, "--prefix", p,
                        "--robots", str(n), "--frames", str(FRAMES), "--rate", "20"])
                 for p in "ab"]
         children += sims
@@ -97,22 +90,24 @@ def main() -> int:
         t1 = time.monotonic()
         cores = {p: (cpu_seconds(pid) - cpu0[p]) / (t1 - t0) for p, pid in pids.items()}
         client.close()
+        table = run.table(f"fleet processes: {n} robots a*, {n} robots b*, {args.duration:.0f} s",
+                          ["fleet", "robots", "cores", "transforms/s", "dropped"],
+                          [8, 8, 7, 14, 30])
         for p, fleet in fleets.items():
             stats = [json.loads(line)["stats"] for line in fleet.lines
                      if line.startswith('{"stats"')]
             rates = [s["transforms_per_s"] for s in stats[-int(args.duration) + 1:]]
-            print(f"fleet {p}: {n * (3 - len(fleets))} robots, {cores[p]:.2f} cores, "
-                  f"{sum(rates) / max(1, len(rates)):,.0f} transforms/s, "
-                  f"dropped {stats[-1]['dropped_by_cause'] if stats else '?'}")
+            rate = sum(rates) / max(1, len(rates))
+            table.add(p, n * (3 - len(fleets)), f"{cores[p]:.2f}", f"{rate:,.0f}",
+                      stats[-1]["dropped_by_cause"] if stats else "?",
+                      cores=cores[p], rate=rate)
+        lookups = run.table("lookups by one BufferClient (time 0)",
+                            ["kind", "asked", "failed", "p50 ms", "p99 ms"], [10, 8, 8, 9, 9])
         for kind, values in latencies.items():
             failed = sum(1 for v in values if v == float("inf"))
-            print(f"lookups {kind:8s}: {len(values)} asked, {failed} failed, "
-                  f"p50 {percentile(values, 0.5):.2f} ms, p99 {percentile(values, 0.99):.2f} ms")
+            p50, p99 = _ms(values, 50), _ms(values, 99)
+            lookups.add(kind, len(values), failed, f"{p50:.2f}", f"{p99:.2f}",
+                        asked=len(values), failed=failed, p50_ms=p50, p99_ms=p99)
     finally:
         for child in reversed(children):
             child.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
