@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .buffer import messages as _messages
 from .buffer.convert import convert
 from .buffer.exceptions import (
     BackwardExtrapolationException,
@@ -23,19 +24,7 @@ from .buffer.exceptions import (
     TimeoutException,
     TransformException,
 )
-from .buffer.messages import (
-    Header,
-    Point,
-    PointStamped,
-    Pose,
-    PoseStamped,
-    Quaternion,
-    Transform,
-    TransformStamped,
-    Vector3,
-    Vector3Stamped,
-    make_transform,
-)
+from .buffer.messages import *  # noqa: F403 - the names in its __all__, added to ours below
 from .buffer.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -44,23 +33,21 @@ if TYPE_CHECKING:
     from . import bag as bag
     from .buffer.buffer import Buffer as Buffer
     from .buffer.core import BufferCore as BufferCore
-    from .buffer.messages import Twist as Twist
-    from .buffer.messages import VelocityStamped as VelocityStamped
+    from .buffer.message_filter import MessageFilter as MessageFilter
+    from .buffer.transforms import Transforms as Transforms
+    from .robot.errors import RobotModelError as RobotModelError
+    from .robot.joint_state import JointState as JointState
+    from .robot.model import Joint as Joint
+    from .robot.model import RobotModel as RobotModel
+    from .robot.publishers import JointStatePublisher as JointStatePublisher
+    from .robot.publishers import RobotStatePublisher as RobotStatePublisher
     from .server.client import BufferClient as BufferClient
     from .server.server import BufferServer as BufferServer
     from .transport.broadcaster import StaticTransformBroadcaster as StaticTransformBroadcaster
     from .transport.broadcaster import TransformBroadcaster as TransformBroadcaster
     from .transport.clock import SimClock as SimClock
-    from .transport.zmq.core import Core as Core
     from .transport.listener import TransformListener as TransformListener
-    from .buffer.message_filter import MessageFilter as MessageFilter
-    from .robot.errors import RobotModelError as RobotModelError
-    from .robot.model import Joint as Joint
-    from .robot.model import RobotModel as RobotModel
-    from .robot.joint_state import JointState as JointState
-    from .robot.publishers import JointStatePublisher as JointStatePublisher
-    from .robot.publishers import RobotStatePublisher as RobotStatePublisher
-    from .buffer.transforms import Transforms as Transforms
+    from .transport.zmq.core import Core as Core
 
 __version__ = "0.1.0"
 
@@ -76,8 +63,6 @@ _LAZY = {
     "BufferServer": "tf2py.server.server",
     "BufferClient": "tf2py.server.client",
     "bag": "tf2py.bag",
-    "Twist": "tf2py.buffer.messages",
-    "VelocityStamped": "tf2py.buffer.messages",
     "MessageFilter": "tf2py.buffer.message_filter",
     "SimClock": "tf2py.transport.clock",
     "RobotModelError": "tf2py.robot.errors",
@@ -89,20 +74,11 @@ _LAZY = {
     "Transforms": "tf2py.buffer.transforms",
 }
 
-__all__ = [
-    "Time",
-    "Duration",
-    "Vector3",
-    "Point",
-    "Quaternion",
-    "Transform",
-    "Pose",
-    "Header",
-    "TransformStamped",
-    "PointStamped",
-    "Vector3Stamped",
-    "PoseStamped",
-    "make_transform",
+# The eager names: the times, the messages' own ``__all__`` (mypy and pyright both follow
+# ``__all__ += module.__all__``), ``convert`` and the tf2 exceptions.
+__all__ = ["Time", "Duration"]
+__all__ += _messages.__all__
+__all__ += [
     "convert",
     "TransformException",
     "LookupException",
@@ -123,8 +99,6 @@ __all__ = [
     "BufferServer",
     "BufferClient",
     "bag",
-    "Twist",
-    "VelocityStamped",
     "MessageFilter",
     "SimClock",
     "RobotModelError",
