@@ -1,9 +1,9 @@
 """tf2py's transform store against transform-tree (``tf_tree``), same trees, same run.
 
-    .venv/bin/python bench/bench_kernel.py              # full run, ~2 min on a calm machine
-    .venv/bin/python bench/bench_kernel.py --quick      # short run, < 30 s
-    .venv/bin/python bench/bench_kernel.py --markdown   # also a table for docs/performance.md
-    .venv/bin/python bench/bench_kernel.py --only single,batch   # some sections
+    python -m bench kernel              # full run, ~2 min on a calm machine
+    python -m bench kernel --quick      # short run, seconds
+    python -m bench kernel --save       # bench/results/kernel.json, for docs/performance.md
+    python -m bench kernel --only single,batch   # some sections
 
 Needs the bench extra (``pip install -e '.[bench]'``, which brings ``transform-tree``).
 Written against tf2py's public API only (``BufferCore``, ``Buffer``, ``lookup_transform``,
@@ -51,15 +51,39 @@ growth per stored sample in a fresh process (tracemalloc would miss C++ allocati
 
 from __future__ import annotations
 
-import os
-import sys
+import argparse
+import time
+from functools import partial
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
 
-from kernel_harness import *  # noqa: E402,F401,F403
-from kernel_harness import RESULTS, Clock, conditions, markdown  # noqa: E402
-from bench_kernel_memory import section_memory  # noqa: E402
-from bench_kernel_messages import section_messages, section_threads  # noqa: E402
+from bench.harness import Clock, Missing, Run, pc, version_of
+from bench.kernel_memory import section_memory
+from bench.kernel_messages import section_messages, section_threads
+from bench.kernel_trees import (
+    AUTHORITY,
+    BASE_NS,
+    LATEST_NS,
+    NS,
+    PEER_CAPACITY,
+    PERIOD_NS,
+    SAMPLES,
+    Chain,
+    SharedSteps,
+    begin,
+    check_batch,
+    check_latest,
+    check_single,
+    check_snapshot,
+    header,
+    link_rows,
+    peer_latest,
+    report,
+    same_matrices,
+    same_transform,
+    tf_tree,
+)
+from tf2py import Buffer, BufferCore, Time, make_transform
 
 
 def section_single(clock):
@@ -175,7 +199,7 @@ def section_inserts(clock):
     def prepare(count, chain=chain):
         steps = chain.prepare_live(count)
         msgs = []
-        for stamp, _, rows, poses in steps:
+        for stamp, _, rows, _poses in steps:
             tx, ty, tz, qx, qy, qz, qw = (float(v) for v in rows[0])
             msgs.append(make_transform(parent, child, (tx, ty, tz), (qx, qy, qz, qw),
                                        stamp=Time.from_nanoseconds(stamp)))
@@ -315,44 +339,28 @@ SECTIONS = {
 }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="short run (< 30 s)")
-    parser.add_argument("--markdown", action="store_true",
-                        help="also print a markdown table for docs/performance.md")
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench kernel", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="",
                         help="comma-separated sections: " + ",".join(SECTIONS))
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     parser.add_argument("--repeat", type=int, default=None,
-                        help="repeats per figure (default 15; --quick: 7)")
+                        help="repeats per figure (default 15; --quick: 5)")
     args = parser.parse_args(argv)
     if tf_tree is None:
-        sys.exit("bench_kernel needs transform-tree: pip install -e '.[bench]'")
+        raise Missing("needs the peer transform-tree: pip install transform-tree==0.0.9 (the bench extra)")
     chosen = [s for s in args.only.split(",") if s] or list(SECTIONS)
     for name in chosen:
         if name not in SECTIONS:
-            sys.exit("unknown section %r (choose from %s)" % (name, ", ".join(SECTIONS)))
-    cond = conditions()
-    print("tf2py vs transform-tree: %s" % ", ".join("%s %s" % kv for kv in cond.items()))
-    clock = Clock(args.quick, args.repeat)
-    print("median of %d repeats; ratio = median over repeats of tf2py / peer measured back to "
-          "back (<= target is met); timer cost %.0f ns"
-          % (clock.repeat, clock.overhead_ns))
+            raise SystemExit("unknown section %r (choose from %s)" % (name, ", ".join(SECTIONS)))
+    run.peer("transform-tree", version_of("transform-tree"))
+    begin(run)
+    clock = Clock(run.quick, args.repeat)
+    run.note("median of %d repeats; ratio = median over repeats of tf2py / peer measured back to "
+             "back (<= target is met); timer cost %.0f ns" % (clock.repeat, clock.overhead_ns))
     started = time.monotonic()
     for name in chosen:
         SECTIONS[name](clock)
-    cond["load_end"] = "%.2f %.2f %.2f" % os.getloadavg()
-    print("\n%d rows in %.0f s; load average at the end %s" % (
-        len(RESULTS), time.monotonic() - started, cond["load_end"]))
-    missed = [r["row"] for r in RESULTS if r["met"] is False]
-    print("targets met: %d of %d" % (sum(r["met"] is True for r in RESULTS),
-                                     sum(r["met"] is not None for r in RESULTS)))
-    if args.markdown:
-        print("\n" + markdown(cond, args))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"conditions": cond, "rows": RESULTS}, f, indent=1)
-
-
-if __name__ == "__main__":
-    main()
+    rows = [r["figures"] for t in run.tables for r in t.rows]
+    print("\n%d rows in %.0f s; targets met: %d of %d" % (
+        len(rows), time.monotonic() - started, sum(r["met"] is True for r in rows),
+        sum(r["met"] is not None for r in rows)))

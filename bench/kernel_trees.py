@@ -1,30 +1,18 @@
-"""The shared harness of bench_kernel*.py: the chains stored in tf2py and transform-tree,
-the checks that both give the same answer, the clock (interleaved repeats, paired ratios)
-and the report rows. See bench_kernel.py for the method."""
+"""The trees of the kernel benchmark (bench/kernel.py, kernel_messages.py, kernel_memory.py):
+the chains stored in tf2py and transform-tree, the checks that both give the same answer, and
+the rows (tf2py against the peer, ratio of back-to-back pairs). See bench/kernel.py for the
+method; timing is bench.harness.Clock."""
 
 
 from __future__ import annotations
 
-import argparse
-import gc
-import json
 import math
-import os
-import platform
-import statistics
-import subprocess
-import sys
-import time
-from functools import partial
-from itertools import cycle, islice, repeat
+from typing import Any
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: E501
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-
-from tf2py import Buffer, BufferCore, Time, make_transform  # noqa: E402
+from bench.harness import Run, fmt_ns, fmt_ratio, median_of, paired_ratio
+from tf2py import BufferCore, Time
 
 try:
     import tf_tree
@@ -38,7 +26,6 @@ SAMPLES = 1000
 LATEST_NS = BASE_NS + (SAMPLES - 1) * PERIOD_NS
 PEER_CAPACITY = 1024
 AUTHORITY = "bench"
-pc = time.perf_counter_ns
 
 # ------------------------------------------------------------------------------------------
 # Data
@@ -243,136 +230,6 @@ def check_batch(chain, stamps_ns, seconds, what, sample=25):
                       what + " batch vs single lookup_transform")
 
 
-# ------------------------------------------------------------------------------------------
-# Timing
-# ------------------------------------------------------------------------------------------
-
-
-class Runs(list):
-    """One case's figure per repeat (ns per call), in the order the repeats ran."""
-
-    @property
-    def median(self):
-        return statistics.median(self)
-
-    def __truediv__(self, k):
-        return Runs(v / k for v in self)
-
-
-def median_of(x):
-    return x.median if isinstance(x, Runs) else x
-
-
-def paired_ratio(ours, peer):
-    """tf2py / peer: the median of the per-repeat ratios when both cases ran in the same
-    repeats (each pair measured back to back, so a change of the machine's load between
-    repeats cancels), else the ratio of the medians."""
-    if isinstance(ours, Runs) and isinstance(peer, Runs) and len(ours) == len(peer):
-        return statistics.median(a / b for a, b in zip(ours, peer))
-    return median_of(ours) / median_of(peer)
-
-
-class Clock:
-    def __init__(self, quick, repeat=None):
-        self.quick = quick
-        # Many short repeats rather than a few long ones: on a shared machine a burst of
-        # load then spoils a few repeats of one case, which the median discards.
-        self.repeat = repeat or (7 if quick else 15)
-        self.budget_ns = 10_000_000 if quick else 50_000_000  # per repeat per case
-        self.overhead_ns = self._timer_overhead()
-
-    @staticmethod
-    def _timer_overhead():
-        """Cost of ``t0 = pc(); acc += pc() - t0`` with nothing between (the least of several
-        runs: load only adds to it, and over-subtracting would flatter the timed call)."""
-        runs = []
-        for _ in range(7):
-            acc = 0
-            for _ in repeat(None, 20000):
-                t0 = pc()
-                acc += pc() - t0
-            runs.append(acc / 20000)
-        return min(runs)
-
-    @staticmethod
-    def _run(case, n):
-        """ns for n calls of a case: ``fn`` (called with no argument) or ``(fn, args)``
-        (called with each of ``args`` in turn, cycling)."""
-        if callable(case):
-            gc.disable()
-            t0 = pc()
-            for _ in repeat(None, n):
-                case()
-            dt = pc() - t0
-            gc.enable()
-            return dt
-        fn, args = case
-        calls = list(islice(cycle(args), n))
-        gc.disable()
-        t0 = pc()
-        for a in calls:
-            fn(a)
-        dt = pc() - t0
-        gc.enable()
-        return dt
-
-    def calibrate(self, case):
-        """How many calls of a case fill one repeat's budget."""
-        n = 1
-        while True:
-            dt = self._run(case, n)
-            if dt > self.budget_ns / 10 or n >= 1_000_000:
-                return max(1, int(n * self.budget_ns / max(dt, 1)))
-            n *= 4
-
-    def loop(self, cases):
-        """ns per call of each case (None skipped) per repeat, the repeats interleaved.
-        A case is ``fn`` or ``(fn, args)``, see ``_run``."""
-        numbers = [self.calibrate(c) if c is not None else 0 for c in cases]
-        runs = [[] for _ in cases]
-        for _ in range(self.repeat):
-            for k, case in enumerate(cases):
-                if case is not None:
-                    runs[k].append(self._run(case, numbers[k]) / numbers[k])
-        return [Runs(r) if r else None for r in runs]
-
-    def per_call(self, cases):
-        """``cases``: [(prepare(n) -> steps, run(steps) -> summed ns, or a tuple of sums)]
-        (or None); median ns per step of each sum, the timer's cost subtracted. The cases
-        take their steps in turn: ``prepare`` may hand each case the same steps."""
-        runs = [[] for _ in cases]
-        numbers = []
-        for case in cases:
-            if case is None:
-                numbers.append(0)
-                continue
-            prepare, run = case
-            steps = prepare(50)
-            t0 = pc()
-            run(steps)
-            per = max((pc() - t0) / len(steps), 1)
-            numbers.append(max(20, min(20000, int(self.budget_ns / per))))
-        for _ in range(self.repeat):
-            for k, case in enumerate(cases):
-                if case is None:
-                    continue
-                prepare, run = case
-                steps = prepare(numbers[k])
-                gc.disable()
-                total = run(steps)
-                gc.enable()
-                totals = total if isinstance(total, tuple) else (total,)
-                runs[k].append([t / len(steps) - self.overhead_ns for t in totals])
-        out = []
-        for r in runs:
-            if not r:
-                out.append(None)
-                continue
-            columns = [Runs(col) for col in zip(*r)]
-            out.append(tuple(columns) if len(columns) > 1 else columns[0])
-        return out
-
-
 class SharedSteps:
     """Hands every consumer the same steps, in lock-step: the first to ask when its queue
     is empty has ``make(n)`` called and every consumer's queue filled with the result."""
@@ -390,108 +247,40 @@ class SharedSteps:
 
 
 # ------------------------------------------------------------------------------------------
-# Output
+# Rows
 # ------------------------------------------------------------------------------------------
 
-RESULTS = []
+_OUT: dict[str, Any] = {"run": None, "table": None}
 
 
-def fmt_ns(ns, unit="ns"):
-    if ns is None:
-        return "\u2014"
-    if unit == "B":
-        return "%.1f B" % ns
-    if ns >= 10_000:
-        return "%.1f \u00b5s" % (ns / 1000)
-    if ns >= 1000:
-        return "%.2f \u00b5s" % (ns / 1000)
-    return "%.0f ns" % ns
-
-
-def report(name, ours, peer, target=1.0, unit="ns", peer_name="transform-tree", note="",
-           plan=None, plan_call="at"):
-    """One row. ``plan``: the peer's figure through a plan compiled once (``Plan.at`` or
-    ``Plan.latest``), for information: the ratio is against ``peer`` (names in)."""
-    ratio = None if (peer is None or ours is None) else paired_ratio(ours, peer)
-    ours, peer, plan = median_of(ours), median_of(peer), median_of(plan)
-    met = None if ratio is None or target is None else ratio <= target
-    if plan is not None:
-        note = ("peer Plan.%s %s (%.1fx)" % (plan_call, fmt_ns(plan), ours / plan)
-                + ("; " + note if note else ""))
-    RESULTS.append({"row": name, "tf2py": ours, "peer": peer, "ratio": ratio,
-                    "target": target, "met": met, "unit": unit, "peer_name": peer_name,
-                    "peer_plan": plan, "note": note})
-    print("%-62s %11s %11s %7s  %-12s%s" % (
-        name, fmt_ns(ours, unit), fmt_ns(peer, unit),
-        "\u2014" if ratio is None else "%.2f" % ratio,
-        "" if met is None else ("ok " if met else "NOT ") + "(<= %.2g)" % target,
-        ("  " + note) if note else ""), flush=True)
+def begin(run: Run) -> None:
+    """The run the sections' tables go to."""
+    _OUT["run"] = run
 
 
 def header(title, peer="transform-tree", ours="tf2py"):
-    print("\n== %s" % title)
-    print("%-62s %11s %11s %7s  %s" % ("row (per call unless said)", ours, peer[:11],
-                                       "ratio", "target"))
+    _OUT["table"] = _OUT["run"].table(
+        title, ["row (per call unless said)", ours, peer[:14], "ratio", "target", "note"],
+        [62, 11, 14, 7, 13, 10])
 
 
-# ------------------------------------------------------------------------------------------
-# Sections
-# ------------------------------------------------------------------------------------------
-
-
-def conditions():
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import tf2py
-
-    where = os.path.dirname(os.path.dirname(os.path.abspath(tf2py.__file__)))
-    try:
-        commit = subprocess.run(["git", "-C", where, "describe", "--always", "--dirty"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    commit = "%s (%s)" % (commit or "?", where)
-    peer = getattr(tf_tree, "__version__", "not installed") if tf_tree else "not installed"
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "cpu": "%s, %d CPUs" % (cpu, os.cpu_count() or 0),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "transform-tree": peer,
-        "tf2py": commit,
-        "load": "%.2f %.2f %.2f" % os.getloadavg(),
-    }
-
-
-def markdown(cond, args):
-    lines = ["Measured %s, %s, Python %s, numpy %s, transform-tree %s, tf2py %s, load average "
-             "%s at the start, %s at the end; `python bench/bench_kernel.py%s`." % (
-                 cond["date"], cond["cpu"], cond["python"], cond["numpy"],
-                 cond["transform-tree"], cond["tf2py"], cond["load"], cond["load_end"],
-                 " --quick" if args.quick else ""),
-             "",
-             "| row | tf2py | against | ratio | target | met |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for r in RESULTS:
-        against = "%s %s" % (r["peer_name"], fmt_ns(r["peer"], r["unit"])) \
-            if r["peer"] is not None else "\u2014"
-        if r.get("target_abs") is not None:
-            target = "\u2264 %s B" % r["target_abs"]
-        elif r["target"] is None:
-            target = "\u2014"
-        else:
-            target = "ratio \u2264 %.2g" % r["target"]
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            r["row"], fmt_ns(r["tf2py"], r["unit"]), against,
-            "\u2014" if r["ratio"] is None else "%.2f" % r["ratio"], target,
-            "\u2014" if r["met"] is None else ("yes" if r["met"] else "**no**")))
-    return "\n".join(lines)
-
-
+def report(name, ours, peer, target=1.0, unit="ns", peer_name="transform-tree", note="",
+           plan=None, plan_call="at", target_abs=None):
+    """One row. ``plan``: the peer's figure through a plan compiled once (``Plan.at`` or
+    ``Plan.latest``), for information: the ratio is against ``peer`` (names in).
+    ``target_abs``: a bound on tf2py's own figure (in ``unit``) instead of on the ratio."""
+    ratio = None if (peer is None or ours is None) else paired_ratio(ours, peer)
+    ours, peer, plan = median_of(ours), median_of(peer), median_of(plan)
+    if target_abs is not None:
+        met = ours <= target_abs
+        goal = "\u2264 %s %s" % (target_abs, unit)
+    else:
+        met = None if ratio is None or target is None else ratio <= target
+        goal = "" if target is None else "ratio \u2264 %.2g" % target
+    if plan is not None:
+        note = ("peer Plan.%s %s (%.1fx)" % (plan_call, fmt_ns(plan), ours / plan)
+                + ("; " + note if note else ""))
+    _OUT["table"].add(name, fmt_ns(ours, unit), fmt_ns(peer, unit), fmt_ratio(ratio),
+                      ("" if met is None else ("ok " if met else "NOT ")) + goal, note,
+                      tf2py=ours, peer=peer, ratio=ratio, target=target, met=met, unit=unit,
+                      peer_name=peer_name, peer_plan=plan)

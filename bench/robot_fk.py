@@ -1,10 +1,9 @@
 """RobotModel.forward_kinematics for a Panda over 10 000 configurations against pinocchio
 called once per configuration from Python, the way a user without a batch call would.
 
-    .venv/bin/python bench/bench_robot_fk.py              # ~20 s
-    .venv/bin/python bench/bench_robot_fk.py --quick      # ~5 s
-    .venv/bin/python bench/bench_robot_fk.py --markdown   # also a table for docs/performance.md
-    .venv/bin/python bench/bench_robot_fk.py --cpu        # CPU time, not wall (loaded machine)
+    python -m bench robot_fk              # ~20 s
+    python -m bench robot_fk --quick      # ~5 s
+    python -m bench robot_fk --cpu        # CPU time, not wall (loaded machine)
 
 Needs the test extra (pinocchio as ``pin``, and example-robot-data for the Panda's URDF).
 
@@ -32,21 +31,17 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.metadata
-import os
-import platform
 import statistics
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-
-from tf2py import RobotModel, Time  # noqa: E402
+from bench.harness import Missing, Run, version_of
+from simulators.joints import random_configurations as configurations
+from tf2py import RobotModel, Time
 
 pc = time.perf_counter
 
@@ -58,20 +53,6 @@ def published(folder: str, name: str) -> Path:
         if parts[-1] == name and folder in parts:
             return Path(str(file.locate()))
     raise SystemExit(f"example-robot-data has no {folder}/{name}")
-
-
-def configurations(model: RobotModel, n: int, seed: int = 0) -> np.ndarray:
-    """n configurations within the joints' limits (continuous joints in [-pi, pi])."""
-    rng = np.random.default_rng(seed)
-    joints = {j.name: j for j in model.joints}
-    out = np.empty((n, len(model.joint_names)))
-    for k, name in enumerate(model.joint_names):
-        limits = joints[name].limits
-        if limits is None or limits.lower >= limits.upper:
-            out[:, k] = rng.uniform(-np.pi, np.pi, n)
-        else:
-            out[:, k] = rng.uniform(limits.lower, limits.upper, n)
-    return out
 
 
 def pinocchio_q(model: RobotModel, pin: Any, pin_model: Any, positions: np.ndarray) -> np.ndarray:
@@ -115,20 +96,22 @@ def per_call(f: Callable[[], object], calls: int) -> Callable[[], object]:
     return loop
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench robot_fk", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true",
                         help="time by this process's CPU time (all its threads, BLAS's too) "
                              "instead of the wall clock: steadier on a loaded machine")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     global CLOCK
     if options.cpu:
         CLOCK = time.process_time
-    import pinocchio as pin
+    try:
+        import pinocchio as pin
+    except ImportError:
+        raise Missing("needs pinocchio (pip install pin, in the test extra)") from None
+    run.peer("pin", version_of("pin"))
 
-    repeats = 3 if options.quick else 7
+    repeats = 3 if run.quick else 7
     n = 10_000
     path = published("panda_description", "panda.urdf")
     model = RobotModel.from_urdf(path)
@@ -178,7 +161,7 @@ def main() -> None:
     talos_q = dict(zip(talos.joint_names, configurations(talos, 1)[0].tolist()))
     panda_q = dict(zip(model.joint_names, q[0].tolist()))
     stamp = Time(sec=1)
-    calls = 2000 if options.quick else 5000
+    calls = 2000 if run.quick else 5000
     singles = {
         "transforms(mapping), Panda (9 moving joints)": per_call(
             lambda: model.transforms(panda_q, stamp), calls),
@@ -193,37 +176,22 @@ def main() -> None:
                     for name, f in singles.items()}
 
     us = 1e6
-    print(f"Panda: {len(model.links)} links, {len(model.joint_names)} driven joints; "
-          f"{n} configurations; {repeats} interleaved repeats; "
-          f"{'CPU time' if options.cpu else 'wall clock'}; pinocchio {pin.__version__}, "
-          f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}")
-    print(f"tf2py forward_kinematics (one batch call)            "
-          f"{statistics.median(rows['ours']) * us:8.3f} us per configuration")
-    print(f"pinocchio framesForwardKinematics per configuration  "
-          f"{statistics.median(rows['frames']) * us:8.3f} us")
-    print(f"pinocchio the same + every link's pose read out      "
-          f"{statistics.median(rows['read']) * us:8.3f} us")
-    print(f"pinocchio forwardKinematics + updateFramePlacements  "
-          f"{statistics.median(rows['two']) * us:8.3f} us")
-    print(f"ratio tf2py / framesForwardKinematics                "
-          f"{statistics.median(ratios['frames']):8.3f}   (target <= 0.5)")
-    print(f"ratio tf2py / framesForwardKinematics + poses read   "
-          f"{statistics.median(ratios['read']):8.3f}   (target <= 0.5)")
+    run.note(f"Panda: {len(model.links)} links, {len(model.joint_names)} driven joints; "
+             f"{n} configurations; {repeats} interleaved repeats; "
+             f"{'CPU time' if options.cpu else 'wall clock'}")
+    table = run.table("forward kinematics per configuration (Panda, 10 000)",
+                      ["row", "µs", "tf2py / it", "target"], [56, 9, 11, 8])
+    ours_us = statistics.median(rows["ours"]) * us
+    table.add("tf2py `forward_kinematics(Q)`, one call", f"{ours_us:.3f}", "", "",
+              us=ours_us)
+    for key, name, target in (
+            ("frames", "pinocchio `framesForwardKinematics`, a call each", "≤ 0.5"),
+            ("read", "the same + each link's pose read out as an array", "≤ 0.5"),
+            ("two", "pinocchio `forwardKinematics` + `updateFramePlacements`", "")):
+        value = statistics.median(rows[key]) * us
+        ratio = statistics.median(ratios[key]) if key in ratios else None
+        table.add(name, f"{value:.3f}", "" if ratio is None else f"{ratio:.2f}", target,
+                  us=value, ratio=ratio)
+    paths = run.table("per-call paths of a RobotStatePublisher", ["call", "µs per call"], [56, 12])
     for name, value in single_times.items():
-        print(f"{name:52s} {value * us:8.2f} us per call")
-    if options.markdown:
-        print()
-        print("| per configuration (Panda, 10 000) | µs |")
-        print("| --- | ---: |")
-        print(f"| tf2py `forward_kinematics(Q)`, one call | {statistics.median(rows['ours']) * us:.3f} |")
-        print(f"| pinocchio `framesForwardKinematics`, a call each | {statistics.median(rows['frames']) * us:.3f} |")
-        print(f"| the same + each link's pose read out as an array | {statistics.median(rows['read']) * us:.3f} |")
-        print(f"| pinocchio `forwardKinematics` + `updateFramePlacements` | {statistics.median(rows['two']) * us:.3f} |")
-        print(f"| ratio tf2py / `framesForwardKinematics` | {statistics.median(ratios['frames']):.2f} |")
-        print(f"| ratio tf2py / the same + poses read out | {statistics.median(ratios['read']):.2f} |")
-        for name, value in single_times.items():
-            print(f"| {name} (per call) | {value * us:.2f} |")
-
-
-if __name__ == "__main__":
-    main()
+        paths.add(name, f"{value * us:.2f}", us=value * us)

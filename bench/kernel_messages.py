@@ -1,4 +1,4 @@
-"""bench_kernel's issue-17 sections: messages built and stored per sample, rows from an
+"""bench/kernel.py's issue-17 sections: messages built and stored per sample, rows from an
 (N, 7) array, and batch lookups on two threads."""
 
 from __future__ import annotations
@@ -8,15 +8,25 @@ from functools import partial
 
 import numpy as np
 
-from kernel_harness import (
-    AUTHORITY, BASE_NS, PERIOD_NS, PEER_CAPACITY, NS, Chain, Runs, SharedSteps, header, link_rows,
-    pc, report, same_matrices,
+from bench.harness import Runs, pc
+from bench.kernel_trees import (
+    AUTHORITY,
+    BASE_NS,
+    NS,
+    PEER_CAPACITY,
+    PERIOD_NS,
+    Chain,
+    SharedSteps,
+    header,
+    link_rows,
+    report,
+    same_matrices,
 )
 from tf2py import BufferCore, Time, make_transform
 
 try:
     import tf_tree
-except ImportError:  # pragma: no cover - bench_kernel reports it
+except ImportError:  # pragma: no cover - bench/kernel.py reports it
     tf_tree = None
 
 

@@ -1,7 +1,7 @@
 """Benchmark: RobotStatePublisher for a 30+-joint humanoid at 500 joint states per second.
 
-    .venv/bin/python bench/bench_robot_state_publisher.py [--seconds 5] [--rate 500]
-        [--urdf PATH] [--repeat 2000]
+    python -m bench robot_state_publisher [--seconds 5] [--rate 500] [--urdf PATH] [--repeat 2000]
+    (--quick: 1 s per window, 300 repeats)
 
 Part 1, CPU: a tf2py core runs in this process; the RobotStatePublisher runs alone in a child
 process (``--child``) and reports its own CPU time (``time.process_time``: every thread of it)
@@ -27,18 +27,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.harness import PY, Child, Run
+
 TALOS = (Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data"
          / "robots/talos_data/robots/talos_reduced.urdf")
 
@@ -62,16 +61,15 @@ def child(address: str, urdf: str, frequency: float) -> None:
                           - stats0["published_messages"]}), flush=True)
 
 
-def cpu_run(address: str, urdf: str, frequency: float, rate: int, seconds: float) -> dict:
+def cpu_run(address: str, urdf: str, frequency: float, rate: int, seconds: float
+            ) -> dict[str, Any]:
     from tf2py import Buffer, JointStatePublisher, RobotModel, TransformListener
 
     model = RobotModel.from_urdf(urdf)
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", address, urdf, str(frequency)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
+    proc = Child([PY, "-m", "bench.robot_state_publisher", "--child", address, urdf,
+                  str(frequency)], stdin=True, drain=False)
     try:
-        json.loads(proc.stdout.readline())
+        proc.wait_line('{"ready"')
         names = model.joint_names
         q = np.zeros(len(names))
         buffer = Buffer()
@@ -84,8 +82,7 @@ def cpu_run(address: str, urdf: str, frequency: float, rate: int, seconds: float
                 time.sleep(0.01)
             time.sleep(0.2)
             before = tl.stats()["received_transforms"]
-            proc.stdin.write("start\n")
-            proc.stdin.flush()
+            proc.tell("start")
             n = int(rate * seconds)
             t0 = time.monotonic()
             for k in range(n):
@@ -97,18 +94,16 @@ def cpu_run(address: str, urdf: str, frequency: float, rate: int, seconds: float
                 jsp.publish(names, q, stamp=time.time())
             sent_wall = time.monotonic() - t0
             time.sleep(0.3)  # the last messages through
-            proc.stdin.write("stop\n")
-            proc.stdin.flush()
-            result = json.loads(proc.stdout.readline())
+            proc.tell("stop")
+            result = json.loads(proc.wait_line('{"cpu"'))
             result["heard_transforms"] = tl.stats()["received_transforms"] - before
         result.update(sent=n, sent_wall=sent_wall, frequency=frequency)
         return result
     finally:
-        proc.stdin.close()
-        proc.wait(10)
+        proc.stop()
 
 
-def per_transform(address: str, urdf: str, repeat: int) -> dict:
+def per_transform(address: str, urdf: str, repeat: int) -> dict[str, Any]:
     from tf2py import RobotModel, RobotStatePublisher, Time, TransformBroadcaster
     from tf2py.robot.joint_state import encode_joint_state
 
@@ -145,39 +140,43 @@ def per_transform(address: str, urdf: str, repeat: int) -> dict:
     return {name: statistics.median(v) / m for name, v in times.items()} | {"transforms": m}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench robot_state_publisher",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0 if run.quick else 5.0)
     parser.add_argument("--rate", type=int, default=500)
-    parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=300 if run.quick else 2000)
     parser.add_argument("--urdf", default=str(TALOS))
-    parser.add_argument("--child", nargs=3, metavar=("ADDRESS", "URDF", "HZ"))
-    args = parser.parse_args()
-    if args.child:
-        child(args.child[0], args.child[1], float(args.child[2]))
-        return 0
+    args = parser.parse_args(argv)
     from tf2py import Core
 
-    print(f"python {platform.python_version()}, {os.cpu_count()} cpus, {platform.machine()}")
+    cpu = run.table(f"RobotStatePublisher's CPU, {args.rate} joint states/s for {args.seconds:g} s",
+                    ["publish_frequency", "joint states", "RSP heard", "sent on /tf",
+                     "transforms heard", "CPU % of a core", "µs per joint state"],
+                    [18, 13, 10, 12, 17, 16, 18])
     with Core("tcp://127.0.0.1:0") as core:
         for frequency in (20.0, 1000.0):
             r = cpu_run(core.address, args.urdf, frequency, args.rate, args.seconds)
-            print(f"publish_frequency {frequency:6.0f} Hz: {r['sent']} joint states in "
-                  f"{r['sent_wall']:.2f} s; RSP heard {r['received']}, sent {r['published']} "
-                  f"on /tf ({r['heard_transforms']} transforms heard); "
-                  f"CPU {100 * r['cpu'] / r['wall']:.1f} % of a core "
-                  f"({1e6 * r['cpu'] / max(1, r['received']):.0f} us per joint state)")
+            share = 100 * r["cpu"] / r["wall"]
+            per = 1e6 * r["cpu"] / max(1, r["received"])
+            cpu.add(f"{frequency:.0f} Hz", r["sent"], r["received"], r["published"],
+                    r["heard_transforms"], f"{share:.1f}", f"{per:.0f}",
+                    frequency=frequency, cpu_percent=share, us_per_joint_state=per,
+                    received=r["received"], sent=r["sent"])
         p = per_transform(core.address, args.urdf, args.repeat)
     b = p["broadcaster"]
-    print(f"per transform on /tf ({p['transforms']} per message, median of {args.repeat}):")
+    table = run.table(f"per transform on /tf ({p['transforms']} per message, median of "
+                      f"{args.repeat})", ["path", "ns", "vs broadcaster"], [56, 7, 14])
     for key, label in (("broadcaster", "TransformBroadcaster.send_transform (objects ready)"),
                        ("rsp_send", "RobotStatePublisher's /tf: send_columns of its rows"),
                        ("user_loop", "model.transforms(q) + send_transform (a user's loop)"),
                        ("rsp_message", "RobotStatePublisher, one joint state, whole path"),
                        ("rsp_publish", "RobotStatePublisher.publish(positions)")):
-        print(f"  {label:56s} {p[key]:6.0f} ns  {p[key] / b:5.2f}x")
-    return 0
+        table.add(label, f"{p[key]:.0f}", f"{p[key] / b:.2f}x", ns=p[key], ratio=p[key] / b)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    else:
+        sys.exit("run it as: python -m bench robot_state_publisher")

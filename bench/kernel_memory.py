@@ -1,13 +1,12 @@
-"""bench_kernel's memory section: bytes per stored sample, in fresh subprocesses."""
+"""bench/kernel.py's memory section: bytes per stored sample, in fresh subprocesses."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
-from kernel_harness import REPO, RESULTS, header, report
-
+from bench.harness import PY, REPO
+from bench.kernel_trees import header, report
 
 MEMORY_CHILD = r"""
 import gc, os, sys, json
@@ -61,7 +60,7 @@ print(json.dumps({"bytes": after - base, "samples": frames * samples}))
 
 
 def memory_of(which, frames, samples):
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, REPO, which, str(frames),
+    out = subprocess.run([PY, "-c", MEMORY_CHILD, str(REPO), which, str(frames),
                           str(samples)], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError("memory child (%s) failed:\n%s" % (which, out.stderr))
@@ -77,9 +76,7 @@ def section_memory(clock):
     ours = memory_of("tf2py", frames, samples)
     peer = memory_of("peer", frames, samples)
     report("bytes per stored sample (RSS delta / samples)", ours, peer, target=None, unit="B",
-           note="(target: tf2py <= 72 B)")
-    RESULTS[-1]["met"] = ours <= 72
-    RESULTS[-1]["target_abs"] = 72
+           target_abs=72)
 
 
 # ------------------------------------------------------------------------------------------
