@@ -234,6 +234,32 @@ def best_of_interleaved(fns: Sequence[Callable[[], object]], number: int,
     return [b / number for b in best]
 
 
+def seconds_per_call(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of a loop of ``number`` calls, the garbage collector paused."""
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for _ in repeat(None, number):
+            fn()
+        return (time.perf_counter() - t0) / number
+    finally:
+        gc.enable()
+
+
+def back_to_back(ours: Callable[[], object], peer: Callable[[], object], number: int,
+                 repeat_: int) -> tuple[float, float, float]:
+    """(ours s/call, peer s/call, ratio): medians over repeats, each repeat timing the two
+    back to back, the ratio the median of the per-repeat ratios (load changes cancel)."""
+    a, b, ratios = [], [], []
+    for _ in range(repeat_):
+        x = seconds_per_call(ours, number)
+        y = seconds_per_call(peer, number)
+        a.append(x)
+        b.append(y)
+        ratios.append(x / y)
+    return statistics.median(a), statistics.median(b), statistics.median(ratios)
+
+
 Case = Callable[[], object] | tuple[Callable[[Any], object], Sequence[Any]]
 
 

@@ -1,8 +1,7 @@
 """lookup_velocity against lookup_transform on the same chain and times, in one run.
 
-    .venv/bin/python bench/bench_velocity.py            # ~30 s
-    .venv/bin/python bench/bench_velocity.py --quick    # ~10 s
-    .venv/bin/python bench/bench_velocity.py --markdown # also a table for docs/performance.md
+    python -m bench velocity            # ~30 s
+    python -m bench velocity --quick    # seconds
 
 Chain ``f0 <- f1 <- f2 <- f3`` (3 moving links, 1000 samples each at 100 Hz, stamps from
 1 000 000 s), queried between samples: ``lookup_velocity("f3", "f0", t, 0.1)`` against
@@ -19,15 +18,11 @@ ratio is the median of the per-repeat ratios, steadier on a shared machine.
 from __future__ import annotations
 
 import argparse
-import gc
 import math
-import os
-import statistics
-import time
-from typing import Callable
 
 import numpy as np
 
+from bench.harness import Run, back_to_back
 from tf2py import Buffer
 from tf2py.buffer.core import BufferCore
 
@@ -51,41 +46,13 @@ def fill(core: BufferCore) -> None:
         core.set_transforms(names[0], names[1], stamps, rows, "bench")
 
 
-def per_call(function: Callable[[], object], number: int) -> float:
-    """Seconds per call of a loop of ``number`` calls, the collector paused."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(number):
-            function()
-        return (time.perf_counter() - start) / number
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def compare(ours: Callable[[], object], peer: Callable[[], object], number: int,
-            repeat: int) -> tuple[float, float, float]:
-    """(ours s/call, peer s/call, ratio): medians over interleaved repeats."""
-    a, b, ratios = [], [], []
-    for _ in range(repeat):
-        x = per_call(ours, number)
-        y = per_call(peer, number)
-        a.append(x)
-        b.append(y)
-        ratios.append(x / y)
-    return statistics.median(a), statistics.median(b), statistics.median(ratios)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer calls and repeats")
-    parser.add_argument("--markdown", action="store_true", help="also print a markdown table")
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench velocity",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=0, help="repeats per figure")
-    args = parser.parse_args()
-    number = 2000 if args.quick else 20000
-    repeat = args.repeat or (5 if args.quick else 9)
+    args = parser.parse_args(argv)
+    number = 2000 if run.quick else 20000
+    repeat = args.repeat or (5 if run.quick else 9)
     batch = 10_000
 
     rows: list[tuple[str, float, str, float, float, str]] = []
@@ -103,7 +70,7 @@ def main() -> None:
             return c.lookup_transform("f0", "f3", at)
 
         for label, call in cases:
-            ours, peer, ratio = compare(call, transform, number, repeat)
+            ours, peer, ratio = back_to_back(call, transform, number, repeat)
             rows.append((f"{name}.{label}", ours, "lookup_transform", peer, ratio,
                          "<= 2.0" if label == "lookup_velocity" else ""))
         stamps = T0 + 1.0 + np.sort(np.random.default_rng(2).uniform(0.0, 8.0, batch))
@@ -113,26 +80,16 @@ def main() -> None:
         def transforms(c: BufferCore = core) -> object:
             return c.lookup_transforms("f0", "f3", stamps)
 
-        ours, peer, ratio = compare(velocities, transforms, max(1, number // 1000), repeat)
+        ours, peer, ratio = back_to_back(velocities, transforms, max(1, number // 1000), repeat)
         rows.append((f"{name}.lookup_velocities ({batch} times), per row", ours / batch,
                      "lookup_transforms, per row", peer / batch, ratio, ""))
 
-    load = os.getloadavg()
-    print(f"bench_velocity: chain depth {DEPTH}, {SAMPLES} samples/link at 100 Hz; "
-          f"{number} calls x {repeat} repeats; load average {load[0]:.1f} {load[1]:.1f}")
-    width = max(len(r[0]) for r in rows)
+    table = run.table(f"chain depth {DEPTH}, {SAMPLES} samples/link at 100 Hz; {number} calls x "
+                      f"{repeat} repeats", ["figure", "tf2py µs", "against, same run", "µs",
+                                            "ratio", "target"], [52, 9, 28, 9, 6, 12])
     for label, ours, peer_label, peer, ratio, target in rows:
-        met = "" if not target else ("  target " + target + (" met" if ratio <= 2.0 else " NOT met"))
-        print(f"{label:<{width}}  {ours * 1e6:8.3f} us  vs {peer_label} {peer * 1e6:8.3f} us"
-              f"  ratio {ratio:5.2f}{met}")
-    if args.markdown:
-        print("\n| figure | tf2py | against, same run | ratio |\n| --- | --- | --- | --- |")
-        for label, ours, peer_label, peer, ratio, target in rows:
-            print(f"| `{label}` | {ours * 1e6:.3f} µs | `{peer_label}`: {peer * 1e6:.3f} µs | "
-                  f"{ratio:.2f}{' (target ' + target + ')' if target else ''} |")
+        met = "" if not target else (target + (" met" if ratio <= 2.0 else " NOT met"))
+        table.add(label, f"{ours * 1e6:.3f}", peer_label, f"{peer * 1e6:.3f}", f"{ratio:.2f}", met,
+                  ours_us=ours * 1e6, peer_us=peer * 1e6, ratio=ratio)
     if math.isnan(rows[0][4]):
         raise SystemExit(1)
-
-
-if __name__ == "__main__":
-    main()

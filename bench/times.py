@@ -1,6 +1,6 @@
 """Benchmark of time and motion: lookup_velocity, the MessageFilter, and /clock's cost.
 
-    .venv/bin/python bench/bench_time.py [--quick]
+    python -m bench times [--quick]
 
 - ``lookup_velocity`` (depth 3, 100 Hz history, between samples) against two
   ``lookup_transform`` calls on the same buffer, in the same run (ratio = velocity / two
@@ -24,35 +24,23 @@ disturbed), except the CPU share, measured over one window with the load printed
 from __future__ import annotations
 
 import argparse
-import gc
-import os
 import subprocess
-import sys
 import time
 
+from bench.harness import PY, Run, Table, best_per_op
 from tf2py import Buffer, MessageFilter, Time, make_transform
 
 NS = 1_000_000_000
 BASE_S = 1_700_000_000.0
 
 
-def best_per_op(fn, number, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        gc.disable()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - t0
-        gc.enable()
-        best = min(best, elapsed / number)
-    return best
+_TABLE: dict[str, Table] = {}
 
 
 def row(name, ours, peer_name, peer, note=""):
     ratio = ours / peer
-    print("%-46s %9.2f us   %-36s %9.2f us   %5.2fx  %s"
-          % (name, ours * 1e6, peer_name, peer * 1e6, ratio, note), flush=True)
+    _TABLE["t"].add(name, "%.2f" % (ours * 1e6), peer_name, "%.2f" % (peer * 1e6), "%.2fx" % ratio,
+                    note, ours_us=ours * 1e6, peer_us=peer * 1e6, ratio=ratio)
 
 
 def chain_buffer(depth=3, samples=1001):
@@ -118,14 +106,14 @@ def bench_filter(repeat, number):
     # Arriving later: 100 messages wait for the next sample, one insertion passes them all.
     batch = 100
 
-    def filter_round(state=[1.0]):
+    def filter_round(state=[1.0]):  # noqa: B006  (the round's clock, kept between calls)
         t = state[0]
         state[0] = t + 0.01
         for i in range(batch):
             f2.add(_Msg(_Header("base", t + 0.00005 * i)))
         buffer.set_transform(make_transform("odom", "base", stamp=t + 0.01), "bench")
 
-    def future_round(state=[1.0e6]):
+    def future_round(state=[1.0e6]):  # noqa: B006  (the same)
         t = state[0]
         state[0] = t + 0.01
         stamp_time = Time.from_seconds
@@ -176,7 +164,7 @@ for line in sys.stdin:
 def _clock_share(core_address, publisher, mode, seconds):
     """CPU share (of one core) of a child process following /clock at 1 kHz, its idle share,
     and the clock it reads at the end."""
-    child = subprocess.Popen([sys.executable, "-c", _CLOCK_CHILD, core_address, mode],
+    child = subprocess.Popen([PY, "-c", _CLOCK_CHILD, core_address, mode],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "ready"
@@ -227,26 +215,23 @@ def bench_clock(seconds):
     with Core("tcp://127.0.0.1:0") as core, ClockPublisher(core.address) as publisher:
         floor, floor_idle, _, _ = _clock_share(core.address, publisher, "floor", seconds)
         share, idle, rate, last = _clock_share(core.address, publisher, "simclock", seconds)
-        print("%-46s %8.2f %% of a core  bare ZeroMQ SUB socket %6.2f %%  %5.2fx  "
-              "(%.0f ticks/s sent; idle %.3f %% vs %.3f %%; last tick read %.3f s after the "
-              "first; target < 1 %%: %s)"
-              % ("SimClock (+ jump callback) under /clock 1 kHz", share * 100, floor * 100,
-                 share / floor if floor else float("nan"), rate, idle * 100, floor_idle * 100,
-                 last / 1e9, "met" if share < 0.01 else "NOT met"), flush=True)
+        _TABLE["t"].add(
+            "SimClock (+ jump callback) under /clock 1 kHz", "%.2f %%" % (share * 100),
+            "bare ZeroMQ SUB socket", "%.2f %%" % (floor * 100),
+            "%.2fx" % (share / floor if floor else float("nan")),
+            "%.0f ticks/s sent; idle %.3f %% vs %.3f %%; last tick read %.3f s after the first; "
+            "target < 1 %%: %s" % (rate, idle * 100, floor_idle * 100, last / 1e9,
+                                  "met" if share < 0.01 else "NOT met"),
+            ours_percent=share * 100, peer_percent=floor * 100)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args()
-    repeat, number, seconds = (3, 2000, 2.0) if args.quick else (7, 5000, 5.0)
-    print("tf2py bench_time: python %s, load average %s" % (
-        sys.version.split()[0], " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench times", description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    repeat, number, seconds = (3, 2000, 1.0) if run.quick else (7, 5000, 5.0)
+    _TABLE["t"] = run.table("time and motion, best of %d repeats (CPU share: one window of %g s)"
+                            % (repeat, seconds), ["figure", "tf2py µs", "against, same run",
+                                                  "µs", "ratio", "note"], [46, 9, 36, 9, 7, 10])
     bench_velocity(repeat, number)
     bench_filter(repeat, number)
     bench_clock(seconds)
-    print("load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Benchmark: tf2py.bag.load(..., robot=...) of joint states against loading the same
 transforms from /tf.
 
-    .venv/bin/python bench/bench_bag_robot.py [--minutes 10] [--hz 100] [--repeat 5]
+    python -m bench bag_robot [--minutes 10] [--hz 100] [--repeat 5]   (--quick: 0.5 min, 3 runs)
 
 Two MCAP files are written first (in a temporary folder, by tf2py's BagWriter):
 - joint states: MINUTES of HZ ``sensor_msgs/msg/JointState`` on /joint_states naming the 7
@@ -21,17 +21,15 @@ Target: load joint states <= 2x load /tf. Both buffers are checked to hold the s
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.harness import REPO, Run
+
 ARM = REPO / "launch" / "robots" / "arm.urdf"
 JOINTS = [f"joint{i}" for i in range(1, 8)]
 T0_NS = 1_700_000_000 * 1_000_000_000
@@ -41,8 +39,7 @@ def write_bags(folder: Path, minutes: float, hz: float) -> tuple[Path, Path, int
     from tf2py import RobotModel
     from tf2py.bag import BagWriter
     from tf2py.bag.robot import read_with_robot
-    from tf2py.robot.joint_state import (JOINT_STATE_TYPE, JOINT_STATE_TYPE_HASH,
-                                         encode_joint_state)
+    from tf2py.robot.joint_state import JOINT_STATE_TYPE, JOINT_STATE_TYPE_HASH, encode_joint_state
 
     n = int(minutes * 60 * hz)
     step = int(round(1e9 / hz))
@@ -67,9 +64,9 @@ def write_bags(folder: Path, minutes: float, hz: float) -> tuple[Path, Path, int
         offsets = data.message_offsets.tolist()
         for k in range(data.message_count):
             a, b = offsets[k], offsets[k + 1]
-            writer.write_columns(data.parents[a:b], data.children[a:b], data.stamps_ns[a:b],
-                                 data.values[a:b], bool(data.message_static[k]),
-                                 int(data.message_log_ns[k]))
+            rows = data.transforms[a:b]
+            writer.write_columns(rows.parents, rows.children, rows.stamps_ns, rows.values,
+                                 bool(data.message_static[k]), int(data.message_log_ns[k]))
     return joint_bag, tf_bag, len(data)
 
 
@@ -90,11 +87,11 @@ def measure(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=10.0)
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench bag_robot", description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=0.5 if run.quick else 10.0)
     parser.add_argument("--hz", type=float, default=100.0)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3 if run.quick else 5)
     args = parser.parse_args(argv)
 
     from tf2py import RobotModel, Time
@@ -104,24 +101,28 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tf2py-bench-robot-") as tmp:
         t0 = time.perf_counter()
         joint_bag, tf_bag, transforms = write_bags(Path(tmp), args.minutes, args.hz)
-        print(f"bags written in {time.perf_counter() - t0:.1f} s: {joint_bag.name} "
+        run.note(f"bags written in {time.perf_counter() - t0:.1f} s: {joint_bag.name} "
               f"{joint_bag.stat().st_size / 1e6:.1f} MB ({int(args.minutes * 60 * args.hz)} "
               f"joint states of 7 joints at {args.hz:g} Hz), {tf_bag.name} "
               f"{tf_bag.stat().st_size / 1e6:.1f} MB ({transforms} transforms)")
-        print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
-              f"cores, load average {os.getloadavg()[0]:.2f}; median and best of "
-              f"{args.repeat} runs")
         rows = [
             ("load /tf", lambda: load(tf_bag)),
             ("load joint states, robot=model", lambda: load(joint_bag, robot=model)),
             ("load joint states, robot=URDF path", lambda: load(joint_bag, robot=ARM)),
         ]
         results = {}
-        print(f"{'':36} {'median s':>9} {'best s':>8} {'transforms/s':>14}")
+        table = run.table(f"bag.load of {args.minutes:g} min at {args.hz:g} Hz, median and best of "
+                          f"{args.repeat} runs", ["load", "median s", "best s", "transforms/s",
+                                                 "/ load /tf (median, best)"], [36, 9, 8, 14, 26])
         for name, fn in rows:
             median, best = measure(fn, args.repeat)
             results[name] = (median, best)
-            print(f"{name:36} {median:9.3f} {best:8.3f} {transforms / median:14,.0f}")
+            tf_median, tf_best = results["load /tf"]
+            versus = ("" if name == "load /tf" else
+                      f"{median / tf_median:.2f}x, {best / tf_best:.2f}x (target ≤ 2x)")
+            table.add(name, f"{median:.3f}", f"{best:.3f}", f"{transforms / median:,.0f}", versus,
+                      median_s=median, best_s=best, ratio=median / tf_median,
+                      ratio_best=best / tf_best)
         # the same poses either way
         from_tf, from_joints = load(tf_bag), load(joint_bag, robot=model)
         for i in (0, 12345 % max(1, int(args.minutes * 60 * args.hz)), -1):
@@ -130,13 +131,3 @@ def main(argv: list[str] | None = None) -> int:
             a = from_tf.lookup_transform("base_link", "tool0", stamp).transform.as_matrix()
             b = from_joints.lookup_transform("base_link", "tool0", stamp).transform.as_matrix()
             assert np.allclose(a, b, atol=1e-12), (i, a, b)
-    tf_median, tf_best = results["load /tf"]
-    for name in ("load joint states, robot=model", "load joint states, robot=URDF path"):
-        median, best = results[name]
-        print(f"{name} / load /tf: {median / tf_median:.2f}x median | {best / tf_best:.2f}x best"
-              "   (target <= 2x)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
