@@ -32,7 +32,7 @@ def test_bag_is_recognised_by_content_whatever_its_name(tmp_path, source, name):
     expected = read_transforms(source)
     got = read_transforms(copy)
     assert len(got) == len(expected) > 0
-    assert got.children == expected.children
+    assert got.transforms.children == expected.transforms.children
     assert load(copy).get_frames() == load(source).get_frames()
 
 

@@ -93,8 +93,8 @@ def test_record_foxglove_writes_frame_transforms_matching_the_ros_topics(
                 continue
             rows = range(int(ros.message_offsets[k]), int(ros.message_offsets[k + 1]))
             expected.append((int(ros.message_log_ns[k]), [
-                (ros.parents[i], ros.children[i], int(ros.stamps_ns[i]),
-                 tuple(ros.values[i].tolist())) for i in rows]))
+                (ros.transforms.parents[i], ros.transforms.children[i], int(ros.transforms.stamps_ns[i]),
+                 tuple(ros.transforms.values[i].tolist())) for i in rows]))
         assert foxglove == sorted(expected)
     statics_fox = [_values(t) for _, _, m in topics["/tf_static_foxglove"]
                    for t in FrameTransforms.FromString(m.data).transforms]

@@ -29,10 +29,12 @@ def observe_bag(bag: Any, observations: Observations, authority: str) -> None:
     offsets = bag.message_offsets.tolist()
     log_ns = bag.message_log_ns.tolist()
     static = bag.message_static.tolist()
-    stamps = bag.stamps_ns.tolist()
-    values = bag.values.tolist()
+    rows = bag.transforms
+    stamps = rows.stamps_ns.tolist()
+    values = rows.values.tolist()
+    parents, children = rows.parents, rows.children
     for index, received_ns in enumerate(log_ns):
         start, stop = offsets[index], offsets[index + 1]
         observations.add(received_ns, TF_STATIC if static[index] else TF, authority,
-                         bag.parents[start:stop], bag.children[start:stop],
+                         parents[start:stop], children[start:stop],
                          stamps[start:stop], values[start:stop])
