@@ -1,6 +1,6 @@
 """Benchmark: what the thread-safe Buffer adds on top of BufferCore.
 
-    .venv/bin/python bench/bench_buffer_threaded.py [--repeat N]
+    python -m bench buffer_threaded [--repeat N]
 
 Tree: map -> odom -> base -> laser (depth 3), 10 s of history at 100 Hz per link. Every
 figure is the best of N runs (default 5) of a timed loop; costs are per call.
@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from bench.harness import Run
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.core import BufferCore
 from tf2py.buffer.time import Time
@@ -232,10 +233,11 @@ def bench_async(repeat):
     print(f"per request {us(best)}")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench buffer_threaded",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1 if run.quick else 5)
+    args = parser.parse_args(argv)
     print(f"tf2py Buffer vs BufferCore  |  {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load {os.getloadavg()[0]:.2f}")
@@ -244,6 +246,3 @@ def main():
     bench_wakeup()
     bench_async(args.repeat)
 
-
-if __name__ == "__main__":
-    main()

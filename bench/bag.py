@@ -1,6 +1,6 @@
 """Benchmark: tf2py.bag.load of a real recording against the bare read loops of the libraries.
 
-    .venv/bin/python bench/bench_bag.py [BAG] [--repeat N]
+    python -m bench bag [BAG] [--repeat N]
 
 Default BAG: ../shared/data/nav2_turtlebot.mcap (7 313 transforms in 5 423 /tf and
 /tf_static messages). Every row reads the same /tf and /tf_static messages of the same file;
@@ -21,11 +21,11 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.harness import REPO, Missing, Run
+
 DEFAULT_BAG = REPO.parent / "shared" / "data" / "nav2_turtlebot.mcap"
 TOPICS = ("/tf", "/tf_static")
 
@@ -87,12 +87,14 @@ def measure(fn, path, repeat):
     return statistics.median(times), min(times)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench bag", description=__doc__.splitlines()[0])
     parser.add_argument("bag", nargs="?", default=str(DEFAULT_BAG))
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=3 if run.quick else 15)
     args = parser.parse_args(argv)
     path = Path(args.bag)
+    if not path.exists():
+        raise Missing(f"no bag at {path} (give one: python -m bench bag PATH)")
 
     from tf2py.bag import read_transforms
 
@@ -131,6 +133,3 @@ def main(argv=None) -> int:
               f"{bests[load] / bests[other]:.2f}x{note}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

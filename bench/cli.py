@@ -1,7 +1,7 @@
 """Command-line figures: start-up cost of the tf2py command, how fast the live demo shows
 transforms and stops, and the CPU each demo process uses.
 
-    .venv/bin/python bench/bench_cli.py [--seconds S]
+    python -m bench cli [--seconds S]
 
 Runs everything on free loopback ports (TF2PY_CORE / TF2PY_SERVER). Linux only (/proc).
 """
@@ -12,31 +12,15 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.harness import REPO, Run, cpu_seconds, free_port
+
 TF2PY = [sys.executable, "-m", "tf2py.cli.main"]
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port(pair: bool = False) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not pair:
-            return port
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-                return port
-            except OSError:
-                continue
 
 
 def wall(argv, repeats=7) -> float:
@@ -47,12 +31,6 @@ def wall(argv, repeats=7) -> float:
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
 def demo(seconds: float) -> None:
@@ -102,17 +80,14 @@ def demo(seconds: float) -> None:
               f"of one core (over {elapsed:.1f} s)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0,
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench cli", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0 if run.quick else 5.0,
                         help="how long to measure the demo's CPU (default 5)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"tf2py --help:       {1000 * wall([*TF2PY, '--help']):6.0f} ms (median of 7)")
     print(f"tf2py echo --help:  {1000 * wall([*TF2PY, 'echo', '--help']):6.0f} ms")
     print(f"python -c pass:     {1000 * wall([sys.executable, '-c', 'pass']):6.0f} ms "
           "(the interpreter alone)")
     demo(args.seconds)
 
-
-if __name__ == "__main__":
-    main()

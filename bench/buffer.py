@@ -1,7 +1,7 @@
 """Benchmark of the transform store (BufferCore) against pytransform3d's
 TemporalTransformManager on the same trees, in the same run.
 
-    .venv/bin/python bench/bench_buffer.py [--quick]
+    python -m bench buffer [--quick]
 
 Trees: a chain root f0 <- f1 <- ... <- fD (depth D links), 10 s of history at 100 Hz per
 link (1001 samples), a slowly turning rotation per link. Every figure is the best of several
@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import gc
 import math
-import os
-import platform
-import sys
 import time
 import tracemalloc
 
 import numpy as np
 
+from bench.harness import Missing, Run, Table, best_of_interleaved, best_per_op
 from tf2py import Time, make_transform
 from tf2py.buffer.core import BufferCore
 
@@ -71,21 +69,7 @@ def build_pt3d(depth):
     return manager
 
 
-def best_per_op(fn, number, repeat):
-    """Best time per call of fn() in seconds over ``repeat`` runs of ``number`` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.disable()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - t0
-        gc.enable()
-        best = min(best, elapsed / number)
-    return best
-
-
-ROWS = []
+_TABLE: dict[str, Table] = {}
 
 
 def row(name, ours, theirs, unit, target=None, lower_is_better=True):
@@ -103,15 +87,8 @@ def row(name, ours, theirs, unit, target=None, lower_is_better=True):
             "<=" if lower_is_better else ">=",
             fmt(target, unit),
         )
-    line = "%-44s %14s %16s %8s  %s" % (
-        name,
-        fmt(ours, unit),
-        "-" if theirs is None else fmt(theirs, unit),
-        ratio,
-        met,
-    )
-    ROWS.append(line)
-    print(line, flush=True)
+    _TABLE["t"].add(name, fmt(ours, unit), "-" if theirs is None else fmt(theirs, unit), ratio, met,
+                    ours=ours, peer=theirs, unit=unit)
 
 
 def fmt(value, unit):
@@ -122,22 +99,6 @@ def fmt(value, unit):
     if unit == "B":
         return "%.1f B" % value
     return str(value)
-
-
-def best_of_interleaved(fns, number, repeat):
-    """Best time per call of each function, the repeats of all functions interleaved so
-    that a burst of load on the shared machine hits every case alike."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            gc.disable()
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            elapsed = time.perf_counter() - t0
-            gc.enable()
-            best[k] = min(best[k], elapsed / number)
-    return best
 
 
 def bench_single(quick):
@@ -391,22 +352,20 @@ def bench_memory(quick):
     row("memory per stored sample (%d frames x %d)" % (frames, samples), ours, theirs, "B", 100)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke test)")
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench buffer", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only", choices=("single", "inserts", "insert-rows", "batch", "memory"), help="run one group"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
-        load = "%.2f %.2f %.2f" % os.getloadavg()
-    except OSError:
-        load = "?"
-    print(
-        "tf2py bench_buffer: python %s, numpy %s, %s, %d cpus, load average %s"
-        % (platform.python_version(), np.__version__, platform.machine(), os.cpu_count(), load)
-    )
-    print("%-44s %14s %16s %8s" % ("", "tf2py", "pytransform3d", "ratio"))
+        import pytransform3d
+    except ImportError:
+        raise Missing("needs the peer pytransform3d (pip install pytransform3d, the bench extra)") from None
+    run.peer("pytransform3d", pytransform3d.__version__)
+    _TABLE["t"] = run.table("tf2py's store against pytransform3d (ratio > 1: tf2py faster)",
+                            ["figure", "tf2py", "pytransform3d", "ratio", "target"],
+                            [44, 14, 16, 8, 10])
     groups = {
         "single": bench_single,
         "inserts": bench_inserts,
@@ -416,9 +375,5 @@ def main():
     }
     for name, fn in groups.items():
         if args.only in (None, name):
-            fn(args.quick)
-    return 0
+            fn(run.quick)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
