@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument, wait_or_interrupt
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument, wait_or_interrupt
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "
@@ -34,18 +33,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (the findings and what was heard) instead "
                         "of lines")
-
-
-def _duration_of(args: argparse.Namespace) -> float:
-    try:
-        value = number(args.duration)
-    except ValueError:
-        raise CommandError(f"--duration must be a number of seconds, got "
-                           f"{_cut(args.duration)!r}", 2) from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise CommandError(f"--duration must be more than zero seconds, got "
-                           f"{_cut(args.duration)!r}", 2)
-    return value
 
 
 def _cut(text: str) -> str:
@@ -175,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from ..doctor import diagnose, recording_time_base_s
     from ..transport.address import core_address
 
-    duration = _duration_of(args)
+    duration = flag_number(args.duration, "--duration", "seconds")
     if args.from_bag is not None:
         import warnings
 

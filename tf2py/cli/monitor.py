@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -216,13 +216,7 @@ def report(stats: Statistics, pair: Sequence[str] | None, buffer: Any, net: NetD
 def run(args: argparse.Namespace) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
-    try:
-        period = number(args.period)
-    except ValueError:
-        period = float("nan")
-    if not math.isfinite(period) or period <= 0:
-        raise CommandError(f"--period must be a positive number of seconds, got {args.period!r}",
-                           2)
+    period = flag_number(args.period, "--period", "seconds")
     pair = tuple(args.frames) if args.frames else None
     clock = sim_clock(args)
     try:

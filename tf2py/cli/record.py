@@ -14,7 +14,6 @@ without ROS message definitions; the ROS topics are unchanged.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -22,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -120,13 +119,7 @@ class _Recorder:
 def run(args: argparse.Namespace) -> int:
     duration = None
     if args.duration is not None:
-        try:
-            duration = number(args.duration)
-        except ValueError:
-            raise CommandError(f"--duration must be a number of seconds, got {args.duration!r}",
-                               2) from None
-        if not math.isfinite(duration) or duration <= 0:
-            raise CommandError(f"--duration must be positive, got {args.duration!r}", 2)
+        duration = flag_number(args.duration, "--duration", "seconds")
     if os.path.isdir(args.output):
         raise CommandError(f"{args.output} is a folder; give the path of an .mcap file")
     if os.path.exists(args.output) and not args.force:
