@@ -25,8 +25,6 @@ examples:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
     add_robot_arguments(parser)
     parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                         help="a joint's position (radians, or metres for a prismatic joint); "

@@ -29,8 +29,6 @@ def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
     add_robot_arguments(parser)
     parser.add_argument("--frame-prefix", metavar="P", default="",
                         help="put P before every link's frame id (e.g. left/), for several "
