@@ -11,19 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .buffer import exceptions as _exceptions
 from .buffer import messages as _messages
 from .buffer.convert import convert
-from .buffer.exceptions import (
-    BackwardExtrapolationException,
-    ConnectivityException,
-    ExtrapolationException,
-    ForwardExtrapolationException,
-    InvalidArgumentException,
-    LookupException,
-    NoDataForExtrapolationException,
-    TimeoutException,
-    TransformException,
-)
+from .buffer.exceptions import *  # noqa: F403 - the names in its __all__, added to ours below
 from .buffer.messages import *  # noqa: F403 - the names in its __all__, added to ours below
 from .buffer.time import Duration, Time
 
@@ -74,21 +65,12 @@ _LAZY = {
     "Transforms": "tf2py.buffer.transforms",
 }
 
-# The eager names: the times, the messages' own ``__all__`` (mypy and pyright both follow
-# ``__all__ += module.__all__``), ``convert`` and the tf2 exceptions.
-__all__ = ["Time", "Duration"]
+# The eager names: the times, ``convert``, and the messages' and the tf2 exceptions' own
+# ``__all__`` (mypy and pyright both follow ``__all__ += module.__all__``).
+__all__ = ["Time", "Duration", "convert"]
 __all__ += _messages.__all__
+__all__ += _exceptions.__all__
 __all__ += [
-    "convert",
-    "TransformException",
-    "LookupException",
-    "ConnectivityException",
-    "ExtrapolationException",
-    "BackwardExtrapolationException",
-    "ForwardExtrapolationException",
-    "NoDataForExtrapolationException",
-    "InvalidArgumentException",
-    "TimeoutException",
     # the lazy names: the keys of ``_LAZY``, in its order (spelt out for type checkers)
     "BufferCore",
     "Buffer",
