@@ -452,7 +452,15 @@ class Child:
         return self.popen.poll() is None
 
     def stop(self, grace: float = 10.0) -> int | None:
-        """SIGINT, then SIGKILL after ``grace`` seconds; the exit status."""
+        """"stop" on its stdin if it has one (then the end of input), else or then SIGINT,
+        then SIGKILL after ``grace`` seconds; the exit status."""
+        if self.popen.stdin is not None and self.popen.poll() is None:
+            try:
+                self.tell("stop")
+                self.popen.stdin.close()
+                self.popen.wait(grace / 2)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                pass
         if self.popen.poll() is None:
             try:
                 self.popen.send_signal(signal.SIGINT)

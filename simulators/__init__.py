@@ -7,7 +7,7 @@ each other.
 - ``fleet_robots``: simulated ROS 2 robots on rmw_zenoh's wire (a script, one process plays
   many robots).
 - ``bus_processes``: broadcaster, raw pyzmq publisher and fan-out listener processes of the
-  bus benchmarks, as scripts, and a ``tf2py core`` started on a free port.
+  bus benchmarks, as scripts.
 - ``forging_server``: a stranger posing as a buffer server, answering every goal with a
   forged transform.
 - ``joints``: random joint configurations within a robot model's limits.

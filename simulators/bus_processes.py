@@ -1,16 +1,8 @@
-"""Processes and helpers of the bus benchmarks (bench_transport.py): broadcaster, raw pyzmq
-publisher and listener processes as scripts, and spawning, talking to and measuring them."""
+"""The processes of the bus benchmarks (bench/transport.py) as scripts for ``python -c``: a
+broadcaster, a raw pyzmq publisher and a fan-out listener. Each talks in turns: "ready" on
+stdout, then a line on stdin starts it; bench.harness.Child starts, talks to and stops them."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-
-import numpy as np
-
-PY = sys.executable
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # A broadcaster process: connects, waits for "go" on stdin, sends COUNT messages of BATCH
 # transforms (children c{ID}_{j}) at RATE messages/s (0 = flat out), prints "done".
@@ -18,7 +10,8 @@ BROADCASTER = r"""
 import sys, time
 from tf2py import make_transform
 from tf2py.transport.broadcaster import TransformBroadcaster
-address, ident, count, batch, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+address, ident = sys.argv[1], sys.argv[2]
+count, batch, rate = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 stamp_now = len(sys.argv) > 6 and sys.argv[6] == "now"
 b = TransformBroadcaster(address)
 ts = [make_transform("world", f"c{ident}_{j}", (1.0, 2.0, 3.0)) for j in range(batch)]
@@ -57,7 +50,8 @@ b.close()
 # Bare pyzmq one-way: PUB sends packed time_ns at RATE to ENDPOINT (connect or bind).
 RAW_PUB = r"""
 import sys, time, zmq, msgpack
-endpoint, mode, count, rate, topic = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].encode()
+endpoint, mode, count, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+topic = sys.argv[5].encode()
 s = zmq.Context.instance().socket(zmq.PUB)
 (s.bind if mode == "bind" else s.connect)(endpoint)
 time.sleep(1.0)
@@ -94,61 +88,3 @@ c1, n1 = time.process_time(), listener.received_transforms
 print("cpu", c1 - c0, n1 - n0, listener.stats()["dropped"], flush=True)
 listener.close()
 """
-
-
-def spawn(args, stdin=True):
-    return subprocess.Popen(
-        args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-        text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
-
-
-def expect(proc, word, timeout=30.0):
-    line = proc.stdout.readline()
-    if not line.startswith(word):
-        raise RuntimeError(f"expected {word!r} from {proc.args[:3]}, got {line!r}")
-    return line
-
-
-def tell(proc, text="go"):
-    proc.stdin.write(text + "\n")
-    proc.stdin.flush()
-
-
-def stop(proc):
-    if proc.poll() is None:
-        try:
-            tell(proc, "stop")
-        except (BrokenPipeError, OSError):
-            pass
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(2)
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def start_core():
-    proc = spawn([PY, "-m", "tf2py.cli.main", "core", "--address", "tcp://127.0.0.1:0"],
-                 stdin=False)
-    line = proc.stdout.readline()
-    address = line.split("ready at ", 1)[1].strip()
-    return proc, address
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def percentile(values, p):
-    return float(np.percentile(np.asarray(values), p))
-
-
-def load_note() -> str:
-    with open("/proc/loadavg") as f:
-        return "loadavg " + " ".join(f.read().split()[:3])

@@ -1,7 +1,8 @@
 """Transport benchmarks: ingest rate, latency, fan-out CPU and listener CPU vs a raw floor.
 
-    .venv/bin/python bench/bench_transport.py            # everything (~1 min)
-    .venv/bin/python bench/bench_transport.py ingest latency   # some sections
+    python -m bench transport                  # everything (~2 min)
+    python -m bench transport ingest latency   # some sections
+    python -m bench transport --quick          # every section, short (seconds)
 
 Sections:
   ingest   transforms/s from 2 broadcaster PROCESSES through a core PROCESS into one
@@ -17,7 +18,6 @@ Sections:
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -26,26 +26,25 @@ import msgpack
 import numpy as np
 import zmq
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from tf2py.buffer.buffer import Buffer  # noqa: E402
-from tf2py.transport.listener import TransformListener  # noqa: E402
-
-from bus_processes import (  # noqa: E402  (bench/ is the script's folder)
-    BROADCASTER,
-    FANOUT_LISTENER,
+from bench.harness import (
     PY,
-    RAW_PUB,
-    expect,
-    load_note,
+    Child,
+    Run,
+    cpu_seconds,
+    load_average,
     percentile,
-    proc_cpu_seconds,
-    spawn,
     start_core,
-    stop,
-    tell,
 )
+from simulators.bus_processes import BROADCASTER, FANOUT_LISTENER, RAW_PUB
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
+
+QUICK = {"on": False}
+
+
+def _spawn(args: list[str]) -> Child:
+    """A bus process that talks in turns: lines on stdin, "ready"/"done" on stdout."""
+    return Child(args, stdin=True, drain=False)
 
 
 # -- ingest ----------------------------------------------------------------------------------
@@ -54,17 +53,17 @@ from bus_processes import (  # noqa: E402  (bench/ is the script's folder)
 def run_ingest(address, batch, count_per_proc, rate, procs=2, core_pid=None):
     buffer = Buffer(cache_time=1e6)
     listener = TransformListener(buffer, address)
-    senders = [spawn([PY, "-c", BROADCASTER, address, str(k), str(count_per_proc), str(batch),
+    senders = [_spawn([PY, "-c", BROADCASTER, address, str(k), str(count_per_proc), str(batch),
                       str(rate)]) for k in range(procs)]
     try:
         for s in senders:
-            expect(s, "ready")
+            s.wait_line("ready")
         expected = procs * count_per_proc * batch
-        core0 = proc_cpu_seconds(core_pid) if core_pid else 0.0
+        core0 = cpu_seconds(core_pid) if core_pid else 0.0
         c0 = time.process_time()
         t0 = time.perf_counter()
         for s in senders:
-            tell(s)
+            s.tell()
         last, last_change = 0, time.perf_counter()
         while True:
             time.sleep(0.01)
@@ -76,13 +75,13 @@ def run_ingest(address, batch, count_per_proc, rate, procs=2, core_pid=None):
                 break
         elapsed = last_change - t0
         cpu = time.process_time() - c0
-        core_cpu = (proc_cpu_seconds(core_pid) if core_pid else 0.0) - core0
+        core_cpu = (cpu_seconds(core_pid) if core_pid else 0.0) - core0
         for s in senders:
-            expect(s, "done")
+            s.wait_line("done")
         stats = listener.stats()
     finally:
         for s in senders:
-            stop(s)
+            s.stop()
         listener.close()
     received = stats["received_transforms"]
     return dict(batch=batch, rate=rate, expected=expected, received=received,
@@ -92,26 +91,29 @@ def run_ingest(address, batch, count_per_proc, rate, procs=2, core_pid=None):
 
 
 def section_ingest():
-    core, address = start_core()
+    core = start_core()
+    address = core.address
     try:
         print("\n== ingest: 2 broadcaster processes -> core process -> 1 listener (real Buffer),"
               " paced (bursts each ms) and flat out")
-        for batch, rates in ((1, (25_000, 40_000, 50_000, 60_000)),
-                             (50, (2_000, 3_000, 4_000, 5_000))):
+        plan = (((1, (25_000,)), (50, (2_000,))) if QUICK["on"] else
+                ((1, (25_000, 40_000, 50_000, 60_000)), (50, (2_000, 3_000, 4_000, 5_000))))
+        for batch, rates in plan:
             for rate in rates:  # messages/s per broadcaster process
-                res = run_ingest(address, batch, rate * 2, rate, core_pid=core.pid)
+                seconds = 0.2 if QUICK["on"] else 2.0  # per broadcaster, paced
+                res = run_ingest(address, batch, int(rate * seconds), rate, core_pid=core.pid)
                 print(f"   batch {batch:>2} offered {rate * batch * 2:>8,}/s: received "
                       f"{res['per_s']:>9,.0f}/s, loss {res['loss']:6.2%} "
                       f"({res['received']:,}/{res['expected']:,}), listener CPU "
                       f"{res['cpu_per_transform_us']:.2f} us/transform, core CPU "
-                      f"{res['core_us_per_message']:.2f} us/message  ({load_note()})")
-            flat = run_ingest(address, batch, 150_000 // batch * 2 if batch > 1 else 150_000, 0)
+                      f"{res['core_us_per_message']:.2f} us/message  (load average {load_average()})")
+            flat_count = 150_000 // batch * 2 if batch > 1 else 150_000
+            flat = run_ingest(address, batch, flat_count // (20 if QUICK["on"] else 1), 0)
             print(f"   batch {batch:>2} flat out       : received {flat['per_s']:>9,.0f}/s, "
                   f"loss {flat['loss']:6.2%} ({flat['received']:,}/{flat['expected']:,}), "
                   f"listener CPU {flat['cpu_per_transform_us']:.2f} us/transform")
     finally:
-        core.send_signal(2)
-        core.wait(10)
+        core.stop()
 
 
 # -- latency ---------------------------------------------------------------------------------
@@ -145,38 +147,39 @@ def raw_latency(sub_endpoint, pub_endpoint, mode, count, topic=b"/tf"):
         sub.bind(sub_endpoint)
     else:
         sub.connect(sub_endpoint)
-    pub = spawn([PY, "-c", RAW_PUB, pub_endpoint, mode, str(count), "1000", topic.decode()])
+    pub = _spawn([PY, "-c", RAW_PUB, pub_endpoint, mode, str(count), "1000", topic.decode()])
     latencies = []
     try:
-        expect(pub, "ready")
+        pub.wait_line("ready")
         time.sleep(0.2)
-        tell(pub)
+        pub.tell()
         while len(latencies) < count:
             if not sub.poll(3000):
                 break
             _, body = sub.recv_multipart()
             latencies.append(time.time_ns() - msgpack.unpackb(body))
-        expect(pub, "done")
+        pub.wait_line("done")
     finally:
-        stop(pub)
+        pub.stop()
         sub.close(0)
     return latencies
 
 
 def section_latency(count=5000):
-    print(f"\n== latency at 1 kHz, {count} samples ({load_note()})")
-    core, address = start_core()
+    print(f"\n== latency at 1 kHz, {count} samples (load average {load_average()})")
+    core = start_core()
+    address = core.address
     try:
         buffer = StampingBuffer()
         listener = TransformListener(buffer, address)
-        sender = spawn([PY, "-c", BROADCASTER, address, "0", str(count), "1", "1000", "now"])
+        sender = _spawn([PY, "-c", BROADCASTER, address, "0", str(count), "1", "1000", "now"])
         try:
-            expect(sender, "ready")
-            tell(sender)
-            expect(sender, "done", timeout=count / 1000 + 30)
+            sender.wait_line("ready")
+            sender.tell()
+            sender.wait_line("done", timeout=count / 1000 + 30)
             time.sleep(0.2)
         finally:
-            stop(sender)
+            sender.stop()
             listener.close()
         lat = np.array(buffer.latencies) / 1e3
         print(f"   send_transform -> in Buffer (via core): p50 {percentile(lat, 50):7.1f} us  "
@@ -184,8 +187,7 @@ def section_latency(count=5000):
         port = int(address.rsplit(":", 1)[1])
         via = raw_latency(f"tcp://127.0.0.1:{port + 1}", address, "connect-core", count)
     finally:
-        core.send_signal(2)
-        core.wait(10)
+        core.stop()
     via = np.array(via) / 1e3
     print(f"   bare pyzmq PUB -> core -> SUB:          p50 {percentile(via, 50):7.1f} us  "
           f"p99 {percentile(via, 99):7.1f} us  (n={len(via)})")
@@ -212,32 +214,33 @@ def section_latency_bare(count=5000):
 
 def section_fanout(listeners=10, window=5.0):
     print(f"\n== fan-out: {listeners} listener processes, 1 broadcaster at 1 kHz x 20 frames "
-          f"(one 20-transform message per ms), {window:.0f} s window ({load_note()})")
-    core, address = start_core()
+          f"(one 20-transform message per ms), {window:.0f} s window (load average {load_average()})")
+    core = start_core()
+    address = core.address
     procs = []
     try:
-        procs = [spawn([PY, "-c", FANOUT_LISTENER, address]) for _ in range(listeners)]
+        procs = [_spawn([PY, "-c", FANOUT_LISTENER, address]) for _ in range(listeners)]
         for p in procs:
-            expect(p, "ready")
+            p.wait_line("ready")
         count = int((window + 4) * 1000)
-        sender = spawn([PY, "-c", BROADCASTER, address, "0", str(count), "20", "1000"])
-        expect(sender, "ready")
-        tell(sender)
+        sender = _spawn([PY, "-c", BROADCASTER, address, "0", str(count), "20", "1000"])
+        sender.wait_line("ready")
+        sender.tell()
         time.sleep(1.5)
-        core0 = proc_cpu_seconds(core.pid)
-        send0 = proc_cpu_seconds(sender.pid)
+        core0 = cpu_seconds(core.pid)
+        send0 = cpu_seconds(sender.pid)
         for p in procs:
-            tell(p)
+            p.tell()
         time.sleep(window)
         for p in procs:
-            tell(p)
-        core1 = proc_cpu_seconds(core.pid)
-        send1 = proc_cpu_seconds(sender.pid)
+            p.tell()
+        core1 = cpu_seconds(core.pid)
+        send1 = cpu_seconds(sender.pid)
         results = []
         for p in procs:
-            _, cpu, n, *rest = expect(p, "cpu").split(maxsplit=3)
+            _, cpu, n, *rest = p.wait_line("cpu").split(maxsplit=3)
             results.append((float(cpu), int(n), rest[0].strip() if rest else ""))
-        stop(sender)
+        sender.stop()
         core_pct = (core1 - core0) / window * 100
         print(f"   core process CPU: {core_pct:.1f} % of one core "
               f"({(core1 - core0) / window / 1000 * 1e6:.1f} us per 20-transform message "
@@ -252,9 +255,8 @@ def section_fanout(listeners=10, window=5.0):
               f" us CPU per transform")
     finally:
         for p in procs:
-            stop(p)
-        core.send_signal(2)
-        core.wait(10)
+            p.stop()
+        core.stop()
 
 
 # -- listener CPU vs raw floor ----------------------------------------------------------------
@@ -276,19 +278,19 @@ def measure_receiver(address, batch, count, rate, make):
     """CPU of this process per received transform while ``make()``'s receiver takes
     ``count`` messages of ``batch`` sent at ``rate`` msg/s by a broadcaster process."""
     receiver, received = make()
-    sender = spawn([PY, "-c", BROADCASTER, address, "9", str(count), str(batch), str(rate)])
+    sender = _spawn([PY, "-c", BROADCASTER, address, "9", str(count), str(batch), str(rate)])
     try:
-        expect(sender, "ready")
+        sender.wait_line("ready")
         c0 = time.process_time()
-        tell(sender)
-        expect(sender, "done", timeout=count / rate + 30)
+        sender.tell()
+        sender.wait_line("done", timeout=count / rate + 30)
         deadline = time.monotonic() + 2
         while received() < count * batch and time.monotonic() < deadline:
             time.sleep(0.01)
         cpu = time.process_time() - c0
         n = received()
     finally:
-        stop(sender)
+        sender.stop()
         receiver.close()
     return cpu / max(n, 1) * 1e6, n
 
@@ -339,11 +341,14 @@ class RawLoop:
 
 
 def section_floor():
-    print(f"\n== listener CPU per received transform vs raw pyzmq+msgpack floor ({load_note()})")
-    core, address = start_core()
+    print("\n== listener CPU per received transform vs raw pyzmq+msgpack floor "
+          f"(load average {load_average()})")
+    core = start_core()
+    address = core.address
     try:
-        for batch, count, rate in ((1, 30_000, 10_000), (1, 60_000, 30_000),
-                                   (50, 4_000, 1_000)):
+        plan = (((1, 3_000, 10_000), (50, 400, 1_000)) if QUICK["on"] else
+                ((1, 30_000, 10_000), (1, 60_000, 30_000), (50, 4_000, 1_000)))
+        for batch, count, rate in plan:
             def raw(tight):
                 def make():
                     r = RawLoop(address, tight)
@@ -368,25 +373,26 @@ def section_floor():
                   f"({real / floor:.2f}x, {real / tight:.2f}x tight)  "
                   f"[n={n0:,}/{n3:,}/{n1:,}/{n2:,}]")
     finally:
-        core.send_signal(2)
-        core.wait(10)
+        core.stop()
 
 
 SECTIONS = {
     "ingest": section_ingest,
-    "latency": lambda: (section_latency(), section_latency_bare()),
-    "fanout": section_fanout,
+    "latency": lambda: (section_latency(500 if QUICK["on"] else 5000),
+                        section_latency_bare(500 if QUICK["on"] else 5000)),
+    "fanout": lambda: section_fanout(*((3, 1.0) if QUICK["on"] else (10, 5.0))),
     "floor": section_floor,
 }
 
 
-def main(argv):
+def main(run: Run, argv: list[str]) -> None:
+    QUICK["on"] = run.quick
     chosen = argv or list(SECTIONS)
-    print(f"tf2py transport bench: python {sys.version.split()[0]}, pyzmq {zmq.__version__}, "
-          f"libzmq {zmq.zmq_version()}, {os.cpu_count()} CPUs, {load_note()}")
+    for name in chosen:
+        if name not in SECTIONS:
+            raise SystemExit(f"unknown section {name!r} (choose from {', '.join(SECTIONS)})")
+    run.peer("pyzmq", zmq.__version__)
+    run.peer("libzmq", zmq.zmq_version())
+    print(f"tf2py transport bench: python {sys.version.split()[0]}, load average {load_average()}")
     for name in chosen:
         SECTIONS[name]()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,8 +1,8 @@
 """Listener CPU per received transform against the raw pyzmq + msgpack floor, alone.
 
-    .venv/bin/python bench/bench_listener_floor.py            # batches of 50, 3 rounds, ~1 min
-    .venv/bin/python bench/bench_listener_floor.py --quick    # 1 round, ~15 s
-    .venv/bin/python bench/bench_listener_floor.py --batch 1 --rate 10000
+    python -m bench listener_floor            # batches of 50, 3 rounds, ~1 min
+    python -m bench listener_floor --quick    # 1 round, ~15 s
+    python -m bench listener_floor --batch 1 --rate 10000
 
 Issue 9's target: a ``TransformListener`` filling a ``Buffer`` spends at most 2x the CPU per
 received transform of the floor, a bare pyzmq SUB socket that receives the same messages
@@ -32,24 +32,10 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
-
-from bench_transport import (  # noqa: E402
-    PY,
-    NullSink,
-    RawLoop,
-    expect,
-    load_note,
-    spawn,
-    start_core,
-    stop,
-    tell,
-)
-
-from tf2py.buffer.buffer import Buffer  # noqa: E402
-from tf2py.transport.listener import TransformListener  # noqa: E402
+from bench.harness import PY, Run, load_average, start_core
+from bench.transport import NullSink, RawLoop, _spawn
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
 
 # A broadcaster that stays up: on each line "go N" it sends N messages of BATCH transforms
 # (children c_j, one new stamp per message, stamps increasing across rounds) at RATE
@@ -122,8 +108,8 @@ def measure(sender, make, messages, batch, settle):
         time.sleep(settle)
         n0 = count()
         c0 = time.process_time()
-        tell(sender, "go %d" % messages)
-        expect(sender, "done", timeout=messages + 60)
+        sender.tell("go %d" % messages)
+        sender.wait_line("done", timeout=messages + 60)
         deadline = time.monotonic() + 3.0
         while count() - n0 < messages * batch and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -134,9 +120,8 @@ def measure(sender, make, messages, batch, settle):
     return cpu / max(n, 1) * 1e6, n
 
 
-def main(argv=None):
+def main(run: Run, argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="one short round (~15 s)")
     parser.add_argument("--batch", type=int, default=50, help="transforms per message (50)")
     parser.add_argument("--rate", type=int, default=1000, help="messages per second (1000)")
     parser.add_argument("--messages", type=int, default=None,
@@ -149,22 +134,23 @@ def main(argv=None):
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds for a new receiver's subscription to reach the core")
     args = parser.parse_args(argv)
-    messages = args.messages or (1500 if args.quick else 3000)
-    rounds = args.rounds or (1 if args.quick else 3)
+    messages = args.messages or (500 if run.quick else 3000)
+    rounds = args.rounds or (1 if run.quick else 3)
 
     print("listener CPU per received transform vs raw pyzmq+msgpack floor: batch %d, %d msg/s"
           " (%d transforms/s), rotation %s, %d messages per measurement, %d round(s); python %s,"
           " %d CPUs, %s at the start" % (args.batch, args.rate, args.rate * args.batch,
                                          args.rotation, messages, rounds,
                                          sys.version.split()[0], os.cpu_count() or 0,
-                                         load_note()))
-    core, address = start_core()
+                                         "load average " + load_average()))
+    core = start_core()
+    address = core.address
     sender = None
     figures = {}
     try:
-        sender = spawn([PY, "-c", SENDER, address, str(args.batch), str(args.rate),
+        sender = _spawn([PY, "-c", SENDER, address, str(args.batch), str(args.rate),
                         args.rotation])
-        expect(sender, "ready")
+        sender.wait_line("ready")
         makers = receivers(address)
         figures = {name: [] for name in makers}
         for r in range(rounds):
@@ -179,9 +165,8 @@ def main(argv=None):
                 r + 1, ", ".join(line), figures["listener"][-1][0] / floor), flush=True)
     finally:
         if sender is not None:
-            stop(sender)
-        core.send_signal(2)
-        core.wait(10)
+            sender.stop()
+        core.stop()
 
     def med(name):
         return statistics.median(us for us, _ in figures[name])
@@ -198,9 +183,6 @@ def main(argv=None):
     print("listener / floor = %.2fx (target <= 2.0x: %s); rounds: %s; listener / tight floor "
           "%.2fx; %s at the end"
           % (ratio, "met" if ratio <= 2.0 else "NOT met", " ".join("%.2f" % x for x in ratios),
-             statistics.median(tight_ratios), load_note()))
+             statistics.median(tight_ratios), "load average " + load_average()))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@ class, a table of inputs tried, crashes (must be 0), valid transforms lost (must
 server's peak memory against its bound; then the server's answer staleness with 10 000 waiting
 goals on a 100 Hz frame, against the same server without them, in the same run.
 
-    .venv/bin/python bench/bench_faults.py [--quick]
+    python -m bench faults [--quick]
 
 The bus (`tf2py core`) and the server (`tf2py server`) run as real subprocesses; this process
 broadcasts a 100 Hz frame and plays the attackers and the well-behaved clients. A crash is a
@@ -13,47 +13,33 @@ LaunchFileError; command-line numbers: CommandError). Valid transforms lost: the
 samples sent during the campaign that the server's buffer does not hold at the end (looked up
 through the server, one by one, at their own stamps).
 
-If bench/bench_faults_bus.py is present (the bus's own campaign), it runs afterwards.
+If bench/bench/faults_bus.py is present (the bus's own campaign), it runs afterwards.
 
 The attack classes are in fault_attacks_server.py and fault_attacks_tools.py, the processes,
-the stream and the /proc readings in fault_server_support.py; this script holds the staleness
+the stream and the /proc readings in faults_support.py; this script holds the staleness
 measurement and the campaign itself.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
-from fault_server_support import (  # (bench/ is the script's folder; it puts ROOT on sys.path)
-    PY,
-    ROOT,
-    Proc,
-    Row,
-    Stream,
-    cpu_percent,
-    dealer,
-    hwm_kib,
-    pct,
-    rss_kib,
-)
-from fault_attacks_server import (
+from bench.faults_server_attacks import (
     attack_forged_answers,
     attack_garbage,
     attack_goal_flood,
     attack_killed_clients,
     attack_timeouts,
 )
-from fault_attacks_tools import attack_bags, attack_launch_files, attack_numbers
+from bench.faults_support import Row, Stream, dealer
+from bench.faults_tool_attacks import attack_bags, attack_launch_files, attack_numbers
+from bench.harness import PY, REPO, Child, Run, cpu_percent, hwm_mib, percentile, rss_mib
 from tf2py import StaticTransformBroadcaster, TransformBroadcaster, make_transform
 from tf2py.buffer.exceptions import TransformException
 from tf2py.server import protocol
 from tf2py.server.client import BufferClient
 from tf2py.server.server import MAX_GOAL_TIMEOUT, MAX_WAITING_GOALS, MAX_WAITING_GOALS_PER_CLIENT
-
 
 # --- staleness with 10 000 waiting goals ------------------------------------------------------
 
@@ -174,23 +160,22 @@ def lost_transforms(server, stream, first, last):
     return lost, checked
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller campaign (CI smoke)")
-    parser.add_argument("--waiting", type=int, default=10_000)
-    parser.add_argument("--server-root", default=str(ROOT),
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench faults", description=__doc__.splitlines()[0])
+    parser.add_argument("--waiting", type=int, default=1_000 if run.quick else 10_000)
+    parser.add_argument("--server-root", default=str(REPO),
                         help="run `tf2py server` from this source tree (e.g. an export of an "
                         "older commit, to compare; with --staleness-only)")
     parser.add_argument("--staleness-only", action="store_true",
                         help="only the waiting-goals figures (staleness, lookups, CPU)")
-    opts = parser.parse_args()
-    scale = 0.2 if opts.quick else 1.0
+    opts = parser.parse_args(argv)
+    scale = 0.03 if run.quick else 1.0
 
-    core = Proc([PY, "-m", "tf2py.cli.main", "core", "--address", "tcp://127.0.0.1:0"],
-                 "ready at ")
-    server = Proc([PY, "-m", "tf2py.cli.main", "server", "--core", core.address,
-                    "--address", "tcp://127.0.0.1:0", "--cache-time", str(SERVER_CACHE_S)], "ready at ",
-                   root=opts.server_root)
+    core = Child([PY, "-m", "tf2py.cli.main", "core", "--address", "tcp://127.0.0.1:0"],
+                 ready="ready at ")
+    server = Child([PY, "-m", "tf2py.cli.main", "server", "--core", core.address, "--address",
+                    "tcp://127.0.0.1:0", "--cache-time", str(SERVER_CACHE_S)], ready="ready at ",
+                   cwd=opts.server_root, env={"PYTHONPATH": opts.server_root})
     statics = StaticTransformBroadcaster(core=core.address)
     statics.send_transform([make_transform("base", "laser", (0.1, 0, 0)),
                             make_transform("lonely", "island", (1, 0, 0))])
@@ -210,14 +195,14 @@ def main():
                         break
                 else:
                     raise RuntimeError("the old frames did not reach the server")
-        base_rss = rss_kib(server.popen.pid)
+        base_rss = rss_mib(server.pid) * 1024
         campaign_start = time.time()
 
         # staleness first without, then with the waiting goals
         stale0, lat0 = staleness(server, stream, int(300 * scale) + 20, 0)
-        cpu0 = cpu_percent(server.popen.pid, 3.0)
+        cpu0 = cpu_percent(server.pid, 1.0 if run.quick else 3.0)
         dealers = hold_waiting_goals(server.address, opts.waiting)
-        cpu1 = cpu_percent(server.popen.pid, 3.0)
+        cpu1 = cpu_percent(server.pid, 1.0 if run.quick else 3.0)
         stale1, lat1 = staleness(server, stream, int(300 * scale) + 20, opts.waiting)
 
         if not opts.staleness_only:
@@ -241,7 +226,7 @@ def main():
                            f"at its stamp")
         server_row.crashes = 0 if server.alive() and core.alive() else 1
         rows.append(server_row)
-        peak = hwm_kib(server.popen.pid)
+        peak = hwm_mib(server.pid) * 1024
         if not opts.staleness_only:
             rows.append(attack_bags(int(200 * scale) + 5))
             rows.append(attack_launch_files(int(1000 * scale)))
@@ -252,43 +237,31 @@ def main():
         server.stop()
         core.stop()
 
-    print()
-    print(f"{'attack class':56} {'inputs':>8} {'crashes':>8} {'lost':>6}  note")
+    table = run.table("attack classes", ["attack class", "inputs", "crashes", "lost", "note"],
+                      [56, 8, 8, 6, 20])
     for row in rows:
-        print(f"{row.name:56} {row.tried:>8} {row.crashes:>8} {row.lost:>6}  {row.note}")
+        table.add(row.name, row.tried, row.crashes, row.lost, row.note, inputs=row.tried,
+                  crashes=row.crashes, lost=row.lost)
     bound_mib = MAX_WAITING_GOALS * 2 / 1024  # ~2 KiB per waiting goal, all clients together
-    print()
-    print(f"server peak memory (VmHWM): {peak / 1024:.0f} MiB (after start-up "
-          f"{base_rss / 1024:.0f} MiB; bound: start-up + {MAX_WAITING_GOALS} waiting goals "
-          f"x ~2 KiB = {base_rss / 1024 + bound_mib:.0f} MiB; per client "
-          f"{MAX_WAITING_GOALS_PER_CLIENT} goals; goal timeout <= {MAX_GOAL_TIMEOUT:g} s)")
-    print()
-    print("answer staleness (100 Hz sample sent on the bus -> waiting goal's answer received):")
-    print(f"  without waiting goals: p50 {pct(stale0, .5):.2f} ms  p99 {pct(stale0, .99):.2f} ms")
-    print(f"  with {opts.waiting} waiting: p50 {pct(stale1, .5):.2f} ms  "
-          f"p99 {pct(stale1, .99):.2f} ms   (target p99 <= 10 ms)")
-    print("answerable lookup for another client (blocking, round trip):")
-    print(f"  without waiting goals: p50 {pct(lat0, .5):.2f} ms  p99 {pct(lat0, .99):.2f} ms")
-    print(f"  with {opts.waiting} waiting: p50 {pct(lat1, .5):.2f} ms  p99 {pct(lat1, .99):.2f} ms"
-          f"   (target p99 <= 5 ms; ratio p99 {pct(lat1, .99) / pct(lat0, .99):.2f})")
-    print("server CPU with the 100 Hz stream (3 s): "
-          f"{cpu0:.1f} % without waiting goals, "
-          f"{cpu1:.1f} % with {opts.waiting} waiting")
+    run.note(f"server peak memory (VmHWM): {peak / 1024:.0f} MiB (after start-up "
+             f"{base_rss / 1024:.0f} MiB; bound: start-up + {MAX_WAITING_GOALS} waiting goals "
+             f"x ~2 KiB = {base_rss / 1024 + bound_mib:.0f} MiB; per client "
+             f"{MAX_WAITING_GOALS_PER_CLIENT} goals; goal timeout <= {MAX_GOAL_TIMEOUT:g} s)")
+    latency = run.table(f"with and without {opts.waiting} waiting goals (ms)",
+                        ["figure", "without p50", "without p99", "with p50", "with p99", "target"],
+                        [62, 12, 12, 9, 9, 14])
+    for name, before, after, target in (
+            ("answer staleness (100 Hz sample sent on the bus -> waiting goal's answer)",
+             stale0, stale1, "p99 ≤ 10 ms"),
+            ("answerable lookup for another client (blocking, round trip)", lat0, lat1,
+             "p99 ≤ 5 ms")):
+        figures = [percentile(before, 50), percentile(before, 99), percentile(after, 50),
+                   percentile(after, 99)]
+        latency.add(name, *(f"{x:.2f}" for x in figures), target, p50_without=figures[0],
+                    p99_without=figures[1], p50_with=figures[2], p99_with=figures[3])
+    run.note(f"server CPU with the 100 Hz stream (3 s): {cpu0:.1f} % without waiting goals, "
+             f"{cpu1:.1f} % with {opts.waiting} waiting")
     failed = sum(r.crashes for r in rows) + sum(r.lost for r in rows)
-    print()
-    print("campaign:", "PASS (0 crashes, 0 lost)" if not failed else f"FAIL ({failed})")
-
-    bus = Path(__file__).with_name("bench_faults_bus.py")
-    if bus.exists():  # the bus's own campaign (bench_faults_bus.py), when present
-        spec = importlib.util.spec_from_file_location("bench_faults_bus", bus)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        print()
-        print("--- bench_faults_bus.py ---")
-        sys.argv = [str(bus)] + (["--quick"] if opts.quick else [])
-        module.main()
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    run.note("campaign: " + ("PASS (0 crashes, 0 lost)" if not failed else f"FAIL ({failed})"))
+    if failed:
+        raise SystemExit(1)

@@ -1,4 +1,4 @@
-"""The attack classes of bench_faults.py on the buffer server: a flood of goals from one client,
+"""The attack classes of bench/faults.py on the buffer server: a flood of goals from one client,
 huge and negative timeouts, malformed goals, clients SIGKILLed with waiting goals, and a
 stranger posing as the server (forged answers)."""
 
@@ -8,13 +8,14 @@ import os
 import random
 import subprocess
 import textwrap
-import threading
 import time
 
 import zmq
 
-from fault_server_support import PY, ROOT, Row, dealer, results  # (bench/ is the script's folder)
-from tf2py import Buffer, make_transform
+from bench.faults_support import Row, dealer, results
+from bench.harness import PY, REPO
+from simulators.forging_server import ForgingServer
+from tf2py import Buffer
 from tf2py.buffer.exceptions import INVALID_ARGUMENT_ERROR, TimeoutException
 from tf2py.server import protocol
 from tf2py.server.client import BufferClient
@@ -121,7 +122,7 @@ def attack_killed_clients(clients, goals):
     from tf2py.server.server import BufferServer
 
     row = Row("clients SIGKILLed with waiting goals (in-process server)")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     buffer = Buffer()
     with BufferServer(buffer, "tcp://127.0.0.1:0") as local:
         procs = [subprocess.Popen([PY, "-c", _KILLED, local.address, str(goals)],
@@ -144,43 +145,9 @@ def attack_killed_clients(clients, goals):
     return row
 
 
-class _Forger:
-    def __init__(self):
-        self.ctx = zmq.Context()
-        self.router = self.ctx.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        port = self.router.bind_to_random_port("tcp://127.0.0.1")
-        self.address = f"tcp://127.0.0.1:{port}"
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        from tf2py.transport.wire import transform_to_wire, unpack
-
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
-        while not self.stop.is_set():
-            if not poller.poll(50):
-                continue
-            identity, data = self.router.recv_multipart()
-            m = unpack(data)
-            if m[1] != "goal":
-                continue  # cancels
-            forged = make_transform("evil_parent", "evil_child", (666, 0, 0), stamp=m[5] / 1e9)
-            self.router.send_multipart([identity, pack([1, "result", m[2], 0, "", "",
-                                                        transform_to_wire(forged)])])
-
-    def close(self):
-        self.stop.set()
-        self.thread.join()
-        self.router.close()
-        self.ctx.term()
-
-
 def attack_forged_answers(n):
     row = Row("forged answers (a stranger as server)")
-    forger = _Forger()
+    forger = ForgingServer()
     accepted = 0
     with BufferClient(forger.address, timeout_padding=0.05) as client:
         for _ in range(n):

@@ -1,4 +1,4 @@
-"""The attack classes of bench_faults.py on the tools: bad bags (``tf2py.bag.load``), bad launch
+"""The attack classes of bench/faults.py on the tools: bad bags (``tf2py.bag.load``), bad launch
 files, and bad numbers given to ``static-transform-publisher``."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import random
 import tempfile
 from pathlib import Path
 
-from fault_server_support import ROOT, Row  # (bench/ is the script's folder)
+from bench.faults_support import Row
+from bench.harness import REPO
 
 
 def attack_bags(n):
@@ -16,7 +17,7 @@ def attack_bags(n):
 
     row = Row("bad bags (bag.load)")
     rng = random.Random(3)
-    data_dir = ROOT.parent / "shared" / "data"
+    data_dir = REPO.parent / "shared" / "data"
     mcap = (data_dir / "nav2_turtlebot.mcap").read_bytes() if data_dir.exists() else b""
     with tempfile.TemporaryDirectory() as tmp:
         fifo = Path(tmp) / "fifo"
@@ -92,7 +93,7 @@ def attack_numbers(n):
     parser, _ = build_parser()
     words = ["1e308", "-1e308", "1e309", "-inf", "inf", "nan", "1_0", "0x10", "", "-", "1e-320",
              "0", "--", "١", "1.5", "-0"]
-    for i in range(n):
+    for _ in range(n):
         argv = ["static-transform-publisher", "--frame-id", "a", "--child-frame-id", "b"]
         for flag in rng.sample(["x", "y", "z", "qx", "qy", "qz", "qw"], rng.randrange(1, 5)):
             argv += [f"--{flag}", rng.choice(words)]
