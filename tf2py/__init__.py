@@ -1,9 +1,12 @@
 """tf2py: ROS tf2's coordinate-frame buffer, broadcasts and tools, without ROS.
 
-Everything public is importable from here. Most names (the buffers, transport, server, bag
-and robot names) are imported on first use, so ``import tf2py`` for messages and times
-alone does not load ZeroMQ or the buses; type checkers see
-them through the ``TYPE_CHECKING`` imports below, so ``from tf2py import Buffer`` is typed.
+Everything public is importable from here. ``Time``, ``Duration``, ``convert``, the messages
+and the tf2 exceptions are imported at once (the last two as their modules' ``__all__`` say,
+with the compiled kernel the messages' maths use); every other name (the buffers,
+``MessageFilter``, ``Transforms``, the transport, server, bag and robot names) is imported
+on first use, so ``import tf2py`` for messages and times alone does not load ZeroMQ or the
+buses. Type checkers see those through the ``TYPE_CHECKING`` imports below, so ``from tf2py
+import Buffer`` is typed.
 """
 
 from __future__ import annotations

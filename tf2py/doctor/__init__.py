@@ -1,14 +1,16 @@
 """``tf2py doctor``'s analysis: what breaks transform trees, found in a stream of messages.
 
-Pure: it is fed ``(receive time, topic, authority, transforms)`` one message at a time
-(``Observations.add``), from a live bus or a bag, and ``diagnose`` turns what it saw into
-``Finding``s, one per problem, each with its fix. No sockets, no threads, no clock of its
-own; the command line (``tf2py.cli.doctor``) listens and prints.
+Pure: it is fed one message at a time (``Observations.add``: receive time in ns, topic,
+authority, and the message's transforms as columns), from a live bus or a bag
+(``observe_bag`` here), and ``diagnose`` turns what it saw into ``Finding``s, one per
+problem, each with its fix. No sockets, no threads, no clock of its own; the command line
+(``tf2py.cli.doctor``) listens and prints.
 
 ``observations`` keeps what each check needs, ``checks`` runs the tree checks (their
 thresholds in ``Thresholds``), ``findings`` words them; ``joints`` checks joint states
 against a ``RobotModel`` (``JointObservations``, ``diagnose_joints``: joints the model lacks,
-movable joints no one publishes, malformed joint states).
+movable joints no one publishes, malformed joint states), fed from a bus's CDR samples by a
+thread-safe ``JointWatch``.
 """
 
 from __future__ import annotations
