@@ -1,7 +1,7 @@
 """The bus under attack: a bounded campaign of the issue-11 attack classes, and the cost of keys.
 
-    .venv/bin/python bench/bench_faults_bus.py            # default campaign (~2 min)
-    .venv/bin/python bench/bench_faults_bus.py --full     # the issue's exact figures (30 s freeze)
+    python -m bench faults_bus            # default campaign (~2 min)
+    python -m bench faults_bus --full     # the issue's exact figures (30 s freeze)
 
 Prints one table: per attack class, the inputs tried, crashes (core or listener thread gone:
 must be 0), valid transforms lost (must be 0), and the peak memory (VmHWM) of the core process
@@ -22,53 +22,43 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
 import zmq
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from tf2py import make_transform  # noqa: E402
-from tf2py.buffer.buffer import Buffer  # noqa: E402
-from tf2py.transport import wire  # noqa: E402
-from tf2py.transport.zmq import core as core_module  # noqa: E402
-from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster  # noqa: E402
-from tf2py.transport.zmq.keys import add_identity, create_site  # noqa: E402
-from tf2py.transport.listener import TransformListener  # noqa: E402
-
-from fault_support import (  # noqa: E402  (bench/ is the script's folder)
+from bench.faults_bus_support import (
     LISTENER,
     MB,
-    PY,
     ROWS,
     STATIC,
     SUB_BOUND_MB,
     CoreProcess,
-    cpu_s,
-    peak_mb,
     probe_ok,
     row,
-    rss_mb,
     stalled_sub,
     subscribe_endpoint,
-    wait,
-    watch_peak,
 )
+from bench.harness import PY, REPO, Run, cpu_seconds, hwm_mib, rss_mib, wait_until, watch_peak_mib
+from tf2py import make_transform
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport import wire
+from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq import core as core_module
+from tf2py.transport.zmq.keys import add_identity, create_site
 
 # -- attack classes ---------------------------------------------------------------------------
 
 
-def replay_storm(n_statics: int, resubscriptions: int):
+def replay_storm(n_statics: int, resubscriptions: int, watch: float = 5.0):
     core = CoreProcess()
     try:
         with StaticTransformBroadcaster(core.address) as static:
             static.send_transform([make_transform("world", f"s{i}", (i, 0, 0))
                                    for i in range(n_statics)])
             ok = probe_ok(core.address, f"s{n_statics - 1}")
-            base = rss_mb(core.pid)
+            base = rss_mib(core.pid)
             stalled = stalled_sub(core.address)
             again = zmq.Context.instance().socket(zmq.SUB)
             again.setsockopt(zmq.LINGER, 0)
@@ -76,7 +66,7 @@ def replay_storm(n_statics: int, resubscriptions: int):
             for _ in range(resubscriptions):
                 again.setsockopt(zmq.SUBSCRIBE, b"/tf")
                 again.setsockopt(zmq.UNSUBSCRIBE, b"/tf")
-            peak = watch_peak(core.pid, 5.0)
+            peak = watch_peak_mib(core.pid, watch)
             ok = ok and probe_ok(core.address, "s0")
             stalled.close(0)
             again.close(0)
@@ -99,7 +89,7 @@ def frozen_listener(seconds: float, rate: float = 300.0):
         with TransformBroadcaster(core.address) as b:
             time.sleep(0.5)
             listener.send_signal(signal.SIGSTOP)
-            base = rss_mb(core.pid)
+            base = rss_mib(core.pid)
             peak = base
             sent = 0
             t0 = time.monotonic()
@@ -107,13 +97,13 @@ def frozen_listener(seconds: float, rate: float = 300.0):
                 b.send_transform(big)
                 sent += 1
                 if sent % 30 == 0:
-                    peak = max(peak, rss_mb(core.pid))
+                    peak = max(peak, rss_mib(core.pid))
                 next_at = t0 + sent / rate
                 delay = next_at - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            peak = max(peak, watch_peak(core.pid, 1.0))
-            listener_peak = peak_mb(listener.pid)
+            peak = max(peak, watch_peak_mib(core.pid, 1.0))
+            listener_peak = hwm_mib(listener.pid)
             listener.send_signal(signal.SIGCONT)
             listener.stdin.write("\n")
             listener.stdin.flush()
@@ -141,12 +131,12 @@ def garbage_and_long_ids(n_garbage: int, n_long: int):
         buffer = Buffer()
         with TransformListener(buffer, core.address) as listener:
             gc.collect()
-            base_self = rss_mb(os.getpid())
+            base_self = rss_mib(os.getpid())
             pub = zmq.Context.instance().socket(zmq.PUB)
             pub.setsockopt(zmq.LINGER, 1000)
             pub.setsockopt(zmq.SNDHWM, 0)
             pub.connect(core.address)
-            wait(lambda: pub.send_multipart([b"/tf", wire.encode_transforms(
+            wait_until(lambda: pub.send_multipart([b"/tf", wire.encode_transforms(
                 [make_transform("world", "probe", stamp=1)], "b")]) or
                 buffer.can_transform("world", "probe", 0))
             tried = 0
@@ -190,16 +180,16 @@ def garbage_and_long_ids(n_garbage: int, n_long: int):
             attacker.close(0)
             pub.send_multipart([b"/tf", wire.encode_transforms(
                 [make_transform("world", "last", stamp=1)], "bench")])
-            wait(lambda: buffer.can_transform("world", "last", 0), 30)
+            wait_until(lambda: buffer.can_transform("world", "last", 0), 30)
             gc.collect()
-            grown = rss_mb(os.getpid()) - base_self
+            grown = rss_mib(os.getpid()) - base_self
             lost = sum(1 for c in valid_children if not buffer.can_transform("world", c, 0))
             crashed = (not core.alive()) + (not listener._loop._thread.is_alive())
             long_kept = sum(1 for f in buffer.get_frames() if len(f) > wire.MAX_FRAME_ID_LENGTH)
             lost += long_kept  # (counted as a failure too)
             pub.close()
         row(f"garbage/mutated/shape/topic x{n_garbage}, long frame ids x{n_long}", tried,
-            crashed, lost, f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}",
+            crashed, lost, f"{core.base_mb:.0f}->{hwm_mib(core.pid):.0f}",
             f"+{max(0.0, grown):.0f}", "ids <= 4096 chars", "issue: +97 MB listener")
     finally:
         core.close()
@@ -221,7 +211,7 @@ def invalid_statics(n: int):
                 child = f"cam{i % 10}"
                 x = float(i + 1)
                 static.send_transform(make_transform("world", child, (x, 2, 3)))
-                wait(lambda: live.can_transform("world", child, 0) and
+                wait_until(lambda: live.can_transform("world", child, 0) and
                      live.lookup_transform("world", child, 0).transform.translation.x == x)
                 last[child] = x
                 kind = i % 4
@@ -236,7 +226,7 @@ def invalid_statics(n: int):
             time.sleep(0.5)
             b = Buffer()
             with TransformListener(b, core.address):
-                wait(lambda: all(b.can_transform("world", c, 0) for c in last))
+                wait_until(lambda: all(b.can_transform("world", c, 0) for c in last))
                 for child, x in last.items():
                     try:
                         t = b.lookup_transform("world", child, 0)
@@ -244,7 +234,7 @@ def invalid_statics(n: int):
                     except Exception:
                         lost += 1
         row("invalid statics after valid ones (NaN, inf, bad quaternion, own parent)", tried,
-            0 if core.alive() else 1, lost, f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}",
+            0 if core.alive() else 1, lost, f"{core.base_mb:.0f}->{hwm_mib(core.pid):.0f}",
             "-", "latched <= 256 MiB")
     finally:
         core.close()
@@ -275,7 +265,7 @@ def dead_publishers(n: int):
             worst = max(worst, time.monotonic() - t0)
             leftovers += not gone
         row(f"statics of SIGKILLed publishers (x{n})", n, 0 if core.alive() else 1, 0,
-            f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}", "-", "gone <= 5 s",
+            f"{core.base_mb:.0f}->{hwm_mib(core.pid):.0f}", "-", "gone <= 5 s",
             f"worst {worst:.1f} s, {leftovers} left")
     finally:
         core.close()
@@ -294,7 +284,7 @@ def oversized_sends():
                 except ValueError:
                     raised += 1
         row("send_transform over 64 MiB (dynamic, static)", 2, 0 if core.alive() else 1,
-            0, f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}", "-", "raises in sender",
+            0, f"{core.base_mb:.0f}->{hwm_mib(core.pid):.0f}", "-", "raises in sender",
             f"{raised}/2 raised")
     finally:
         core.close()
@@ -311,7 +301,7 @@ def strangers(site, foreign, seconds: float):
                 StaticTransformBroadcaster(core.address, keys=foreign) as other_static, \
                 TransformBroadcaster(core.address, keys=site) as good:
             other_static.send_transform(make_transform("world", "evil_static"))
-            wait(lambda: good.send_transform(make_transform("world", "good", stamp=1)) or
+            wait_until(lambda: good.send_transform(make_transform("world", "good", stamp=1)) or
                  buffer.can_transform("world", "good", 0))
             t0 = time.monotonic()
             while time.monotonic() - t0 < seconds:
@@ -322,7 +312,7 @@ def strangers(site, foreign, seconds: float):
             reached = len(set(buffer.get_frames()) - {"world", "good"})
             crashed = (not core.alive()) + (not listener._loop._thread.is_alive())
         row("strangers on a keyed bus (no keys, other site's keys)", sent, crashed, 0,
-            f"{core.base_mb:.0f}->{peak_mb(core.pid):.0f}", "-", "0 reach a listener",
+            f"{core.base_mb:.0f}->{hwm_mib(core.pid):.0f}", "-", "0 reach a listener",
             f"{reached} frames reached")
     finally:
         core.close()
@@ -337,22 +327,22 @@ def ingest(keys, n: int):
         buffer = Buffer()
         with TransformListener(buffer, core.address, keys=keys) as listener, \
                 TransformBroadcaster(core.address, keys=keys) as b:
-            wait(lambda: b.send_transform(make_transform("world", "probe", stamp=1)) or
+            wait_until(lambda: b.send_transform(make_transform("world", "probe", stamp=1)) or
                  buffer.can_transform("world", "probe", 0))
             time.sleep(0.2)
             start = listener.stats()["received_transforms"]
             ts = [make_transform("world", f"c{i % 100}", stamp=1 + i) for i in range(n)]
-            cpu0 = time.process_time() + cpu_s(core.pid)
+            cpu0 = time.process_time() + cpu_seconds(core.pid)
             t0 = time.perf_counter()
             for i, t in enumerate(ts):
                 b.send_transform(t)
                 if i % 200 == 199:
                     # pace to what the listener keeps up with (at most 400 in flight)
-                    wait(lambda: listener.stats()["received_transforms"] - start >= i - 400,
+                    wait_until(lambda: listener.stats()["received_transforms"] - start >= i - 400,
                          0.5, 0.0002)
-            wait(lambda: listener.stats()["received_transforms"] - start >= n, 10, 0.001)
+            wait_until(lambda: listener.stats()["received_transforms"] - start >= n, 10, 0.001)
             elapsed = time.perf_counter() - t0
-            cpu = time.process_time() + cpu_s(core.pid) - cpu0
+            cpu = time.process_time() + cpu_seconds(core.pid) - cpu0
             got = listener.stats()["received_transforms"] - start
         return got / elapsed, cpu / max(got, 1) * 1e6, n - got
     finally:
@@ -378,17 +368,17 @@ def round_trips(keys, n: int):
     return times[len(times) // 2] * 1e6, times[int(len(times) * 0.99)] * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench faults_bus",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the issue's figures exactly")
     parser.add_argument("sections", nargs="*", metavar="campaign|keys",
                         help="what to run (default: both)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sections = args.sections or ["campaign", "keys"]
     if set(sections) - {"campaign", "keys"}:
         parser.error("sections are: campaign, keys")
-    full = args.full
-    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    full, quick = args.full, run.quick and not args.full
     tmp = tempfile.mkdtemp(prefix="tf2py-bench-keys-")
     site = create_site(os.path.join(tmp, "site"))
     foreign = create_site(os.path.join(tmp, "foreign"))
@@ -396,21 +386,40 @@ def main() -> None:
 
     if "campaign" in sections:
         print("attack campaign:", flush=True)
-        replay_storm(100_000, 100)
-        frozen_listener(30.0 if full else 10.0)
-        garbage_and_long_ids(20_000 if full else 5_000, 100 if full else 30)
-        invalid_statics(200)
-        dead_publishers(3)
-        oversized_sends()
-        strangers(site, foreign, 2.0)
+        if quick:  # every attack class, small: a smoke run
+            replay_storm(5_000, 10, watch=1.0)
+            frozen_listener(2.0)
+            garbage_and_long_ids(500, 10)
+            invalid_statics(20)
+            dead_publishers(1)
+            oversized_sends()
+            strangers(site, foreign, 0.5)
+        else:
+            replay_storm(100_000, 100)
+            frozen_listener(30.0 if full else 10.0)
+            garbage_and_long_ids(20_000 if full else 5_000, 100 if full else 30)
+            invalid_statics(200)
+            dead_publishers(3)
+            oversized_sends()
+            strangers(site, foreign, 2.0)
+        table = run.table("bus attack classes", ["attack class", "tried", "crashes", "lost",
+                                                 "core MiB (start->peak)", "listener MiB", "bound",
+                                                 "note"], [60, 7, 8, 5, 23, 13, 18, 10])
+        for r in ROWS:
+            table.add(*r, tried=r[1], crashes=r[2], lost=r[3])
+        run.note(f"Bounds: per subscriber {SUB_BOUND_MB:.0f} MiB "
+                 f"({core_module.SUBSCRIBER_HWM} messages of <= {core_module.PIECE_BYTES // 1024} "
+                 f"KiB; a subscriber taking no data is cut after "
+                 f"{core_module.STALL_CUT_MS / 1000:.0f} s), latched statics "
+                 f"{core_module.LATCHED_BYTES // MB} MiB; listener queue 8192 messages = 128 MiB.")
     if "keys" in sections:
         print("\ncost of keys:", flush=True)
         # plain and CURVE alternate, twice each; the better run of each is kept
-        n = 50_000 if full else 20_000
-        m = 3000 if full else 1500
-        runs = {None: [], "curve": []}
-        trips = {None: [], "curve": []}
-        for _ in range(2):
+        n = 2_000 if quick else 50_000 if full else 20_000
+        m = 200 if quick else 3000 if full else 1500
+        runs: dict[str | None, list[tuple[float, float, int]]] = {None: [], "curve": []}
+        trips: dict[str | None, list[tuple[float, float]]] = {None: [], "curve": []}
+        for _ in range(1 if quick else 2):
             for k in (None, "curve"):
                 runs[k].append(ingest(site if k else None, n))
                 trips[k].append(round_trips(site if k else None, m))
@@ -418,34 +427,15 @@ def main() -> None:
         curve_rate, curve_cpu, curve_lost = max(runs["curve"])
         plain_p50, plain_p99 = min(trips[None])
         curve_p50, curve_p99 = min(trips["curve"])
-
-    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
-    print(f"\nBounds: per subscriber {SUB_BOUND_MB:.0f} MiB "
-          f"({core_module.SUBSCRIBER_HWM} messages of <= {core_module.PIECE_BYTES // 1024} KiB; "
-          f"a subscriber taking no data is cut after {core_module.STALL_CUT_MS / 1000:.0f} s), "
-          f"latched statics {core_module.LATCHED_BYTES // MB} MiB; listener queue "
-          f"8192 messages = 128 MiB.\n")
-    if "keys" not in sections:
-        plain_rate = None
-    header = ("attack class", "tried", "crashes", "lost", "core MiB (start->peak)",
-              "listener MiB", "bound", "note")
-    print("| " + " | ".join(header) + " |")
-    print("|" + " --- |" * len(header))
-    for r in ROWS:
-        print("| " + " | ".join(str(x) for x in r) + " |")
-    if plain_rate is None:
-        return
-    print("\n(best of 2 alternating runs each)")
-    print("\n| keys | bus ingest, transforms/s (single, paced) | CPU µs per transform "
-          "(sender + core + listener) | lost | server round trip p50 / p99 µs |")
-    print("| --- | --- | --- | --- | --- |")
-    print(f"| plain | {plain_rate:,.0f} | {plain_cpu:.1f} | {plain_lost} | "
-          f"{plain_p50:.0f} / {plain_p99:.0f} |")
-    print(f"| CURVE | {curve_rate:,.0f} | {curve_cpu:.1f} | {curve_lost} | "
-          f"{curve_p50:.0f} / {curve_p99:.0f} |")
-    print(f"| ratio | {curve_rate / plain_rate:.2f}x | {curve_cpu / plain_cpu:.2f}x | | "
-          f"{curve_p50 / plain_p50:.2f}x / {curve_p99 / plain_p99:.2f}x |")
-
-
-if __name__ == "__main__":
-    main()
+        keys = run.table(f"cost of keys (best of {1 if quick else 2} alternating runs each)",
+                         ["keys", "bus ingest, transforms/s (single, paced)",
+                          "CPU µs per transform (sender + core + listener)", "lost",
+                          "server round trip p50 / p99 µs"], [6, 42, 48, 5, 30])
+        keys.add("plain", f"{plain_rate:,.0f}", f"{plain_cpu:.1f}", plain_lost,
+                 f"{plain_p50:.0f} / {plain_p99:.0f}", rate=plain_rate, cpu_us=plain_cpu,
+                 p50_us=plain_p50, p99_us=plain_p99)
+        keys.add("CURVE", f"{curve_rate:,.0f}", f"{curve_cpu:.1f}", curve_lost,
+                 f"{curve_p50:.0f} / {curve_p99:.0f}", rate=curve_rate, cpu_us=curve_cpu,
+                 p50_us=curve_p50, p99_us=curve_p99)
+        keys.add("ratio", f"{curve_rate / plain_rate:.2f}x", f"{curve_cpu / plain_cpu:.2f}x", "",
+                 f"{curve_p50 / plain_p50:.2f}x / {curve_p99 / plain_p99:.2f}x")
