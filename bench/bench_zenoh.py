@@ -66,10 +66,10 @@ def child_receive(address: str, count: int) -> None:
 
     def on_batch(batch: Any) -> None:
         now = time.time_ns()
-        arrays = batch.arrays
-        buffer.set_transforms(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values,
+        rows = batch.transforms
+        buffer.set_transforms(rows.parents, rows.children, rows.stamps_ns, rows.values,
                               batch.authority, batch.is_static)
-        latencies.append(now - int(arrays.stamps_ns[0]))
+        latencies.append(now - int(rows.stamps_ns[0]))
 
     with TransformSubscriber(core=address, on_batch=on_batch):
         print(json.dumps({"ready": True}), flush=True)

@@ -27,8 +27,8 @@ def test_bridge_both_ways_relays_latches_statics_and_never_loops(
 
     def on_batch(batch):
         with lock:
-            batches.append((batch.authority, batch.is_static, batch.arrays.children,
-                            batch.arrays.stamps_ns.tolist(), batch.arrays.values.tolist()))
+            batches.append((batch.authority, batch.is_static, batch.transforms.children,
+                            batch.transforms.stamps_ns.tolist(), batch.transforms.values.tolist()))
 
     def zmq_rows(child):
         with lock:

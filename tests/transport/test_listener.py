@@ -452,7 +452,7 @@ def test_subscriber_calls_back_with_decoded_batches(core):
         send_until(b, t, lambda: batches)
         batch = batches[0]
         assert batch.authority == "me@h:1" and batch.is_static is False
-        assert batch.transforms == [t]
+        assert list(batch.transforms) == [t]
         assert abs(batch.received_ns - time.time_ns()) < 60e9
 
 

@@ -131,12 +131,12 @@ def decode_ros2(raw: Raw, out: RowBuilder) -> int:
     Raises ``ValueError`` (a ``CdrError``, and appends nothing) if the bytes are not exactly
     one such message.
     """
-    parents, children, stamps, values = cdr.decode_tf(raw, names=out._cdr_names)
-    out.parents.extend(parents)
-    out.children.extend(children)
-    out.stamps.frombytes(stamps.tobytes())
-    out.values.frombytes(values.tobytes())
-    return len(parents)
+    rows = cdr.decode_tf(raw, names=out._cdr_names)
+    out.parents.extend(rows.parents)
+    out.children.extend(rows.children)
+    out.stamps.frombytes(rows.stamps_ns.tobytes())
+    out.values.frombytes(rows.values.tobytes())
+    return len(rows)
 
 
 _ROS1_U32 = struct.Struct("<I")

@@ -49,11 +49,11 @@ def _listen(core: str | None, duration: float) -> tuple[Any, float, Any]:
     lock = threading.Lock()
 
     def on_batch(batch: Any) -> None:
-        arrays = batch.arrays
+        rows = batch.transforms
         with lock:
             observations.add(batch.received_ns, TF_STATIC if batch.is_static else TF,
-                             batch.authority, arrays.parents, arrays.children,
-                             arrays.stamps_ns.tolist(), arrays.values.tolist())
+                             batch.authority, rows.parents, rows.children,
+                             rows.stamps_ns.tolist(), rows.values.tolist())
 
     try:
         subscriber = TransformSubscriber(core=core, on_batch=on_batch)

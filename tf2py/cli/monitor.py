@@ -77,12 +77,12 @@ class Statistics:
         received_ns = batch.received_ns
         if self.clock is not None:
             received_ns = self.clock.now().nanoseconds
-        arrays = batch.arrays  # columns: no message object per transform
-        children = arrays.children
+        rows = batch.transforms  # columns: no message object per transform
+        children = rows.children
         if self.buffer is not None:
             try:
-                result = self.buffer.set_transforms(arrays.parents, children, arrays.stamps_ns,
-                                                    arrays.values, batch.authority,
+                result = self.buffer.set_transforms(rows.parents, children, rows.stamps_ns,
+                                                    rows.values, batch.authority,
                                                     is_static=batch.is_static)
                 self.invalid += len(result.invalid)
             except Exception:  # noqa: BLE001 - a bad message is counted, never fatal
@@ -92,7 +92,7 @@ class Statistics:
         if received_ns < self.latest_received_ns:
             self.forget()  # the /clock jumped back (a bag that loops): start over
         self.latest_received_ns = received_ns
-        delays = ((received_ns - arrays.stamps_ns) / 1e9).tolist()
+        delays = ((received_ns - rows.stamps_ns) / 1e9).tolist()
         with self.lock:
             for child, delay in zip(children, delays):
                 self.frame_authority[child] = batch.authority

@@ -63,12 +63,13 @@ class _Recorder:
         self._statics: dict[str, dict[str, tuple[str, int, bytes]]] = {}
         self.repeated_statics = 0
 
-    def _repeats_statics(self, authority: str, arrays: Any) -> bool:
-        """Whether every row of a /tf_static message was recorded from ``authority`` already;
-        remembers its rows when not."""
+    def _repeats_statics(self, authority: str, transforms: Any) -> bool:
+        """Whether every row of a /tf_static message (a ``Transforms``) was recorded from
+        ``authority`` already; remembers its rows when not."""
         recorded = self._statics.setdefault(authority, {})
         rows = [(child, (parent, int(stamp), values.tobytes())) for parent, child, stamp, values
-                in zip(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)]
+                in zip(transforms.parents, transforms.children, transforms.stamps_ns,
+                       transforms.values)]
         if rows and all(recorded.get(child) == row for child, row in rows):
             return True
         recorded.update(rows)
@@ -76,17 +77,12 @@ class _Recorder:
 
     def on_batch(self, batch: Any) -> None:
         try:
-            arrays = getattr(batch, "arrays", None)
-            if arrays is not None and batch.is_static \
-                    and self._repeats_statics(batch.authority, arrays):
+            rows = batch.transforms
+            if batch.is_static and self._repeats_statics(batch.authority, rows):
                 self.repeated_statics += 1
                 return
-            if arrays is not None:
-                self.writer.write_columns(arrays.parents, arrays.children, arrays.stamps_ns,
-                                          arrays.values, bool(batch.is_static),
-                                          batch.received_ns)
-            else:
-                self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
+            self.writer.write_columns(rows.parents, rows.children, rows.stamps_ns, rows.values,
+                                      bool(batch.is_static), batch.received_ns)
             if self._foxglove is not None:
                 self._write_foxglove(batch)
         except Exception as exc:  # a closed writer or an unencodable stamp
@@ -94,9 +90,8 @@ class _Recorder:
 
     def _write_foxglove(self, batch: Any) -> None:
         builder, channels = self._foxglove
-        arrays = batch.arrays
-        data, left_out = builder.encode(arrays.parents, arrays.children, arrays.stamps_ns,
-                                        arrays.values)
+        rows = batch.transforms
+        data, left_out = builder.encode(rows.parents, rows.children, rows.stamps_ns, rows.values)
         for cause, detail, count in left_out or ():
             with self._lock:
                 self.foxglove_left_out += count

@@ -55,13 +55,12 @@ class BusSide:
         return self._static
 
     def send(self, batch: TransformBatch) -> None:
-        arrays = batch.arrays
+        rows = batch.transforms
         target = self.static_broadcaster() if batch.is_static else self.broadcaster()
         if hasattr(target, "send_columns"):
-            target.send_columns(arrays.parents, arrays.children, arrays.stamps_ns,
-                                arrays.values)
+            target.send_columns(rows.parents, rows.children, rows.stamps_ns, rows.values)
         else:
-            target.send_transform(batch.transforms)
+            target.send_transform(rows.to_messages())
 
     def _parts(self) -> list[Any]:
         return [self.subscriber, self._broadcaster, self._static]

@@ -319,9 +319,9 @@ class FoxgloveServer:
 
     def _on_batch(self, batch: TransformBatch) -> None:
         # On the subscriber's thread: one bus message -> one FrameTransforms message.
-        arrays = batch.arrays
+        rows = batch.transforms
         transforms, children, left_out = self._builder.build(
-            arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)
+            rows.parents, rows.children, rows.stamps_ns, rows.values)
         if left_out:
             for cause, detail, count in left_out:
                 self.dropped.drop(cause, f"{count} transform(s) from {batch.authority}: "

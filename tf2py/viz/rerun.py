@@ -320,9 +320,8 @@ class RerunView:
                                                     keys=keys)
 
     def _on_batch(self, batch: TransformBatch) -> None:
-        arrays = batch.arrays
-        self.tree.log(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values,
-                      batch.is_static)
+        rows = batch.transforms
+        self.tree.log(rows.parents, rows.children, rows.stamps_ns, rows.values, batch.is_static)
         self.received_messages += 1
         if self._on_new_frame is not None and self.tree.frame_count() > len(self._announced):
             for frame, path in self.tree.frames().items():

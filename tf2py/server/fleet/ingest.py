@@ -249,7 +249,7 @@ class Ingest:
                 if is_static:
                     slot = self.slots.slots.get(robot)
                     if slot is not None:
-                        slot.statics.update(decode_tf(payload, prefix=samples.ids[k].prefix)[1])
+                        slot.statics.update(decode_tf(payload, prefix=samples.ids[k].prefix).children)
                 elif count:
                     newest[robot] = max(newest.get(robot, first_stamp), first_stamp)
             elif status == CDR_UNKNOWN_FRAMES and retry is not None:
@@ -272,7 +272,8 @@ class Ingest:
         slot = self.slots.slots.get(robot)
         if slot is None:
             return False
-        parents, children, _stamps, _values = decode_tf(payload)  # (decoded once already)
+        rows = decode_tf(payload)  # (decoded once already)
+        parents, children = rows.parents, rows.children
         for frames in (parents, children):
             named = self.slots.name(slot, frames)
             if isinstance(named, str):
@@ -287,8 +288,8 @@ class Ingest:
         if first is None or "invalid" in self._logged:
             return f"{invalid} invalid transforms"  # (only the first drop of a cause is logged)
         k, row, _code = first
-        parents, children, stamps, values = decode_tf(samples.payloads[k],
-                                                      prefix=samples.ids[k].prefix)
+        rows = decode_tf(samples.payloads[k], prefix=samples.ids[k].prefix)
+        parents, children, stamps, values = rows.parents, rows.children, rows.stamps_ns, rows.values
         try:
             check_insert(parents[row], children[row], values[row].tolist(), int(stamps[row]))
             error = "invalid"
