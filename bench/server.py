@@ -1,6 +1,6 @@
 """Benchmark of the buffer server: one command, prints figures and ratios.
 
-    .venv/bin/python bench/bench_server.py [--duration 3] [--goals 1000000] [--clients 1,10,50]
+    python -m bench server [--duration 3] [--goals 1000000] [--clients 1,10,50]
 
 1. Throughput and latency with 1, 10 and 50 concurrent clients (each a process with its own
    BufferClient doing blocking lookup_transform calls back to back), against the floor: a
@@ -26,26 +26,18 @@ import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from bench.harness import Run, cpu_seconds, percentile, status_kib
 
 LOOKUP = ("map", "laser", 50.25)  # between samples on both dynamic links: interpolation
 
 
-def _rss_kib(pid="self") -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+def _rss_kib(pid: int | str = "self") -> int:
+    return status_kib(pid, "VmRSS")
 
 
-def _percentile(sorted_values, q):
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[index]
+def _percentile(values, q):
+    """The q-quantile (0..1) of latencies, the harness's percentile."""
+    return percentile(values, 100 * q)
 
 
 # --- the server process ---------------------------------------------------------------------
@@ -241,12 +233,6 @@ def goal_flood_client(address, count, window, progress, seed):
 # --- the runs -------------------------------------------------------------------------------
 
 
-def _process_cpu(pid) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _run_clients(ctx, target, args_of, n, duration, server_pid):
     barrier = ctx.Barrier(n + 1)
     results = ctx.Queue()
@@ -255,7 +241,7 @@ def _run_clients(ctx, target, args_of, n, duration, server_pid):
     for p in procs:
         p.start()
     barrier.wait(timeout=120)
-    server_cpu0 = _process_cpu(server_pid)
+    server_cpu0 = cpu_seconds(server_pid)
     started = time.perf_counter()
     latencies = []
     client_cpu = 0.0
@@ -263,7 +249,7 @@ def _run_clients(ctx, target, args_of, n, duration, server_pid):
         got, cpu = results.get(timeout=duration + 120)
         latencies.extend(got)
         client_cpu += cpu
-    server_cpu = _process_cpu(server_pid) - server_cpu0
+    server_cpu = cpu_seconds(server_pid) - server_cpu0
     for p in procs:
         p.join(timeout=30)
     elapsed = max(duration, time.perf_counter() - started - 0.0)
@@ -386,15 +372,21 @@ def memory(conn, address, ctx, goals, clients=4, window=64):
     return samples, stats, elapsed
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=3.0, help="seconds per throughput run")
-    parser.add_argument("--clients", default="1,10,50", help="client counts, comma-separated")
-    parser.add_argument("--paced", default="50:100",
+def main(run: Run, argv: list[str]) -> None:
+    quick = run.quick
+    parser = argparse.ArgumentParser(prog="python -m bench server",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=0.5 if quick else 3.0,
+                        help="seconds per throughput run")
+    parser.add_argument("--clients", default="1,10" if quick else "1,10,50",
+                        help="client counts, comma-separated")
+    parser.add_argument("--paced", default="10:100" if quick else "50:100",
                         help="CLIENTS:RATE for the paced run (each client RATE lookups/s); "
                         "empty to skip")
-    parser.add_argument("--goals", type=int, default=1_000_000, help="goals in the memory run")
-    parser.add_argument("--samples", type=int, default=300, help="insertion-latency samples")
+    parser.add_argument("--goals", type=int, default=20_000 if quick else 1_000_000,
+                        help="goals in the memory run")
+    parser.add_argument("--samples", type=int, default=30 if quick else 300,
+                        help="insertion-latency samples")
     args = parser.parse_args(argv)
     client_counts = [int(x) for x in args.clients.split(",") if x]
 
@@ -419,13 +411,26 @@ def main(argv=None) -> int:
     print(f"bench_server: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
           f"Python {sys.version.split()[0]}; goal {goal_size} B, result {result_size} B")
     print(f"throughput ({args.duration:g} s per run, blocking lookup_transform back to back):")
-    throughput(ctx, address, server.pid, echo_address, echo.pid, (goal_size, result_size),
-               client_counts, args.duration)
+    rows = throughput(ctx, address, server.pid, echo_address, echo.pid, (goal_size, result_size),
+                      client_counts, args.duration)
+    table = run.table(f"buffer server: blocking lookup_transform back to back, {args.duration:g} s "
+                      "per run, against an echo server (the floor: same sizes, no store)",
+                      ["clients", "lookups/s", "p50 ms", "p99 ms", "echo /s", "echo p50 ms",
+                       "echo p99 ms", "server CPU µs/lookup"], [8, 10, 8, 8, 9, 12, 12, 20])
+    for n, served, floor in rows:
+        table.add(n, f"{served['rate']:.0f}", f"{served['p50_ms']:.3f}", f"{served['p99_ms']:.3f}",
+                  f"{floor['rate']:.0f}", f"{floor['p50_ms']:.3f}", f"{floor['p99_ms']:.3f}",
+                  f"{served['server_cpu_us']:.0f}", clients=n, rate=served["rate"],
+                  p50_ms=served["p50_ms"], p99_ms=served["p99_ms"], echo_rate=floor["rate"])
 
     if args.paced:
         n, rate = args.paced.split(":")
         print("paced (not saturating):")
-        paced(ctx, address, server.pid, int(n), float(rate), args.duration)
+        served = paced(ctx, address, server.pid, int(n), float(rate), args.duration)
+        table.add(f"{n} paced at {float(rate):g}/s", f"{served['rate']:.0f}",
+                  f"{served['p50_ms']:.3f}", f"{served['p99_ms']:.3f}", "", "", "",
+                  f"{served['server_cpu_us']:.0f}", rate=served["rate"], p50_ms=served["p50_ms"],
+                  p99_ms=served["p99_ms"])
 
     latencies = insertion_latency(server_conn, address, args.samples)
     print(f"enabling insertion -> client has the answer ({len(latencies)} samples): "
@@ -450,8 +455,4 @@ def main(argv=None) -> int:
     echo_conn.send(None)
     echo_conn.recv()
     echo.join(timeout=10)
-    return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
