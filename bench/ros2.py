@@ -1,10 +1,11 @@
 """ROS 2 benchmarks: tf2py against rclpy (ROS 2 Jazzy, Fast DDS) on one machine, same run.
 
-    .venv/bin/python bench/bench_ros2.py          # about 2 minutes; needs the ros2 extra and
-                                                  # the peer environment (tests/ros2/peer_env.py)
+    python -m bench ros2            # about 2 minutes; needs the ros2 extra and the peer
+                                    # environment (built by `python tests/ros2/peer_env.py`)
+    python -m bench ros2 --quick    # the 1 kHz runs only, 300 messages (no rate ladders)
 
-Every node is its own process (bench/ros2_bench_node.py), on a fresh ROS_DOMAIN_ID with
-localhost-only discovery.
+Every node is its own process (bench/ros2_node.py, run by tf2py's Python or by the peer's,
+which has rclpy), on a fresh ROS_DOMAIN_ID with localhost-only discovery.
 
 ROS 2 -> tf2py: an rclpy publisher; a tf2py TransformListener (filling a real Buffer) and an
   rclpy subscriber that does nothing with the message, receiving side by side.
@@ -24,13 +25,10 @@ import os
 import random
 import subprocess
 import sys
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests", "ros2"))
-import peer_env  # noqa: E402
+from bench.harness import PY, REPO, Missing, Run
 
-NODE = os.path.join(REPO, "bench", "ros2_bench_node.py")
+NODE = str(REPO / "bench" / "ros2_node.py")
 #: Messages per second tried, highest first; each step sends 1.5 s worth (at least 500).
 LADDER = {1: (16000, 8000, 4000, 2000, 1000), 50: (1600, 800, 400, 200, 100)}
 
@@ -105,15 +103,41 @@ def decode_figures() -> None:
               flush=True)
 
 
-def main() -> int:
-    try:
-        peer_python = peer_env.peer_python(verbose=True)
-    except peer_env.PeerEnvUnavailable as exc:
-        print(f"no ROS 2 peer environment: {exc}", file=sys.stderr)
-        return 1
-    print(f"bench_ros2: Python {sys.version.split()[0]}, {os.cpu_count()} cores, load "
-          f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+def peer_python() -> str:
+    """The ROS 2 peer environment's python, from the command that builds it (the tests' own:
+    run, not imported, so that benchmarks and tests do not import each other)."""
+    done = subprocess.run([PY, str(REPO / "tests" / "ros2" / "peer_env.py")], capture_output=True,
+                          text=True, timeout=900)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise Missing("no ROS 2 peer environment (rclpy): "
+                      + (done.stderr.strip().splitlines() or ["?"])[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+def main(run_: Run, argv: list[str]) -> None:
+    if argv:
+        raise SystemExit("python -m bench ros2 takes no arguments but --quick")
+    peer = peer_python()
+    run_.peer("rclpy (ROS 2 Jazzy, Fast DDS)", peer)
     decode_figures()
+    if run_.quick:
+        quick(peer)
+        return
+    full(peer)
+
+
+def quick(peer_python: str) -> None:
+    """The 1 kHz runs both ways, 300 messages each: a smoke run of every process kind."""
+    _, (mine, theirs) = run(peer_python, "rclpy", ["tf2py", "rclpy"], 300, 1, 1000)
+    for name, r in (("tf2py Listener+Buffer", mine), ("rclpy subscriber (no-op)", theirs)):
+        print(f"  1 kHz, {name:<26} received {r['received']}/300  p50 {r['p50_us']:>6.0f} us  "
+              f"p99 {r['p99_us']:>6.0f} us  CPU {r['cpu_us_per_tf']:>6.1f} us/tf", flush=True)
+    s, (r,) = run(peer_python, "tf2py", ["rclpy"], 300, 1, 1000)
+    print(f"  1 kHz from tf2py: received {r['received']}/300, sender CPU "
+          f"{s['cpu_us_per_tf']:.1f} us/tf", flush=True)
+
+
+def full(peer_python: str) -> None:
 
     print("\nROS 2 -> tf2py (an rclpy publisher; both receivers at once)")
     for batch in (1, 50):
@@ -149,8 +173,3 @@ def main() -> int:
                   f"sender CPU {s['cpu_us_per_tf']:>6.1f} us/tf", flush=True)
         print(f"  -> sender CPU per transform, tf2py / rclpy: "
               f"{out['tf2py'][0]['cpu_us_per_tf'] / max(out['rclpy'][0]['cpu_us_per_tf'], 1e-9):.2f}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,13 @@
-"""One side of bench_ros2.py: a /tf publisher or subscriber, as rclpy (run with the ROS 2 peer
-environment's python) or as tf2py (run with tf2py's). Prints one JSON line when done.
+"""One side of bench/ros2.py: a /tf publisher or subscriber, as rclpy (run with the ROS 2 peer
+environment's python) or as tf2py (run with tf2py's). Prints one JSON line when done. A script,
+not a module of the bench package: the peer's python (rclpy) has no bench.harness, so
+its percentiles and CPU time are its own (getrusage).
 
-    ros2_bench_node.py rclpy|tf2py pub COUNT BATCH RATE SUBSCRIBERS
+    ros2_node.py rclpy|tf2py pub COUNT BATCH RATE SUBSCRIBERS
         waits for SUBSCRIBERS readers (and 1 s more, for discovery to settle both ways), then
         sends COUNT messages of BATCH transforms, RATE per second (0: flat out); each stamp is
         the wall clock at sending, frame ids b{j}.
-    ros2_bench_node.py rclpy|tf2py sub COUNT BATCH IDLE
+    ros2_node.py rclpy|tf2py sub COUNT BATCH IDLE
         takes /tf until COUNT messages arrived or IDLE s passed without one (60 s for the
         first); reports the
         messages received, the rate between the first and the last, the latency (receipt -
