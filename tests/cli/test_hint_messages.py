@@ -8,10 +8,9 @@ import os
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
-
-from cli_support import core, tf2py  # noqa: F401 (fixtures)
 from helpers import ros_domain_id
+
+pytestmark = pytest.mark.timeout(900)
 
 
 def error_line(result) -> str:

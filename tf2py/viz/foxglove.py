@@ -31,15 +31,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..transport.counters import DropCounter
 from ..transport.address import core_address
+from ..transport.counters import DropCounter
 from .errors import require_foxglove
 from .frame_transforms import FrameTransformsBuilder
 
 if TYPE_CHECKING:
-    from foxglove.websocket import WebSocketServer
     from foxglove.channels import FrameTransformsChannel
     from foxglove.messages import FrameTransform
+    from foxglove.websocket import WebSocketServer
 
     from ..transport.listener import TransformBatch
 
