@@ -1,8 +1,8 @@
 """`tf2py foxglove` benchmark: what the live Foxglove server forwards, its CPU, and the latency
 from send_transform to a WebSocket client, against a plain listener on the same stream.
 
-    .venv/bin/python bench/bench_foxglove.py            # ~30 s
-    .venv/bin/python bench/bench_foxglove.py --seconds 10
+    python -m bench foxglove_view            # ~30 s
+    python -m bench foxglove_view --seconds 10
 
 Processes: `tf2py core`; `tf2py foxglove --port 0` (the server under test); a peer listener
 process (a TransformListener filling a Buffer: the cost of any listener of the same stream);
@@ -21,29 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
-
-from bench_transport import (  # noqa: E402
-    BROADCASTER,
-    PY,
-    expect,
-    load_note,
-    percentile,
-    proc_cpu_seconds,
-    spawn,
-    start_core,
-    stop,
-    tell,
-)
+from bench.harness import PY, Child, Run, cpu_seconds, load_average, percentile, start_core, version_of
+from bench.transport import _spawn
+from simulators.bus_processes import BROADCASTER
 
 # A peer listener process: a TransformListener into a Buffer, recording send->insert latency.
 PEER = r"""
@@ -116,33 +100,33 @@ asyncio.run(main(sys.argv[1]))
 def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
     messages = int(seconds * 1000 * per_ms)
     rate = 1000 * per_ms
-    peer = spawn([PY, "-c", PEER, core_address])
-    sender = spawn([PY, "-c", BROADCASTER, core_address, "0", str(messages), str(batch),
+    peer = _spawn([PY, "-c", PEER, core_address])
+    sender = _spawn([PY, "-c", BROADCASTER, core_address, "0", str(messages), str(batch),
                     str(rate), "now"])
-    client = spawn([PY, "-c", CLIENT, url])
+    client = _spawn([PY, "-c", CLIENT, url])
     try:
-        expect(peer, "ready")
-        expect(sender, "ready")
-        expect(client, "ready")
+        peer.wait_line("ready")
+        sender.wait_line("ready")
+        client.wait_line("ready")
         time.sleep(0.3)
-        tell(peer)
-        server0 = proc_cpu_seconds(server_pid)
-        client0 = proc_cpu_seconds(client.pid)
+        peer.tell()
+        server0 = cpu_seconds(server_pid)
+        client0 = cpu_seconds(client.pid)
         t0 = time.perf_counter()
-        tell(sender)
-        done = expect(sender, "done", timeout=seconds + 60)
+        sender.tell()
+        done = sender.wait_line("done", timeout=seconds + 60)
         sent_seconds = float(done.split()[1])
         time.sleep(0.5)  # let the tail arrive
-        server_cpu = proc_cpu_seconds(server_pid) - server0
-        client_cpu = proc_cpu_seconds(client.pid) - client0
+        server_cpu = cpu_seconds(server_pid) - server0
+        client_cpu = cpu_seconds(client.pid) - client0
         elapsed = time.perf_counter() - t0
-        tell(peer)
-        peer_line = expect(peer, "cpu")
-        client_line = expect(client, "result", timeout=120)
+        peer.tell()
+        peer_line = peer.wait_line("cpu")
+        client_line = client.wait_line("result", timeout=120)
     finally:
-        stop(client)
-        stop(sender)
-        stop(peer)
+        client.stop()
+        sender.stop()
+        peer.stop()
     peer_cpu, peer_received, peer_latencies = json.loads(peer_line.split(" ", 1)[1])
     messages_received, received, latencies, hops = json.loads(client_line.split(" ", 1)[1])
     hop = np.array(hops) / 1e3
@@ -160,48 +144,34 @@ def run_shape(core_address, url, server_pid, batch, per_ms, seconds):
         hop_p50=percentile(hop, 50), hop_p99=percentile(hop, 99))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each run")
-    args = parser.parse_args()
-    core, core_address = start_core()
-    server = spawn([PY, "-m", "tf2py.cli.main", "foxglove", "--core", core_address,
-                    "--port", "0"], stdin=False)
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench foxglove_view",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0 if run.quick else 5.0,
+                        help="length of each run")
+    args = parser.parse_args(argv)
+    run.peer("foxglove-sdk", version_of("foxglove-sdk"))
+    core = start_core()
+    server = Child([PY, "-m", "tf2py.cli.main", "foxglove", "--core", core.address, "--port", "0"],
+                   ready=" on ws://")
+    url = "ws://" + server.address
     try:
-        url = None
-        while url is None:
-            line = server.stdout.readline()
-            if not line:
-                raise RuntimeError("tf2py foxglove ended before it was ready")
-            match = re.search(r" on (ws://\S+)$", line.strip())
-            if match:
-                url = match.group(1)
-        print(f"== tf2py foxglove: 1 kHz x 20 frames = 20 000 transforms/s, {args.seconds:g} s "
-              f"per shape ({load_note()})")
-        for batch, per_ms, name in ((20, 1, "batched"), (1, 20, "single ")):
-            r = run_shape(core_address, url, server.pid, batch, per_ms, args.seconds)
-            print(f"   {name} ({r['shape']:>6}/ms): client got {r['messages_per_s']:>7,.0f} "
-                  f"messages/s, {r['per_s']:>7,.0f} transforms/s, loss {r['loss']:6.2%} "
-                  f"({r['received']:,}/{r['expected']:,}; peer listener "
-                  f"{r['peer_received']:,})")
-            print(f"      CPU: server {r['server_cpu']:6.1%}, peer listener "
-                  f"{r['peer_cpu']:6.1%} (ratio {r['server_cpu'] / max(r['peer_cpu'], 1e-9):.2f}); "
-                  f"Python WebSocket client {r['client_cpu']:6.1%}")
-            print(f"      latency send_transform -> WebSocket client: p50 {r['p50']:7.1f} us, "
-                  f"p99 {r['p99']:8.1f} us;  -> peer listener's Buffer: p50 "
-                  f"{r['peer_p50']:6.1f} us, p99 {r['peer_p99']:7.1f} us")
-            print(f"      of which server received -> client: p50 {r['hop_p50']:7.1f} us, "
-                  f"p99 {r['hop_p99']:8.1f} us")
+        table = run.table(f"tf2py foxglove: 1 kHz x 20 frames = 20 000 transforms/s, "
+                          f"{args.seconds:g} s per shape (load average {load_average()})",
+                          ["shape", "messages/s", "transforms/s", "loss", "server CPU",
+                           "vs listener", "p50 µs", "p99 µs", "server->client p50 µs"],
+                          [14, 11, 13, 7, 11, 12, 8, 9, 22])
+        for batch, per_ms, name in ((20, 1, "batched"), (1, 20, "single")):
+            r = run_shape(core.address, url, server.pid, batch, per_ms, args.seconds)
+            table.add(f"{name} {r['shape']}/ms", f"{r['messages_per_s']:,.0f}", f"{r['per_s']:,.0f}",
+                      f"{r['loss']:.2%}", f"{r['server_cpu']:.1%}",
+                      f"{r['server_cpu'] / max(r['peer_cpu'], 1e-9):.2f}x", f"{r['p50']:.0f}",
+                      f"{r['p99']:.0f}", f"{r['hop_p50']:.0f}",
+                      **{k: v for k, v in r.items() if k != "shape"})
+            run.note(f"{name}: peer listener got {r['peer_received']:,}, CPU {r['peer_cpu']:.1%}, "
+                     f"p50 {r['peer_p50']:.1f} us, p99 {r['peer_p99']:.1f} us; Python WebSocket "
+                     f"client CPU {r['client_cpu']:.1%}")
     finally:
-        server.send_signal(2)
-        try:
-            tail = server.communicate(timeout=15)[0].strip().splitlines()
-            print("   server:", tail[-1] if tail else "(no output)")
-        except Exception:
-            server.kill()
-        core.send_signal(2)
-        core.wait(10)
-
-
-if __name__ == "__main__":
-    main()
+        server.stop(grace=15)
+        print("   server:", server.lines[-1] if server.lines else "(no output)")
+        core.stop()
