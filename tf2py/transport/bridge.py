@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
-
 from collections.abc import Callable
 from typing import Any
 
 from .interface import Transport, transport_for
-from .listener import TransformBatch
 from .lifetime import ClosingContext
+from .listener import TransformBatch
 
 __all__ = ["Bridge", "BusSide"]
 
@@ -101,7 +100,7 @@ class Bridge(ClosingContext):
             b = _side(target, self.authority, target_keys)
             self._sides.append(b)
             self._directions = [(a, b)] + ([(b, a)] if both else [])
-            for origin, destination in self._directions:
+            for _origin, destination in self._directions:
                 # The far side's broadcasters first, so they are connected (a ZeroMQ
                 # publisher drops what it sends before) when the first message comes.
                 destination.broadcaster()

@@ -410,7 +410,7 @@ def split_body(data: bytes, max_bytes: int) -> list[bytes]:
                 stamps_bin[8 * a:8 * b], values_bin[56 * a:56 * b]])
         for a, b in out
     ]
-    for (a, b), piece in zip(out, pieces):
+    for (a, _b), piece in zip(out, pieces):
         if len(piece) > max_bytes:
             raise WireError(
                 f"transform {a} ({children[a][:32]!r}) alone is {len(piece)} bytes, over the "

@@ -23,15 +23,14 @@ import numpy as np
 from ...buffer.transforms import Transforms
 from ..counters import DropCounter
 from ..fill import BufferFiller, FillingListener
-from ..lifetime import release_all, release_when_collected, weak_callback
-from ..static_set import StaticSet, transform_items
+from ..lifetime import CloseOnce, ClosingContext, release_all, release_when_collected, weak_callback
 from ..ros2 import cdr
+from ..static_set import StaticSet, transform_items
 from ..wire import authority_or_default
 from ..wire_common import MAX_FRAME_ID_LENGTH
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
-from ..lifetime import CloseOnce, ClosingContext
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
