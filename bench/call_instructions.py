@@ -1,7 +1,7 @@
 """Instructions per call of the store's hot calls, counted by valgrind's callgrind, for two
 builds side by side (before and after a change), on machines whose timings cannot be trusted.
 
-    python bench/bench_call_instructions.py [--before PYTHON] [--calls 20000]
+    python -m bench call_instructions [--before PYTHON] [--calls 20000]
 
 Each workload (a depth-3 chain of 1 000 samples per link at 100 Hz) runs in a child of each
 Python given (this one, and ``--before``: another venv's python with an older tf2py
@@ -19,6 +19,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+if __package__:  # the worker runs as a script (under callgrind), without the harness
+    from bench.harness import Missing, Run
 
 WORKLOADS = {
     "core.lookup_transform depth 3, between samples": "core_lookup",
@@ -106,7 +109,8 @@ def instructions(python: str, name: str, calls: int, prepared: int, tmp: str) ->
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__,
          "--worker", name, str(calls), str(prepared)],
-        capture_output=True, text=True, cwd=tmp, env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
+        capture_output=True, text=True, cwd=tmp,
+        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
     if run.returncode:
         return None
     for line in run.stderr.splitlines():
@@ -115,41 +119,45 @@ def instructions(python: str, name: str, calls: int, prepared: int, tmp: str) ->
     raise RuntimeError(f"no count from callgrind: {run.stderr[-500:]}")
 
 
-def main() -> int:
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        workload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
-        return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench call_instructions",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another venv's python, with the tf2py to compare")
-    parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--only", default="", help="workloads to run, comma-separated (e.g. core_set,buffer_set)")
-    opts = parser.parse_args()
+    parser.add_argument("--calls", type=int, default=2_000 if run.quick else 20_000)
+    parser.add_argument("--only", default="core_lookup" if run.quick else "",
+                        help="workloads to run, comma-separated (e.g. core_set,buffer_set); "
+                        "--quick: core_lookup (every workload still runs once, uncounted)")
+    opts = parser.parse_args(argv)
     chosen = {t: n for t, n in WORKLOADS.items() if not opts.only or n in opts.only.split(",")}
     if not shutil.which("valgrind"):
-        print("bench_call_instructions needs valgrind (e.g. apt install valgrind)")
-        return 2
+        raise Missing("needs valgrind (e.g. apt install valgrind)")
     pythons = [("now", sys.executable)] + ([("before", opts.before)] if opts.before else [])
-    print(f"instructions per call, whole process ({opts.calls} calls; callgrind)")
-    print(f"{'call':58}" + "".join(f"{label:>10}" for label, _ in pythons)
-          + ("     ratio" if opts.before else ""))
+    table = run.table(f"instructions per call, whole process ({opts.calls} calls; callgrind)",
+                      ["call", *(label for label, _ in pythons), *(["ratio"] if opts.before else [])],
+                      [58] + [10] * (len(pythons) + bool(opts.before)))
     with tempfile.TemporaryDirectory() as tmp:
-        for title, name in chosen.items():
-            per: list[float | None] = []
+        for title, name in WORKLOADS.items():
             for _, python in pythons:
                 # Once outside valgrind first: a stale .pyc compiled inside one of the two
-                # counted runs would add millions of instructions to it.
+                # counted runs would add millions of instructions to it (and a workload that
+                # fails says so here).
                 subprocess.run([python, __file__, "--worker", name, "0", "1"], cwd=tmp,
-                               capture_output=True, check=False)
+                               capture_output=True, check=python != sys.executable)
+            if title not in chosen:
+                continue
+            per: list[float | None] = []
+            for _, python in pythons:
                 full = instructions(python, name, opts.calls, opts.calls, tmp)
                 base = instructions(python, name, 0, opts.calls, tmp)
                 per.append(None if full is None or base is None else (full - base) / opts.calls)
-            cells = "".join("         —" if p is None else f"{p:10.0f}" for p in per)
-            ratio = ""
+            cells = ["\u2014" if p is None else f"{p:.0f}" for p in per]
             if opts.before:
-                ratio = "         —" if None in per else f"{per[0] / per[1]:10.2f}"  # type: ignore[operator]
-            print(f"{title[:58]:58}{cells}{ratio}", flush=True)
-    return 0
+                cells.append("\u2014" if None in per else f"{per[0] / per[1]:.2f}")  # type: ignore[operator]
+            table.add(title, *cells, **{label: p for (label, _), p in zip(pythons, per)})
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the worker, run under callgrind as a script (by either Python)
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        workload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit("run it as: python -m bench call_instructions")

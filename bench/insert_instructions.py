@@ -1,7 +1,7 @@
 """Instructions per stored row, counted by valgrind's callgrind: tf2py's inserts against
 transform-tree's in the same run, for machines whose timings cannot be trusted.
 
-    python bench/bench_insert_instructions.py [--rows 1000] [--batches 10]
+    python -m bench insert_instructions [--rows 1000] [--batches 10]
 
 A steady stream of one frame (100 Hz, a 10 s window already full, so every row prunes one):
 ``set_transforms(parent, child, stamps, (N, 7) rows)`` and the same rows given as name lists,
@@ -10,7 +10,7 @@ only, then the measured batches too); the difference, divided by the measured ro
 instructions executed per row inside the store's compiled code and libc's memcpy/memmove
 (the interpreter's own work, the same for both, is left out). Needs ``valgrind`` on PATH.
 Counts are exact and repeatable on a loaded VM where timings swing 40x; they are not time
-(a cache miss costs more than an add), so the timed ``bench_kernel.py`` remains the figure of
+(a cache miss costs more than an add), so the timed ``bench/kernel.py`` remains the figure of
 record on a quiet machine.
 """
 
@@ -23,6 +23,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+if __package__:  # the worker runs as a script (under callgrind), without the harness
+    from bench.harness import Missing, Run
 
 NS = 10**9
 PERIOD_NS = 10_000_000
@@ -69,7 +72,8 @@ def count(which: str, rows: int, batches: int, tmp: str) -> int:
     out = os.path.join(tmp, f"{which}-{batches}.out")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     sys.executable, __file__, "--worker", which, str(rows), str(batches)],
-                   check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
+                   check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0",
+                        "OPENBLAS_NUM_THREADS": "1"})
     report = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True,
                             capture_output=True, text=True).stdout
     total = 0
@@ -79,33 +83,39 @@ def count(which: str, rows: int, batches: int, tmp: str) -> int:
     return total
 
 
-def main() -> int:
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        workload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
-        return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1000, help="rows per batch (the window)")
-    parser.add_argument("--batches", type=int, default=10, help="measured batches")
-    opts = parser.parse_args()
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench insert_instructions",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100 if run.quick else 1000,
+                        help="rows per batch (the window)")
+    parser.add_argument("--batches", type=int, default=2 if run.quick else 10,
+                        help="measured batches")
+    opts = parser.parse_args(argv)
     if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
-        print("bench_insert_instructions needs valgrind (e.g. apt install valgrind)")
-        return 2
+        raise Missing("needs valgrind (e.g. apt install valgrind)")
+    # --quick: one of tf2py's two workloads (each counted run is seconds under valgrind)
+    kinds = ("peer", "trajectory") if run.quick else ("peer", "trajectory", "lists")
     measured = opts.rows * opts.batches
     per_row = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for which in ("peer", "trajectory", "lists"):
+        for which in kinds:
             base = count(which, opts.rows, 0, tmp)
             full = count(which, opts.rows, opts.batches, tmp)
             per_row[which] = (full - base) / measured
     peer = per_row["peer"]
-    print(f"instructions per stored row (steady stream, {opts.rows}-row window, "
-          f"{measured} rows measured; compiled code + memcpy)")
-    print(f"  {'transform-tree Publisher.push_many':52} {peer:8.0f}")
+    table = run.table(f"instructions per stored row (steady stream, {opts.rows}-row window, "
+                      f"{measured} rows measured; compiled code + memcpy)",
+                      ["store call", "instructions", "ratio"], [52, 13, 6])
+    table.add("transform-tree Publisher.push_many", f"{peer:.0f}", "", instructions=peer)
     for which, name in (("trajectory", "set_transforms(parent, child, (N, 7) array)"),
                         ("lists", "set_transforms(parents, children, rows)")):
-        print(f"  {'tf2py ' + name:52} {per_row[which]:8.0f}   ratio {per_row[which] / peer:5.2f}")
-    return 0
+        if which in per_row:
+            table.add("tf2py " + name, f"{per_row[which]:.0f}", f"{per_row[which] / peer:.2f}",
+                      instructions=per_row[which], ratio=per_row[which] / peer)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the worker, run under callgrind as a script
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        workload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit("run it as: python -m bench insert_instructions")
