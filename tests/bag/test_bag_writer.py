@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bagdata import IDENTITY, write_bag
-from tf2py import make_transform
+from tf2py import Transforms, make_transform
 from tf2py.bag import BagError, BagWriter, read_transforms
 
 SPECIAL = [0.0, -0.0, 1e-300, 5e-324, -1.7976931348623157e308, 0.1 + 0.2, np.pi, -1e-17]
@@ -46,6 +46,18 @@ def test_transform_stamped_objects_are_written_with_their_stamps(tmp_path):
         writer.write([sent], log_ns=5)
     data = read_transforms(path)
     assert data.transform(0) == sent
+
+
+def test_a_transforms_is_written_as_one_message_and_read_back_equal(tmp_path):
+    path = tmp_path / "rows.mcap"
+    rows = random_rows(12)
+    sent = Transforms([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                      [r[3] for r in rows])
+    with BagWriter(path) as writer:
+        writer.write(sent, log_ns=9)
+    data = read_transforms(path)
+    assert data.transforms == sent
+    assert data.message_log_ns.tolist() == [9] and data.message_static.tolist() == [False]
 
 
 def test_mcap_ros2_support_decodes_the_file_as_tf2_msgs(tmp_path):

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..buffer.transforms import Transforms
+from ..transport.lifetime import CloseOnce
 from .codec import TFMESSAGE_ROS2_DEFINITION, encode_ros2
 from .errors import BagError, require
-from ..transport.lifetime import CloseOnce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -92,10 +93,15 @@ class BagWriter:
             raise
         self._sequence = 0
 
-    def write(self, transforms: Iterable[TransformStamped], is_static: bool = False,
+    def write(self, transforms: Iterable[TransformStamped] | Transforms, is_static: bool = False,
               log_ns: int | None = None) -> None:
-        """Add one ``TFMessage`` holding ``transforms`` (``TransformStamped`` objects) on the
-        static or dynamic topic; ``log_ns`` is the receive time (ns, default: now)."""
+        """Add one ``TFMessage`` holding ``transforms`` (a ``Transforms``, or
+        ``TransformStamped`` objects) on the static or dynamic topic; ``log_ns`` is the
+        receive time (ns, default: now)."""
+        if isinstance(transforms, Transforms):
+            self.write_columns(transforms.parents, transforms.children, transforms.stamps_ns,
+                               transforms.values, is_static, log_ns)
+            return
         rows: list[Row] = []
         for t in transforms:
             tr, q = t.transform.translation, t.transform.rotation
