@@ -81,8 +81,7 @@ class _Recorder:
             if batch.is_static and self._repeats_statics(batch.authority, rows):
                 self.repeated_statics += 1
                 return
-            self.writer.write_columns(rows.parents, rows.children, rows.stamps_ns, rows.values,
-                                      bool(batch.is_static), batch.received_ns)
+            self.writer.write(rows, bool(batch.is_static), batch.received_ns)
             if self._foxglove is not None:
                 self._write_foxglove(batch)
         except Exception as exc:  # a closed writer or an unencodable stamp
