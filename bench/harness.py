@@ -1,7 +1,8 @@
-"""The one harness of tf2py's benchmarks: conditions, timing, /proc sampling, percentiles,
-child processes, result tables and their JSON.
+"""The harness of tf2py's benchmarks: timing (interleaved repeats, medians of back-to-back
+pairs), /proc sampling of processes, percentiles, child processes; and, from bench.report,
+the run with its conditions, tables and JSON.
 
-A benchmark module (``bench/NAME.py``) defines ``TITLE`` (one line) and
+A benchmark module (``bench/NAME.py``, named in ``bench.BENCHMARKS``) defines
 ``main(run: Run, argv: list[str]) -> None``; ``python -m bench NAME`` builds the ``Run``
 (conditions at the start, ``--quick``), calls ``main``, and writes the JSON. Rows go through
 ``run.table(...)`` so that they are printed as measured and kept for the JSON and for
@@ -11,9 +12,7 @@ A benchmark module (``bench/NAME.py``) defines ``TITLE`` (one line) and
 from __future__ import annotations
 
 import gc
-import json
 import os
-import platform
 import signal
 import socket
 import statistics
@@ -21,82 +20,35 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import cycle, islice, repeat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS_DIR = REPO / "bench" / "results"
+# The run, its conditions and its tables live in bench.report (which also renders them into
+# docs/performance.md); benchmarks take them from here with the rest of the harness.
+from bench.report import (  # noqa: F401
+    DASH,
+    REPO,
+    RESULTS_DIR,
+    Missing,
+    Run,
+    Table,
+    conditions,
+    fmt_ns,
+    fmt_ratio,
+    load_average,
+    version_of,
+)
+
 PY = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 pc = time.perf_counter_ns
-DASH = "\u2014"
 
 
-class Missing(Exception):
-    """A benchmark needs something absent (valgrind, a peer library): said in one line, exit 0."""
-
-
-# ------------------------------------------------------------------------------------------
-# Conditions
-# ------------------------------------------------------------------------------------------
-
-
-def load_average() -> str:
-    return "%.2f %.2f %.2f" % os.getloadavg()
-
-
-def git_commit() -> str:
-    """The checkout's commit, ``-dirty`` when the tree has changes."""
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    return out or "?"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def version_of(distribution: str) -> str:
-    """The installed version of a distribution, or "not installed"."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def conditions() -> dict[str, Any]:
-    """Where and when: UTC time, commit, CPU, Python, numpy, load average at the start."""
-    return {
-        "utc": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "commit": git_commit(),
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count() or 0,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "load_before": load_average(),
-        "peers": {},
-    }
-
-
-# ------------------------------------------------------------------------------------------
-# /proc
-# ------------------------------------------------------------------------------------------
+# --- /proc
 
 
 def cpu_seconds(pid: int | str = "self") -> float:
@@ -128,34 +80,11 @@ def hwm_mib(pid: int | str = "self") -> float:
     return status_kib(pid, "VmHWM") / 1024
 
 
-def rss_bytes_self() -> int:
-    """This process's resident set in bytes (/proc/self/statm: cheap, read often)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class CpuMeter:
-    """CPU share (fraction of one core) of some processes between ``start()`` and ``stop()``."""
-
-    def __init__(self, pids: Iterable[int | str]) -> None:
-        self.pids = list(pids)
-        self.start()
-
-    def start(self) -> None:
-        self.t0 = time.monotonic()
-        self.c0 = [cpu_seconds(p) for p in self.pids]
-
-    def stop(self) -> list[float]:
-        """Each process's CPU seconds per wall second since ``start()``."""
-        wall = max(time.monotonic() - self.t0, 1e-9)
-        return [(cpu_seconds(p) - c) / wall for p, c in zip(self.pids, self.c0)]
-
-
 def cpu_percent(pid: int | str, seconds: float) -> float:
     """A process's CPU use (user + system, % of one core) over ``seconds`` from now."""
-    meter = CpuMeter([pid])
+    c0, t0 = cpu_seconds(pid), time.monotonic()
     time.sleep(seconds)
-    return 100.0 * meter.stop()[0]
+    return 100.0 * (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
 
 
 def watch_peak_mib(pid: int, seconds: float, interval: float = 0.05) -> float:
@@ -168,9 +97,7 @@ def watch_peak_mib(pid: int, seconds: float, interval: float = 0.05) -> float:
     return peak
 
 
-# ------------------------------------------------------------------------------------------
-# Statistics and timing
-# ------------------------------------------------------------------------------------------
+# --- Statistics and timing
 
 
 def percentile(values: Sequence[float] | np.ndarray, q: float) -> float:
@@ -205,18 +132,8 @@ def paired_ratio(ours: Runs | float, peer: Runs | float) -> float:
 
 
 def best_per_op(fn: Callable[[], object], number: int, repeat_: int) -> float:
-    """Seconds per call of ``fn``: the best of ``repeat_`` loops of ``number`` calls, the
-    garbage collector paused (timeit's way)."""
-    best = float("inf")
-    for _ in range(repeat_):
-        gc.disable()
-        t0 = time.perf_counter()
-        for _ in repeat(None, number):
-            fn()
-        dt = time.perf_counter() - t0
-        gc.enable()
-        best = min(best, dt)
-    return best / number
+    """Seconds per call of ``fn``: the best of ``repeat_`` loops of ``number`` calls."""
+    return best_of_interleaved([fn], number, repeat_)[0]
 
 
 def best_of_interleaved(fns: Sequence[Callable[[], object]], number: int,
@@ -234,26 +151,13 @@ def best_of_interleaved(fns: Sequence[Callable[[], object]], number: int,
     return [b / number for b in best]
 
 
-def seconds_per_call(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call of a loop of ``number`` calls, the garbage collector paused."""
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        for _ in repeat(None, number):
-            fn()
-        return (time.perf_counter() - t0) / number
-    finally:
-        gc.enable()
-
-
 def back_to_back(ours: Callable[[], object], peer: Callable[[], object], number: int,
                  repeat_: int) -> tuple[float, float, float]:
     """(ours s/call, peer s/call, ratio): medians over repeats, each repeat timing the two
     back to back, the ratio the median of the per-repeat ratios (load changes cancel)."""
     a, b, ratios = [], [], []
     for _ in range(repeat_):
-        x = seconds_per_call(ours, number)
-        y = seconds_per_call(peer, number)
+        x, y = (best_of_interleaved([f], number, 1)[0] for f in (ours, peer))
         a.append(x)
         b.append(y)
         ratios.append(x / y)
@@ -378,9 +282,7 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0,
     return False
 
 
-# ------------------------------------------------------------------------------------------
-# Child processes
-# ------------------------------------------------------------------------------------------
+# --- Child processes
 
 
 class Child:
@@ -472,12 +374,6 @@ class Child:
             self._thread.join(5)
         return self.popen.returncode
 
-    def __enter__(self) -> Child:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 def free_port(pair: bool = False) -> int:
     """A free TCP port on 127.0.0.1 (``pair``: the next one is free too, for a core's two)."""
@@ -506,96 +402,4 @@ def start_core(*extra: str) -> Child:
                  ready="ready at ")
 
 
-# ------------------------------------------------------------------------------------------
-# Output
-# ------------------------------------------------------------------------------------------
-
-
-def fmt_ns(ns: float | None, unit: str = "ns") -> str:
-    """ns as ns / µs with 3 significant figures (``unit="B"``: bytes)."""
-    if ns is None:
-        return DASH
-    if unit == "B":
-        return "%.1f B" % ns
-    if ns >= 10_000:
-        return "%.1f \u00b5s" % (ns / 1000)
-    if ns >= 1000:
-        return "%.2f \u00b5s" % (ns / 1000)
-    return "%.0f ns" % ns
-
-
-def fmt_ratio(ratio: float | None) -> str:
-    return DASH if ratio is None else "%.2f" % ratio
-
-
-class Table:
-    """Rows of one table: cells as printed (strings), plus raw figures for comparisons."""
-
-    def __init__(self, title: str, columns: Sequence[str], widths: Sequence[int] | None = None
-                 ) -> None:
-        self.title = title
-        self.columns = list(columns)
-        self.widths = list(widths) if widths else [48] + [14] * (len(columns) - 1)
-        self.rows: list[dict[str, Any]] = []
-        print(f"\n== {title}")
-        self._print(self.columns)
-
-    def _print(self, cells: Sequence[str]) -> None:
-        line = "".join(("%-*s " % (w, c)) for w, c in zip(self.widths, cells))
-        print(line.rstrip(), flush=True)
-
-    def add(self, *cells: object, **figures: float | int | str | bool | None) -> None:
-        """One row: ``cells`` as shown (one per column), ``figures`` the raw numbers."""
-        text = [str(c) for c in cells]
-        if len(text) != len(self.columns):
-            raise ValueError(f"{self.title}: {len(text)} cells for {len(self.columns)} columns")
-        self.rows.append({"cells": text, "figures": figures})
-        self._print(text)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": self.columns, "rows": self.rows}
-
-
-class Run:
-    """One benchmark run: its conditions, tables and notes; written as JSON at the end."""
-
-    def __init__(self, name: str, quick: bool, argv: Sequence[str]) -> None:
-        self.name = name
-        self.quick = quick
-        self.argv = list(argv)
-        self.conditions = conditions()
-        self.tables: list[Table] = []
-        self.notes: list[str] = []
-        self.started = time.monotonic()
-
-    def peer(self, name: str, version: str) -> None:
-        """Records a peer's version (the library or program measured beside tf2py)."""
-        self.conditions["peers"][name] = version
-
-    def table(self, title: str, columns: Sequence[str], widths: Sequence[int] | None = None
-              ) -> Table:
-        table = Table(title, columns, widths)
-        self.tables.append(table)
-        return table
-
-    def note(self, text: str) -> None:
-        """A line printed now and kept under the tables (a figure not in a table, a caveat)."""
-        print(text, flush=True)
-        self.notes.append(text)
-
-    def command(self) -> str:
-        return " ".join(["python -m bench", self.name, *(["--quick"] if self.quick else []),
-                         *self.argv])
-
-    def finish(self) -> dict[str, Any]:
-        self.conditions["load_after"] = load_average()
-        self.conditions["seconds"] = round(time.monotonic() - self.started, 1)
-        return {"name": self.name, "command": self.command(), "quick": self.quick,
-                "conditions": self.conditions, "tables": [t.as_dict() for t in self.tables],
-                "notes": self.notes}
-
-    def write(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(self.finish(), f, indent=1, ensure_ascii=False)
-            f.write("\n")
+# --- Output
