@@ -39,16 +39,18 @@ def run_one(name: str, argv: list[str]) -> int:
     return 0
 
 
-def smoke(names: list[str], timeout: float) -> int:
-    """Every benchmark's --quick in its own process; non-zero if any crashed or hung."""
+def smoke(names: list[str], timeout: float, save: bool) -> int:
+    """Every benchmark's --quick in its own process; non-zero if any crashed or hung.
+    ``save``: their JSON goes to bench/results/ (for the report), else to a temporary folder."""
     failed = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
+        folder = RESULTS_DIR if save else tmp
         for name in names or list(BENCHMARKS):
             t0 = time.monotonic()
             try:
                 done = subprocess.run([PY, "-m", "bench", name, "--quick", "--json",
-                                       f"{tmp}/{name}.json"], cwd=REPO, timeout=timeout,
+                                       f"{folder}/{name}.json"], cwd=REPO, timeout=timeout,
                                       capture_output=True, text=True)
                 status = done.returncode
                 out = done.stdout + done.stderr
@@ -82,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog="python -m bench smoke")
         parser.add_argument("names", nargs="*", help="benchmarks (default: all)")
         parser.add_argument("--timeout", type=float, default=120.0, help="seconds per benchmark")
+        parser.add_argument("--save", action="store_true",
+                            help="write each JSON to bench/results/ (for python -m bench report)")
         args = parser.parse_args(argv[1:])
-        return smoke(args.names, args.timeout)
+        return smoke(args.names, args.timeout, args.save)
     if argv[0] not in BENCHMARKS:
         print(f"python -m bench: no benchmark {argv[0]!r} (python -m bench --list)", file=sys.stderr)
         return 2

@@ -13,10 +13,9 @@ LaunchFileError; command-line numbers: CommandError). Valid transforms lost: the
 samples sent during the campaign that the server's buffer does not hold at the end (looked up
 through the server, one by one, at their own stamps).
 
-If bench/bench/faults_bus.py is present (the bus's own campaign), it runs afterwards.
-
-The attack classes are in fault_attacks_server.py and fault_attacks_tools.py, the processes,
-the stream and the /proc readings in faults_support.py; this script holds the staleness
+The bus's own campaign is ``python -m bench faults_bus``. The attack classes are in
+faults_server_attacks.py and faults_tool_attacks.py, the stream and the raw sockets in
+faults_support.py, processes and /proc in the harness; this module holds the staleness
 measurement and the campaign itself.
 """
 

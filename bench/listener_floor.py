@@ -8,7 +8,7 @@ Issue 9's target: a ``TransformListener`` filling a ``Buffer`` spends at most 2x
 received transform of the floor, a bare pyzmq SUB socket that receives the same messages
 and ``msgpack.unpackb``s them (nothing stored), at batches of 50 transforms per message.
 
-Set-up (the ``floor`` section of bench_transport.py, made repeatable and interleaved): a
+Set-up (the ``floor`` section of bench/transport.py, made repeatable and interleaved): a
 core process, one broadcaster process sending ``--messages`` messages of ``--batch``
 transforms (50 frames, one new sample each) at ``--rate`` messages/s, and in this process
 one receiver at a time:
@@ -130,7 +130,7 @@ def main(run: Run, argv: list[str]) -> None:
     parser.add_argument("--rotation", default="0,0,0.14943813247359922,0.9887710779360422",
                         help="x,y,z,w of every sent rotation (default: a 0.3 rad yaw, whose "
                         "|q|^2 in floats is 1 - 1e-16, not exactly 1, as in real data, so "
-                        "the insert normalizes; bench_transport.py sends the identity 0,0,0,1)")
+                        "the insert normalizes; bench/transport.py sends the identity 0,0,0,1)")
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds for a new receiver's subscription to reach the core")
     args = parser.parse_args(argv)
