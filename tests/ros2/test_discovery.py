@@ -34,8 +34,8 @@ def test_bad_domains_are_refused_naming_the_problem(address, environ):
 
 def test_the_scheme_picks_the_transport(monkeypatch):
     monkeypatch.delenv("TF2PY_CORE", raising=False)
-    assert scheme("ros2://3") == "ros2" and scheme("tcp://127.0.0.1:7400") == "zmq"
-    assert scheme(None) == "zmq"
+    assert scheme("ros2://3") == "ros2" and scheme("tcp://127.0.0.1:7400") == "tcp"
+    assert scheme(None) == "tcp" and scheme("nothing-known://x") == "tcp"
     monkeypatch.setenv("TF2PY_CORE", "ros2://")
     assert scheme(None) == "ros2" and is_ros2_address("ros2://")
     assert check_core_address("ros2://12") == "ros2://12"

@@ -20,11 +20,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _same_bus(a: str, b: str) -> bool:
-    from ..transport.ros2.discovery import is_ros2_address, parse_ros2_address
+    from ..transport.interface import transport_for
 
-    if is_ros2_address(a) and is_ros2_address(b):
-        return bool(parse_ros2_address(a) == parse_ros2_address(b))
-    return a.strip() == b.strip()
+    (bus_a, a), (bus_b, b) = transport_for(a), transport_for(b)
+    return bus_a is bus_b and bus_a.same_bus(a, b)
 
 
 def run(args: argparse.Namespace) -> int:

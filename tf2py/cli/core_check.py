@@ -19,12 +19,13 @@ def statics_echoed(core: str | None, static_broadcaster: Any,
                    timeout: float = CONNECT_TIMEOUT_S) -> bool:
     """True once the statics already sent by ``static_broadcaster`` come back from the core
     at ``core``; False if they do not within ``timeout`` seconds."""
-    from ..transport.interface import is_ros2
+    from ..transport.interface import transport_for
     from ..transport.listener import TransformSubscriber
 
-    if is_ros2(core):
-        # No core on a ROS 2 graph: wait (a while) for a listener to know us, as there is
-        # nothing to answer; what is latched reaches later listeners anyway.
+    transport, _ = transport_for(core)
+    if not transport.echoes_own_statics:
+        # Our own subscriber would not hear us (ROS 2): wait (a while) for a listener to know
+        # us, as there is nothing to answer; what is latched reaches later listeners anyway.
         deadline = time.monotonic() + timeout
         while static_broadcaster.matched_listeners() == 0 and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -107,12 +107,10 @@ class _LocalSource:
 
     def __init__(self, core: str | None, clock: Any = None) -> None:
         from ..buffer.buffer import Buffer
-        from ..transport.address import core_address
-        from ..transport.interface import is_ros2
+        from ..transport.hints import bus_name
         from ..transport.listener import TransformListener
 
-        self.where = (f"the ROS 2 graph at {core_address(core)}" if is_ros2(core) else
-                      f"the core at {core_address(core)}")
+        self.where = bus_name(core)
         self.core = core
         self._no_data_hint: str | None = None
         # With --use-sim-time: forget the data when the bus's /clock jumps back (a looping bag).

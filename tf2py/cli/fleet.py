@@ -42,6 +42,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="print the --stats lines as JSON objects, one per line, for machines")
 
 
+def _check_fleet_core(core: str) -> None:
+    """CommandError (exit 2) unless ``core`` is a good address of a bus that can host a
+    fleet (``Transport.hosts_fleet``)."""
+    from ..transport.interface import scheme, scheme_entry, transport_for, transports
+
+    hosts = [name for name, transport in transports() if transport.hosts_fleet]
+    if scheme(core) not in hosts:
+        kinds = " or ".join(f"{name}://" for name in hosts)
+        examples = ", ".join(scheme_entry(name).example for name in hosts)
+        raise CommandError(f"--core must be a {kinds} address (e.g. {examples}), got {core!r}",
+                           2)
+    try:
+        transport_for(core)
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from None
+
+
 def run(args: argparse.Namespace) -> int:
     import os
     import signal
@@ -50,9 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not core:
         raise CommandError("no --core given and TF2PY_CORE is not set: name the Zenoh domain "
                            "to hear, e.g. --core zenoh://tcp/127.0.0.1:7447", 2)
-    if not core.startswith("zenoh://"):
-        raise CommandError(f"--core must be a zenoh:// address (e.g. "
-                           f"zenoh://tcp/127.0.0.1:7447), got {core!r}", 2)
+    _check_fleet_core(core)
     stale_after = _seconds(args.stale_after)
     if not 0 < stale_after < 1e9:
         raise CommandError(f"--stale-after must be a positive number of seconds, got "
@@ -63,12 +78,11 @@ def run(args: argparse.Namespace) -> int:
                            f"{args.stats!r}", 2)
     from ..server.fleet.names import RobotFilter
     from ..server.fleet.world import WorldError, load_world
-    from ..transport.zenoh.address import parse_zenoh_address
+    from ..server.link import check_link_address
 
     try:
-        parse_zenoh_address(core)
-        if args.address and args.address.startswith("zenoh://"):
-            parse_zenoh_address(args.address)
+        if args.address:
+            check_link_address(args.address)
         RobotFilter(args.robots)
         world = load_world(args.world) if args.world else []
     except (ValueError, WorldError) as exc:

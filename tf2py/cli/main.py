@@ -150,11 +150,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if getattr(args, "keys", None) and hasattr(args, "core"):
-        from tf2py.transport.interface import is_ros2
+        from tf2py.transport.interface import transport_for
 
-        if is_ros2(args.core):
-            print(f"tf2py {args.command}: error: --keys applies to tf2py buses (tcp://, "
-                  "ipc://), not to ROS 2 (ros2://), whose traffic is plain DDS", file=sys.stderr)
+        try:
+            transport, _ = transport_for(args.core)
+        except (ValueError, ImportError):
+            transport = None  # the command itself says what is wrong with the address
+        try:
+            if transport is not None:
+                transport.refuse_keys(args.keys, "--keys")
+        except ValueError as exc:
+            print(f"tf2py {args.command}: error: {exc}", file=sys.stderr)
             return 2
     if getattr(args, "keys", None):
         # Every object the command (and any process it starts) opens picks this up.

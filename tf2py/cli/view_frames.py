@@ -247,22 +247,15 @@ def _load_bag(path: str) -> Any:
 
 
 def _core_listening(core: str | None) -> bool:
-    """Whether something accepts connections at the core's address (tcp:// only; other
-    schemes are given the benefit of the doubt)."""
-    import socket
-
-    from ..transport.zmq.address import bus_endpoints
+    """Whether something answers at the bus's address (a bus with no server to ask is given
+    the benefit of the doubt)."""
+    from ..transport.interface import transport_for
 
     try:
-        endpoint = bus_endpoints(core)[0]
-    except ValueError:
+        transport, address = transport_for(core)
+    except (ValueError, ImportError):
         return True
-    host, port = endpoint[len("tcp://"):].rsplit(":", 1)
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
-            return True
-    except OSError:
-        return False
+    return transport.reachable(address)
 
 
 def run(args: argparse.Namespace) -> int:

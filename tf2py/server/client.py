@@ -34,7 +34,7 @@ from ..transport.address import server_address
 from ..transport.zmq.keys import load_keys
 from . import protocol
 from .client_common import (
-    Goal,
+    PendingGoal,
     ServerTimeoutException,
     answers_the_goal,
     check_frame,
@@ -295,12 +295,11 @@ class _ClientState:
         goal_timeout_ns = timeout_ns(timeout)
         goal_id = next(self._ids)
         now = time.monotonic_ns()
-        goal = Goal(
-            Future(), target_frame, source_frame, source_time_ns, target_time_ns, fixed_frame,
-            advanced, goal_timeout_ns, now, now + goal_timeout_ns + self._padding_ns,
-            protocol.pack_goal(goal_id, target_frame, source_frame, source_time_ns,
-                               target_time_ns, fixed_frame, advanced, goal_timeout_ns))
-        return self.io.submit(goal_id, goal)
+        goal = protocol.Goal(goal_id, target_frame, source_frame, source_time_ns,
+                             target_time_ns, fixed_frame, advanced, goal_timeout_ns)
+        return self.io.submit(goal_id, PendingGoal(
+            goal, protocol.pack_goal(*goal), Future(), now,
+            now + goal_timeout_ns + self._padding_ns))
 
     def _channel(self) -> _Channel:
         token = getattr(self._local, "token", None)
@@ -323,6 +322,8 @@ class _ClientState:
         goal_timeout_ns = timeout_ns(timeout)
         channel = self._channel()
         goal_id = next(self._ids)
+        goal = protocol.Goal(goal_id, target_frame, source_frame, source_time_ns,
+                             target_time_ns, fixed_frame, advanced, goal_timeout_ns)
         sent_ns = time.monotonic_ns()
         deadline_ns = sent_ns + goal_timeout_ns + self._padding_ns
         with self._channels_lock:
@@ -331,9 +332,7 @@ class _ClientState:
             channel.in_use = True
         link = channel.link
         try:
-            if not link.send(protocol.pack_goal(
-                    goal_id, target_frame, source_frame, source_time_ns, target_time_ns,
-                    fixed_frame, advanced, goal_timeout_ns)):
+            if not link.send(protocol.pack_goal(*goal)):
                 raise ServerTimeoutException(unreachable(self.address))
             slice_s = _MAIN_THREAD_WAIT_S if threading.current_thread() is \
                 threading.main_thread() else _MAX_WAIT_S
@@ -358,8 +357,7 @@ class _ClientState:
                         continue
                     if exc is not None:
                         raise exc
-                    if not answers_the_goal(transform, target_frame, source_frame,
-                                            source_time_ns, advanced):
+                    if not answers_the_goal(transform, goal):
                         self._refuse_answer()
                         continue
                     return transform
@@ -368,9 +366,7 @@ class _ClientState:
                         "the BufferClient was closed before the server answered")
                 if link.reconnected():
                     remaining = max(0, sent_ns + goal_timeout_ns - time.monotonic_ns())
-                    link.send(protocol.pack_goal(
-                        goal_id, target_frame, source_frame, source_time_ns, target_time_ns,
-                        fixed_frame, advanced, remaining))
+                    link.send(protocol.pack_goal(*goal._replace(timeout_ns=remaining)))
         except KeyboardInterrupt:
             # Ctrl-C while waiting: the server forgets the goal now, not at its timeout.
             link.send(protocol.pack_cancel(goal_id))

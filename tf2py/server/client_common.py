@@ -4,7 +4,7 @@ lookup's arguments, the wording of its errors, and a goal it waits for."""
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..buffer.exceptions import InvalidArgumentException, TimeoutException
 from ..buffer.time import duration_to_nanoseconds, to_nanoseconds
@@ -34,15 +34,15 @@ def no_answer(address: str, waited_ns: int, timeout_ns: int, padding_ns: int) ->
             f"--address {address}` (or point TF2PY_SERVER / address= at the one you run).")
 
 
-def answers_the_goal(transform: Any, target_frame: str, source_frame: str, source_time_ns: int,
-                     advanced: bool) -> bool:
+def answers_the_goal(transform: Any, goal: protocol.Goal) -> bool:
     """Whether a successful answer is one for the lookup that was asked: the frames it names
     are the frames asked for (and, for a simple lookup at a given time, that time). A server
     that answers another lookup is refused, so no stranger's answer is taken for ours."""
-    if transform.header.frame_id != target_frame or transform.child_frame_id != source_frame:
+    if (transform.header.frame_id != goal.target_frame
+            or transform.child_frame_id != goal.source_frame):
         return False
-    if not advanced and source_time_ns != 0:
-        return bool(transform.header.stamp.nanoseconds == source_time_ns)
+    if not goal.advanced and goal.source_time_ns != 0:
+        return bool(transform.header.stamp.nanoseconds == goal.source_time_ns)
     return True
 
 
@@ -51,26 +51,15 @@ def refused_answer(address: str) -> str:
             "the goal asked (refused)")
 
 
-class Goal:
-    """A goal sent and not yet answered (kept by the client only)."""
+class PendingGoal(NamedTuple):
+    """A goal sent and not yet answered (kept by the client only): the goal and its bytes,
+    its future, when it was sent and when the client gives up on it (monotonic ns)."""
 
-    __slots__ = ("future", "target_frame", "source_frame", "source_time_ns", "target_time_ns",
-                 "fixed_frame", "advanced", "timeout_ns", "sent_ns", "deadline_ns", "payload")
-
-    def __init__(self, future: Future[Any], target_frame: str, source_frame: str,
-                 source_time_ns: int, target_time_ns: int, fixed_frame: str, advanced: bool,
-                 timeout_ns: int, sent_ns: int, deadline_ns: int, payload: bytes) -> None:
-        self.future = future
-        self.target_frame = target_frame
-        self.source_frame = source_frame
-        self.source_time_ns = source_time_ns
-        self.target_time_ns = target_time_ns
-        self.fixed_frame = fixed_frame
-        self.advanced = advanced
-        self.timeout_ns = timeout_ns
-        self.sent_ns = sent_ns
-        self.deadline_ns = deadline_ns
-        self.payload = payload
+    goal: protocol.Goal
+    payload: bytes
+    future: Future[Any]
+    sent_ns: int
+    deadline_ns: int
 
 
 def check_frame(value: Any, name: str) -> str:

@@ -11,19 +11,20 @@ time it has left (the server dropped the goals of the old connection, or is a ne
 from __future__ import annotations
 
 import heapq
-from functools import partial
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from functools import partial
 from queue import Empty, SimpleQueue
-from typing import Any, Callable
+from typing import Any
 
+from ..buffer.exceptions import TimeoutException
 from . import protocol
-from .client_common import Goal, ServerTimeoutException, answers_the_goal, no_answer, unreachable
+from .client_common import PendingGoal, ServerTimeoutException, answers_the_goal, no_answer, unreachable
 from .limits import BATCH
 from .link import ClientLink, open_client_link
 from .protocol import RESULT, ProtocolError
-from ..buffer.exceptions import TimeoutException
 
 __all__ = ["FutureIO"]
 
@@ -39,7 +40,7 @@ class FutureIO:
         self.address = address
         self.padding_ns = padding_ns
         self.refuse_answer = refuse_answer
-        self.goals: dict[int, Goal] = {}
+        self.goals: dict[int, PendingGoal] = {}
         self._requests: SimpleQueue[tuple[int, int]] = SimpleQueue()
         self._lock = threading.Lock()
         self.closed = False
@@ -55,7 +56,7 @@ class FutureIO:
 
     # --- calling threads -------------------------------------------------------------------
 
-    def submit(self, goal_id: int, goal: Goal) -> Future[Any]:
+    def submit(self, goal_id: int, goal: PendingGoal) -> Future[Any]:
         future = goal.future
         self.goals[goal_id] = goal
         with self._lock:
@@ -154,9 +155,7 @@ class FutureIO:
                     transform, exc = protocol.result_outcome(rest)
                 except ProtocolError:
                     continue  # not from a tf2py server we understand; nothing to resolve
-                if exc is None and not answers_the_goal(
-                        transform, goal.target_frame, goal.source_frame, goal.source_time_ns,
-                        goal.advanced):
+                if exc is None and not answers_the_goal(transform, goal.goal):
                     self.refuse_answer()
                     continue
                 goals.pop(goal_id, None)
@@ -174,12 +173,8 @@ class FutureIO:
         """After a reconnect: send every waiting goal again with the time it has left."""
         now = time.monotonic_ns()
         for goal_id, goal in list(self.goals.items()):
-            remaining = max(0, goal.sent_ns + goal.timeout_ns - now)
-            self._send(
-                protocol.pack_goal(goal_id, goal.target_frame, goal.source_frame,
-                                   goal.source_time_ns, goal.target_time_ns, goal.fixed_frame,
-                                   goal.advanced, remaining),
-                goal_id)
+            remaining = max(0, goal.sent_ns + goal.goal.timeout_ns - now)
+            self._send(protocol.pack_goal(*goal.goal._replace(timeout_ns=remaining)), goal_id)
 
     def _expire(self, deadlines: list[tuple[int, int]]) -> None:
         now = time.monotonic_ns()
@@ -189,7 +184,7 @@ class FutureIO:
             if goal is None or goal.deadline_ns != deadline_ns:
                 continue
             self._fail(goal_id, ServerTimeoutException(
-                no_answer(self.address, now - goal.sent_ns, goal.timeout_ns, self.padding_ns)))
+                no_answer(self.address, now - goal.sent_ns, goal.goal.timeout_ns, self.padding_ns)))
             self._send(protocol.pack_cancel(goal_id), None)
 
     def _fail(self, goal_id: int, exc: BaseException) -> None:

@@ -19,10 +19,11 @@ import logging
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from ..buffer.exceptions import InvalidArgumentException, TransformException
 from ..buffer.time import Time
 from . import protocol
 from .limits import (
@@ -55,19 +56,16 @@ class Diverter(Protocol):
         ...
 
 
+@dataclass(slots=True)
 class _Pending:
     """A goal that waits for data: who asked, what, until when (monotonic ns)."""
 
-    __slots__ = ("peer", "goal", "group", "deadline_ns", "seq", "wait_started_ns")
-
-    def __init__(self, peer: Any, goal: Goal, group: _Group, deadline_ns: int, seq: int,
-                 wait_started_ns: int) -> None:
-        self.peer = peer
-        self.goal = goal
-        self.group = group
-        self.deadline_ns = deadline_ns
-        self.seq = seq
-        self.wait_started_ns = wait_started_ns
+    peer: Any
+    goal: Goal
+    group: _Group
+    deadline_ns: int
+    seq: int
+    wait_started_ns: int
 
 
 class _Group:

@@ -1,14 +1,17 @@
 """The links of the buffer server and its client: how goals and answers travel, and nothing
 else. The goal logic (``goals.py``, ``server.py``, ``client.py``) speaks only to these two
-small interfaces; the address's scheme picks the link:
+small interfaces; the address's scheme picks the link, through the one scheme registry
+(``transport/interface.py``'s ``register_scheme(..., server_link=...)`` lines):
 
 - ``tcp://``, ``ipc://``, ``inproc://``: ZeroMQ (``zmq_link.py``: a ROUTER on the server, a
   DEALER per client socket);
 - ``zenoh://...``: Zenoh (``zenoh_link.py``), when that module is present.
 
-A new link is a module with ``open_server_link(address, keys, on_drop)`` and
-``open_client_link(address, keys)`` returning objects of the shapes below, registered in
-``_SCHEMES``. Payloads are the bytes of ``protocol.py``; a link never looks inside them.
+A new link is a module with ``open_server_link(address, keys, on_drop)``,
+``open_client_link(address, keys)`` returning objects of the shapes below, and
+``check_address(address)`` (ValueError, opening nothing), named as ``server_link`` in its
+scheme's registry line. Payloads are the bytes of ``protocol.py``; a link never looks inside
+them.
 
 ``ServerLink`` (one per BufferServer; used by its loop thread only, except ``wake``):
 
@@ -45,9 +48,13 @@ A new link is a module with ``open_server_link(address, keys, on_drop)`` and
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-__all__ = ["ServerLink", "ClientLink", "open_server_link", "open_client_link", "link_scheme"]
+from ..transport.interface import server_link_module
+
+__all__ = ["ServerLink", "ClientLink", "open_server_link", "open_client_link",
+           "check_link_address"]
 
 
 class ServerLink(Protocol):
@@ -86,36 +93,22 @@ class ClientLink(Protocol):
 
 OnDrop = Callable[[str, str], None]
 
-# scheme -> module with open_server_link / open_client_link
-_SCHEMES = {
-    "tcp": "tf2py.server.zmq_link",
-    "ipc": "tf2py.server.zmq_link",
-    "inproc": "tf2py.server.zmq_link",
-    "zenoh": "tf2py.server.zenoh_link",
-}
-
-
-def link_scheme(address: str) -> str:
-    """The scheme of a server address (``tcp`` of ``tcp://...``); ValueError if unknown."""
-    scheme, sep, _ = address.partition("://")
-    if not sep and address.startswith("zenoh:"):
-        scheme, sep = "zenoh", ":"
-    if not sep or scheme not in _SCHEMES:
-        known = ", ".join(f"{s}://" for s in _SCHEMES)
-        raise ValueError(
-            f"invalid buffer server address {address!r}: expected one of {known} "
-            "(e.g. tcp://127.0.0.1:7402)")
-    return scheme
-
-
 def _module(address: str) -> Any:
-    scheme = link_scheme(address)
+    """The link module of ``address``'s scheme; ValueError (one line) if none serves it."""
+    scheme, module_name = server_link_module(address)
     try:
-        return importlib.import_module(_SCHEMES[scheme])
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(
             f"buffer server address {address!r}: {scheme}:// links are not available here "
             f"({exc})") from None
+
+
+def check_link_address(address: str) -> str:
+    """``address`` if it is a usable buffer server address, else ValueError (one line): the
+    link of its scheme checks it, opening nothing."""
+    checked: str = _module(address).check_address(address)
+    return checked
 
 
 def open_server_link(address: str, keys: Any, on_drop: OnDrop) -> ServerLink:

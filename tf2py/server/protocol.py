@@ -18,7 +18,7 @@ is the full description, enough to write a client in another language.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..buffer.exceptions import (
     INVALID_ARGUMENT_ERROR,
@@ -78,43 +78,18 @@ class ProtocolError(ValueError):
         self.cause = cause  # a short category, for counting and logging once per cause
 
 
-class Goal:
-    """One lookup goal as the server sees it. Times in nanoseconds."""
+class Goal(NamedTuple):
+    """One lookup goal, as the GOAL message carries it (``pack_goal(*goal)`` is its bytes).
+    Times and the timeout in nanoseconds."""
 
-    __slots__ = (
-        "goal_id",
-        "target_frame",
-        "source_frame",
-        "source_time_ns",
-        "target_time_ns",
-        "fixed_frame",
-        "advanced",
-        "timeout_ns",
-    )
-
-    def __init__(
-        self,
-        goal_id: int,
-        target_frame: str,
-        source_frame: str,
-        source_time_ns: int,
-        target_time_ns: int,
-        fixed_frame: str,
-        advanced: bool,
-        timeout_ns: int,
-    ) -> None:
-        self.goal_id = goal_id
-        self.target_frame = target_frame
-        self.source_frame = source_frame
-        self.source_time_ns = source_time_ns
-        self.target_time_ns = target_time_ns
-        self.fixed_frame = fixed_frame
-        self.advanced = advanced
-        self.timeout_ns = timeout_ns
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
-        return f"Goal({fields})"
+    goal_id: int
+    target_frame: str
+    source_frame: str
+    source_time_ns: int
+    target_time_ns: int
+    fixed_frame: str
+    advanced: bool
+    timeout_ns: int
 
 
 # --- client side -------------------------------------------------------------------------

@@ -32,7 +32,8 @@ import re
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..transport.lifetime import CloseOnce
 from ..transport.zenoh.address import ZenohAddress, parse_zenoh_address
@@ -40,7 +41,7 @@ from ..transport.zenoh.session import SharedSession
 from .zenoh_auth import checker_for, signer_for
 
 __all__ = ["ZenohServerLink", "ZenohClientLink", "open_server_link", "open_client_link",
-           "service_prefix", "MAX_MESSAGE_BYTES"]
+           "check_address", "service_prefix", "MAX_MESSAGE_BYTES"]
 
 _log = logging.getLogger("tf2py.server")
 
@@ -406,6 +407,13 @@ class ZenohClientLink:
     def close(self, linger: float = 0.0) -> None:
         if self._closing.begin():
             _release(self._entities, self._shared)
+
+
+def check_address(address: str) -> str:
+    """``address`` if it is a usable ``zenoh://`` address, else ValueError naming what is
+    wrong (opens nothing, needs no extra)."""
+    parse_zenoh_address(address)
+    return address.strip()
 
 
 def open_server_link(address: str, keys: Any, on_drop: Callable[[str, str], None]

@@ -23,12 +23,13 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from ..transport.zmq.address import check_server_address
+from ..transport.zmq.address import check_server_address, tcp_host
 from ..transport.zmq.keys import warn_if_exposed
 from ..transport.zmq.sockets import context as _context  # the bus's, one per process
 from .link import OnDrop
 
-__all__ = ["ZmqServerLink", "ZmqClientLink", "open_server_link", "open_client_link"]
+__all__ = ["ZmqServerLink", "ZmqClientLink", "open_server_link", "open_client_link",
+           "check_address"]
 
 # ZeroMQ refuses (and disconnects) peers sending frames larger than this.
 MAX_FRAME_BYTES = 1024 * 1024
@@ -118,8 +119,9 @@ class ZmqServerLink:
             if keys is not None:
                 keys.apply_server(router, "tf2py server")
                 self._keyed = True
-            if requested.startswith("tcp://"):
-                warn_if_exposed(requested[6:].rsplit(":", 1)[0], keys, "tf2py server")
+            host = tcp_host(requested)
+            if host is not None:
+                warn_if_exposed(host, keys, "tf2py server")
             try:
                 router.bind(requested)
             except zmq.ZMQError as exc:
@@ -373,6 +375,11 @@ class ZmqClientLink:
         self._socket.close(linger=int(linger * 1000))
         if self._waker is not None:
             self._waker.close()
+
+
+def check_address(address: str) -> str:
+    """``address`` if ZeroMQ can serve it, else ValueError naming it (opens nothing)."""
+    return check_server_address(address)
 
 
 def open_server_link(address: str, keys: Any, on_drop: OnDrop) -> ZmqServerLink:

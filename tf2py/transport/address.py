@@ -25,7 +25,7 @@ def core_address(core: object = None) -> str:
     """The bus address: ``core`` if given (a string, or a running ``Core``), else
     ``$TF2PY_CORE``, else tcp://127.0.0.1:7400."""
     if core is not None and not isinstance(core, str) and hasattr(core, "address"):
-        return str(getattr(core, "address"))  # a Core, or anything with an address
+        return str(getattr(core, "address"))  # noqa: B009 (a Core, or any object with one)
     if core:
         return str(core)
     return os.environ.get("TF2PY_CORE") or DEFAULT_CORE_ADDRESS

@@ -8,11 +8,17 @@ sibling package of this one (``tf2py.transport.zmq``, ``.ros2``, ``.zenoh``) and
 ``ClockPublisher``) ask ``transport_for(core)`` for the bus of their address and let it build
 the object; nothing in this module imports a bus package until an address names it.
 
-Registering a bus: ``register_scheme("zenoh", "tf2py.transport.zenoh", extra="zenoh")``
-(the built-in schemes are registered below). The module named must import without its extra
-installed and define ``transport``, an instance of a ``Transport`` subclass. Its methods may
-import the extra; when it is missing they raise ``ImportError`` with one line naming the extra
-(``missing_extra_error`` words it), as does the factory when the module itself fails to import.
+The one scheme registry: each ``register_scheme`` line below names, for one scheme, the bus
+package (``module``, defining ``transport``, an instance of a ``Transport`` subclass), its pip
+``extra``, an ``example`` address for messages, and the buffer server's link module
+(``server_link``, by name: this layer never imports the server). A scheme may have only a link
+(``ipc://``, ``inproc://``: ZeroMQ endpoints for the buffer server, no bus). The bus module must
+import without its extra installed; its methods may import the extra and, when it is missing,
+raise ``ImportError`` with one line naming the extra (``missing_extra_error`` words it), as
+does the factory when the module itself fails to import. Whatever differs between buses is a
+``Transport`` attribute or method (how it names itself, what to say when nothing is heard,
+whether keys apply, whether it can host a fleet, ...), so nothing outside the bus packages
+branches on a scheme (``tests/transport/contract/test_no_scheme_branches.py``).
 
 What every bus object promises (the contract the public classes document):
 
@@ -35,8 +41,8 @@ What every bus object promises (the contract the public classes document):
   handed it to the buffer (whoever reads the count can look up what it counted). Every
   message or transform dropped is counted under a short cause word (``garbage``, ``shape``,
   ``version``, ``too_large``, ``topic``, ``invalid``, ``error``, ``gap``, ...) and the first
-  drop of each cause is logged (``tf2py.transport.counters.DropCounter`` does this). Clocks: ``{"ticks", "jumps",
-  "dropped"}``. Broadcasters count ``sent_messages``/``sent_transforms`` (static:
+  drop of each cause is logged (``tf2py.transport.counters.DropCounter`` does this).
+  Clocks: ``{"ticks", "jumps", "dropped"}``. Broadcasters count ``sent_messages``/``sent_transforms`` (static:
   ``published``) as attributes.
 - **Errors.** A malformed address raises ``ValueError`` with one line naming it (from
   ``check_address``, before anything is opened); a missing extra ``ImportError`` (one line);
@@ -53,7 +59,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from .address import core_address
 
@@ -70,11 +76,14 @@ __all__ = [
     "ClockReceiver",
     "TopicSender",
     "TopicReceiver",
+    "SchemeEntry",
     "register_scheme",
     "registered_schemes",
+    "scheme_entry",
+    "server_link_module",
     "transport_for",
+    "transports",
     "scheme",
-    "is_ros2",
     "check_core_address",
     "missing_extra_error",
 ]
@@ -209,13 +218,30 @@ class Transport(ABC):
 
     #: The schemes this transport serves, e.g. ("tcp",). For messages only.
     schemes: tuple[str, ...] = ()
-    #: The pip extra it needs ("" for none), for the one-line ImportError.
-    extra: str = ""
     #: Whether ``topic_publisher`` keeps a transient-local topic for late joiners (ROS 2 and
     #: Zenoh do; tf2py's own core latches only /tf_static).
     transient_local_topics: bool = False
     #: How messages name a bus of this kind ("the core at tcp://...").
     bus_kind: str = "the bus"
+    #: Whether a subscriber of this process hears this process's own latched statics (how
+    #: commands check that the bus is up); ROS 2's DDS does not deliver a node's own samples.
+    echoes_own_statics: bool = True
+    #: Whether ``tf2py fleet`` can run on this bus (one subscriber for every namespace, and
+    #: the presence of robots).
+    hosts_fleet: bool = False
+
+    def refuse_keys(self, keys: Any, flag: str = "keys=") -> None:
+        """ValueError (one line naming ``flag``) if ``keys`` were given and this bus cannot
+        use them; nothing otherwise (the default: the bus uses keys)."""
+
+    def same_bus(self, a: str, b: str) -> bool:
+        """Whether the checked addresses ``a`` and ``b`` of this bus name the same bus."""
+        return a.strip() == b.strip()
+
+    def reachable(self, address: str) -> bool:
+        """Whether something answers at ``address`` now (a quick check for commands); a bus
+        with no server to ask gives the benefit of the doubt: True."""
+        return True
 
     def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
         """What to check when nothing was heard on the bus at ``address`` (a question for
@@ -297,29 +323,53 @@ class Transport(ABC):
 
 # -- the factory -----------------------------------------------------------------------------
 
-#: scheme -> (module, extra). The module defines ``transport``.
-_SCHEMES: dict[str, tuple[str, str]] = {}
-#: The transport of addresses whose scheme is not registered (its check_address words the
-#: error): tf2py's own bus.
-_DEFAULT_SCHEME = "tcp"
+
+class SchemeEntry(NamedTuple):
+    """What the registry knows of one scheme (see the module docstring)."""
+
+    #: The bus package (defines ``transport``); "" for a scheme with only a server link.
+    module: str
+    #: The pip extra the bus needs ("" for none).
+    extra: str
+    #: An address of this scheme, for messages.
+    example: str
+    #: The buffer server's link module for this scheme (defines ``open_server_link``,
+    #: ``open_client_link`` and ``check_address``); "" for none.
+    server_link: str
 
 
-def register_scheme(scheme_name: str, module: str, extra: str = "") -> None:
-    """Serve ``scheme_name://`` addresses with ``module.transport`` (imported on first use);
-    ``extra`` names the pip extra it needs, for the error when it is missing."""
+_SCHEMES: dict[str, SchemeEntry] = {}
+#: The scheme of addresses whose scheme is not registered (its check_address words the
+#: error): the first registered with ``default=True``.
+_default: list[str] = []
+
+
+def register_scheme(scheme_name: str, module: str = "", extra: str = "", *, example: str = "",
+                    server_link: str = "", default: bool = False) -> None:
+    """Serve ``scheme_name://`` addresses with ``module.transport`` (imported on first use)
+    and, for the buffer server, with the link module ``server_link``; ``extra`` names the pip
+    extra the bus needs, ``example`` an address for messages; ``default``: addresses with no
+    registered scheme go to this bus."""
     if not scheme_name.isidentifier() and not scheme_name.replace("+", "").isalnum():
         raise ValueError(f"invalid scheme {scheme_name!r}")
-    _SCHEMES[scheme_name.lower()] = (module, extra)
+    name = scheme_name.lower()
+    _SCHEMES[name] = SchemeEntry(module, extra, example or f"{name}://...", server_link)
+    if default and module and not _default:
+        _default.append(name)
 
 
 def registered_schemes() -> list[str]:
-    """The schemes the factory knows, sorted."""
-    return sorted(_SCHEMES)
+    """The schemes of buses the factory knows, sorted."""
+    return sorted(name for name, entry in _SCHEMES.items() if entry.module)
 
 
-register_scheme("tcp", "tf2py.transport.zmq")
-register_scheme("ros2", "tf2py.transport.ros2", extra="ros2")
-register_scheme("zenoh", "tf2py.transport.zenoh", extra="zenoh")
+register_scheme("tcp", "tf2py.transport.zmq", example="tcp://127.0.0.1:7400",
+                server_link="tf2py.server.zmq_link", default=True)
+register_scheme("ipc", server_link="tf2py.server.zmq_link", example="ipc:///tmp/tf2py-server")
+register_scheme("inproc", server_link="tf2py.server.zmq_link", example="inproc://tf2py-server")
+register_scheme("ros2", "tf2py.transport.ros2", extra="ros2", example="ros2:// or ros2://42")
+register_scheme("zenoh", "tf2py.transport.zenoh", extra="zenoh",
+                example="zenoh://tcp/127.0.0.1:7447", server_link="tf2py.server.zenoh_link")
 
 
 def missing_extra_error(scheme_name: str, extra: str) -> ImportError:
@@ -328,41 +378,56 @@ def missing_extra_error(scheme_name: str, extra: str) -> ImportError:
                        f"pip install 'tf2py[{extra}]'")
 
 
+def _named_scheme(address: str) -> str:
+    """The registered scheme ``address`` starts with (``NAME://``), else ""."""
+    head, sep, _ = address.strip().partition("://")
+    name = head.lower()
+    return name if sep and name in _SCHEMES else ""
+
+
 def _scheme_of(address: str, strict: bool = False) -> str:
-    """The registered scheme of ``address``, else the default's; ``strict``: ValueError for
-    a known scheme misspelled (``zenoh:/...``) rather than the default's complaint."""
-    head, sep, _ = address.partition("://")
-    name = head.strip().lower()
-    if sep and name in _SCHEMES:
+    """The scheme of the bus at ``address``, else the default's; ``strict``: ValueError for a
+    known scheme misspelled (``zenoh:/...``) rather than the default's complaint."""
+    name = _named_scheme(address)
+    if name and _SCHEMES[name].module:
         return name
     if strict:
         _refuse_misspelled_scheme(address)
-    return _DEFAULT_SCHEME
+    return _default[0]
 
 
-_EXAMPLES = {"tcp": "tcp://127.0.0.1:7400", "ros2": "ros2:// or ros2://42",
-             "zenoh": "zenoh://tcp/127.0.0.1:7447"}
-
-
-def _refuse_misspelled_scheme(address: str) -> None:
+def _refuse_misspelled_scheme(address: str, what: str = "address") -> None:
     """ValueError naming the scheme meant, for ``zenoh:/tcp/...``, ``ros2:`` and the like (a
     known scheme's name and a colon without its two slashes)."""
     head, colon, _ = address.strip().partition(":")
     name = head.lower()
     if colon and name in _SCHEMES and not address.strip()[len(head):].startswith("://"):
-        example = _EXAMPLES.get(name, f"{name}://...")
-        raise ValueError(f"invalid address {address!r}: a {name} address starts with "
-                         f"{name}:// (e.g. {example})")
+        raise ValueError(f"invalid {what} {address!r}: a {name} address starts with "
+                         f"{name}:// (e.g. {_SCHEMES[name].example})")
 
 
-def transport_for(core: Any = None) -> tuple[Transport, str]:
-    """``(transport, address)`` for the bus address ``core`` (a string, a running ``Core``,
-    or None: ``$TF2PY_CORE``, else the default). The address is checked by the transport
-    (ValueError, one line); a bus package that fails to import gives ImportError naming its
-    extra."""
-    address = core_address(core)
-    name = _scheme_of(address, strict=True)
-    module_name, extra = _SCHEMES[name]
+def scheme_entry(scheme_name: str) -> SchemeEntry:
+    """The registry's entry for ``scheme_name`` (KeyError if it is not registered)."""
+    return _SCHEMES[scheme_name.lower()]
+
+
+def server_link_module(address: str) -> tuple[str, str]:
+    """``(scheme, link module name)`` of a buffer server address; ValueError (one line) for
+    a scheme that has no server link."""
+    _refuse_misspelled_scheme(address, "buffer server address")
+    name = _named_scheme(address)
+    if not name or not _SCHEMES[name].server_link:
+        linked = [n for n, entry in _SCHEMES.items() if entry.server_link]
+        known = ", ".join(f"{n}://" for n in linked)
+        raise ValueError(f"invalid buffer server address {address!r}: expected one of {known} "
+                         f"(e.g. {_SCHEMES[linked[0]].example})")
+    return name, _SCHEMES[name].server_link
+
+
+def _load(name: str) -> Transport:
+    """The ``transport`` of scheme ``name``'s bus package; ImportError naming its extra when
+    the package fails to import for want of it."""
+    module_name, extra = _SCHEMES[name].module, _SCHEMES[name].extra
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -372,34 +437,39 @@ def transport_for(core: Any = None) -> tuple[Transport, str]:
     transport = getattr(module, "transport", None)
     if not isinstance(transport, Transport):
         raise ImportError(f"{module_name} does not define a tf2py transport for {name}://")
+    return transport
+
+
+def transport_for(core: Any = None) -> tuple[Transport, str]:
+    """``(transport, address)`` for the bus address ``core`` (a string, a running ``Core``,
+    or None: ``$TF2PY_CORE``, else the default). The address is checked by the transport
+    (ValueError, one line); a bus package that fails to import gives ImportError naming its
+    extra."""
+    address = core_address(core)
+    transport = _load(_scheme_of(address, strict=True))
     return transport, transport.check_address(address)
 
 
+def transports() -> list[tuple[str, Transport]]:
+    """``(scheme, transport)`` of every registered bus whose package imports here."""
+    found = []
+    for name in registered_schemes():
+        try:
+            found.append((name, _load(name)))
+        except ImportError:
+            continue
+    return found
+
+
 def scheme(core: Any = None) -> str:
-    """The scheme that serves the bus address ``core`` (None: $TF2PY_CORE, else default):
-    ``"zmq"`` for tf2py's own bus (``tcp://``), else the address's scheme (``"ros2"``,
-    ``"zenoh"``)."""
-    name = _scheme_of(core_address(core))
-    return "zmq" if name == "tcp" else name
-
-
-def is_ros2(core: Any = None) -> bool:
-    """Whether ``core`` names a ROS 2 (DDS) graph."""
-    return scheme(core) == "ros2"
+    """The registered scheme of the bus at ``core`` (None: $TF2PY_CORE, else the default),
+    e.g. ``"tcp"``, ``"ros2"``; an address with no registered scheme gives the default's."""
+    return _scheme_of(core_address(core))
 
 
 def check_core_address(core: Any = None) -> str:
     """The bus address if it is usable, else ValueError naming it (``tcp://HOST:PORT``,
     ``ros2://[DOMAIN_ID]``, ``zenoh://...``). Imports the bus package, not its extra."""
     address = core_address(core)
-    name = _scheme_of(address, strict=True)
-    module_name, extra = _SCHEMES[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        if extra:
-            raise missing_extra_error(name, extra) from None
-        raise
-    transport: Transport = module.transport
+    transport = _load(_scheme_of(address, strict=True))
     return transport.check_address(address)
-

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from contract_support import DISCOVERY_TIMEOUT, ZenohRouter, wait_until_heard
-
 from helpers import skip_or_fail
 from tf2py import Buffer, StaticTransformBroadcaster, TransformListener, make_transform
 
@@ -80,3 +79,16 @@ def test_a_bus_that_cannot_use_keys_refuses_them_in_one_line(sites):
         with pytest.raises(ValueError) as refused:
             make().close()
         assert "\n" not in str(refused.value) and "keys" in str(refused.value)
+
+
+def test_a_command_given_keys_for_a_bus_that_cannot_use_them_says_so_in_one_line(sites):
+    """``--keys`` with a ``ros2://`` core: the bus's own refusal (``Transport.refuse_keys``),
+    naming the flag, before anything is opened; exit 2."""
+    site, _ = sites
+    result = subprocess.run(
+        [sys.executable, "-m", "tf2py", "echo", "map", "base", "--core", "ros2://7",
+         "--keys", str(site)], capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith("tf2py echo: error: --keys applies to tf2py buses")
+    assert "ros2://" in lines[0] and "zenoh://" in lines[0]

@@ -9,11 +9,11 @@ Python binding (``pip install 'tf2py[ros2]'``), else a one-line ``ImportError`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..bus_classes import BusClasses
-from .discovery import is_ros2_address, parse_ros2_address
 from ..lifetime import ClosingContext
+from .discovery import is_ros2_address, parse_ros2_address
 
 if TYPE_CHECKING:
     from .participant import Participant
@@ -59,9 +59,19 @@ class Ros2Transport(BusClasses):
     """ROS 2's /tf, /tf_static and /clock over DDS (Cyclone DDS's Python binding)."""
 
     schemes = ("ros2",)
-    extra = "ros2"
     transient_local_topics = True
     bus_kind = "the ROS 2 graph"
+    echoes_own_statics = False
+
+    def refuse_keys(self, keys: Any, flag: str = "keys=") -> None:
+        # Keys protect tf2py's buses and Zenoh; ROS 2 traffic is plain DDS (SROS 2 is not
+        # supported), so asking for keys here is a mistake worth refusing.
+        if keys is not None:
+            raise ValueError(f"{flag} applies to tf2py buses (tcp://, zenoh://), not to ROS 2 "
+                             "(ros2://), whose traffic is plain DDS")
+
+    def same_bus(self, a: str, b: str) -> bool:
+        return bool(parse_ros2_address(a) == parse_ros2_address(b))
 
     def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
         return ("is a ROS 2 node publishing /tf on that domain? Check ROS_DOMAIN_ID, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["dds", "MISSING_EXTRA", "require"]
+__all__ = ["dds", "ddspy_take", "ddspy_write", "MISSING_EXTRA"]
 
 MISSING_EXTRA = ("ros2:// needs Cyclone DDS's Python binding: pip install 'tf2py[ros2]' "
                  "(or pip install cyclonedds)")
@@ -21,29 +21,10 @@ try:
     import cyclonedds.qos
     import cyclonedds.sub
     import cyclonedds.topic
-    from cyclonedds._clayer import ddspy_take as _ddspy_take
-    from cyclonedds._clayer import ddspy_write as _ddspy_write
+    from cyclonedds._clayer import ddspy_take, ddspy_write
 except ImportError as exc:
     raise ExtraMissing(MISSING_EXTRA) from exc
 
 
-class _Namespace:
-    """The cyclonedds modules tf2py uses, and the two C-layer calls for raw samples."""
-
-    core = cyclonedds.core
-    domain = cyclonedds.domain
-    pub = cyclonedds.pub
-    qos = cyclonedds.qos
-    sub = cyclonedds.sub
-    topic = cyclonedds.topic
-    ddspy_take = staticmethod(_ddspy_take)
-    ddspy_write = staticmethod(_ddspy_write)
-
-
-def require() -> type[_Namespace]:
-    """The cyclonedds modules tf2py uses, as one namespace (importing this module raised
-    ExtraMissing already if they are not installed)."""
-    return _Namespace
-
-
-dds = require()
+#: Cyclone DDS's package, with the modules tf2py uses imported (``dds.core``, ``dds.qos``...).
+dds = cyclonedds

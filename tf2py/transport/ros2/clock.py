@@ -13,9 +13,9 @@ __all__ = ["Ros2SimClock", "Ros2ClockPublisher"]
 
 
 def _refuse_keys(keys: Any) -> None:
-    if keys is not None:
-        raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
-                         "(ros2://), whose traffic is plain DDS")
+    from . import transport
+
+    transport.refuse_keys(keys)
 
 
 class Ros2ClockPublisher(SampleClockPublisher):

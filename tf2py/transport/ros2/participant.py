@@ -19,11 +19,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..counters import DropCounter
-from ..lifetime import join_thread
+from ..lifetime import CloseOnce, ClosingContext, join_thread
 from . import cdr, discovery, types
-from ._dds import dds
+from ._dds import dds, ddspy_take, ddspy_write
 from .discovery import node_name
-from ..lifetime import CloseOnce, ClosingContext
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -76,23 +75,32 @@ def _destroy(entity: Any) -> None:  # any cyclonedds entity
         pass
 
 
-class RawWriter:
+class _Endpoint:
+    """What a participant's raw writers and readers share: the topic, the entity's C
+    reference (for the raw calls) and its GUID (announced on ros_discovery_info)."""
+
+    def __init__(self, participant: Participant, topic: Topic[Any],
+                 entity: DataWriter[Any] | DataReader[Any]) -> None:
+        self._participant = participant
+        self.topic = topic
+        self._ref = entity._ref
+        self.gid = entity.guid.bytes
+        self._closed = False
+
+
+class RawWriter(_Endpoint):
     """Writes CDR samples (header included) on one topic."""
 
     def __init__(
         self, participant: Participant, topic: Topic[Any], writer: DataWriter[Any]
     ) -> None:
-        self._participant = participant
-        self.topic = topic
+        super().__init__(participant, topic, writer)
         self._writer = writer
-        self._ref = writer._ref
-        self.gid = writer.guid.bytes
-        self._closed = False
 
     def write(self, sample: bytes) -> None:
         if len(sample) & 3:
             sample = sample + bytes(4 - (len(sample) & 3))
-        ret = dds.ddspy_write(self._ref, sample)
+        ret = ddspy_write(self._ref, sample)
         if ret < 0:
             raise dds.core.DDSException(ret, f"writing on {self.topic.name}")
 
@@ -109,7 +117,7 @@ class RawWriter:
             _destroy(self._writer)
 
 
-class Subscription:
+class Subscription(_Endpoint):
     """A reader whose samples (CDR bytes, header included) go to ``callback(data, info)`` on
     the participant's receive thread; ``close()`` stops it."""
 
@@ -117,21 +125,17 @@ class Subscription:
         self, participant: Participant, topic: Topic[Any], reader: DataReader[Any],
         callback: SampleCallback,
     ) -> None:
-        self._participant = participant
-        self.topic = topic
+        super().__init__(participant, topic, reader)
         self._reader = reader
-        self._ref = reader._ref
-        self.gid = reader.guid.bytes
         self.callback = callback
         self.condition = dds.core.ReadCondition(reader, _ANY)
-        self._closed = False
 
     def matched_publications(self) -> int:
         return len(self._reader.get_matched_publications())
 
     def _drain(self) -> None:
         while True:
-            samples = dds.ddspy_take(self._ref, _ANY, _TAKE)
+            samples = ddspy_take(self._ref, _ANY, _TAKE)
             if isinstance(samples, int):
                 if samples < 0:
                     raise dds.core.DDSException(samples, f"taking from {self.topic.name}")
@@ -157,7 +161,7 @@ class Participant(ClosingContext):
     _shared_lock = threading.Lock()
 
     @classmethod
-    def acquire(cls, address: str) -> "Participant":
+    def acquire(cls, address: str) -> Participant:
         domain_id = discovery.parse_ros2_address(address)
         config = _domain_config()
         key = (domain_id, config)

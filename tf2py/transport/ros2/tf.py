@@ -26,11 +26,11 @@ from ..lifetime import release_all, release_when_collected, weak_callback
 from ..static_set import StaticSet, transform_items
 from . import cdr, types
 from .participant import (
-    Subscription,
     STATIC_READER_QOS,
     STATIC_WRITER_QOS,
     TF_QOS,
     Participant,
+    Subscription,
 )
 
 if TYPE_CHECKING:
@@ -64,12 +64,9 @@ class _Node:
 
     def _join(self, core: str | None, participant: Participant | None, keys: Any = None) -> None:
         from ..address import core_address
+        from . import transport
 
-        if keys is not None:
-            # CURVE keys protect tf2py's own buses; ROS 2 traffic is plain DDS (SROS 2 is
-            # not supported), so asking for keys there is a mistake worth refusing.
-            raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
-                             "(ros2://), whose traffic is plain DDS")
+        transport.refuse_keys(keys)
 
         self.address = core_address(core)
         self._own_participant = participant is None

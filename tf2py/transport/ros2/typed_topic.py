@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..address import core_address
+from ..lifetime import ClosingContext
 from ..topics import Delivery, SendGate
 from . import types
 from ._dds import dds
 from .participant import Participant
-from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from cyclonedds.idl import IdlStruct
@@ -57,9 +57,9 @@ def _data_type(topic: TopicSpec) -> type[IdlStruct]:
 
 
 def _acquire(address: str, keys: Any) -> Participant:
-    if keys is not None:
-        raise ValueError("keys= applies to tf2py buses (tcp://, ipc://), not to ROS 2 "
-                         "(ros2://), whose traffic is plain DDS")
+    from . import transport
+
+    transport.refuse_keys(keys)
     return Participant.acquire(core_address(address))
 
 

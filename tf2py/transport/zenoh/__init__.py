@@ -28,9 +28,9 @@ class ZenohTransport(BusClasses):
     """``zenoh://`` buses: /tf, /tf_static and /clock as rmw_zenoh carries them."""
 
     schemes = ("zenoh",)
-    extra = "zenoh"
     transient_local_topics = True
     bus_kind = "the Zenoh network"
+    hosts_fleet = True
 
     def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
         anything = (", and is anything publishing /tf with the same namespace= and domain="

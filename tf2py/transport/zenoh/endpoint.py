@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from . import wire
@@ -27,21 +28,20 @@ __all__ = ["Topic", "Publisher", "Subscription", "HEARTBEAT_PERIOD"]
 HEARTBEAT_PERIOD = 0.5
 
 
+@dataclass(frozen=True)
 class Topic:
     """One ROS 2 topic as rmw_zenoh maps it: its fully qualified name, data key expression,
     DDS type name and hash, and the QoS of each side (rmw's enumeration values)."""
 
-    def __init__(self, name: str, keyexpr: str, type_name: str, type_hash: str, *,
-                 reliable: bool, transient_local: bool, publisher_depth: int,
-                 subscription_depth: int):
-        self.name = name
-        self.keyexpr = keyexpr
-        self.type_name = type_name
-        self.type_hash = type_hash
-        self.reliable = reliable
-        self.transient_local = transient_local
-        self.publisher_depth = publisher_depth
-        self.subscription_depth = subscription_depth
+    name: str
+    keyexpr: str
+    type_name: str
+    type_hash: str
+    _: KW_ONLY
+    reliable: bool
+    transient_local: bool
+    publisher_depth: int
+    subscription_depth: int
 
     def qos(self, depth: int) -> str:
         return wire.qos_keyexpr(

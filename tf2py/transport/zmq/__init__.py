@@ -9,8 +9,8 @@ what travels. Keys (``keys=``) are ZeroMQ CURVE keys from ``tf2py keygen``.
 
 from __future__ import annotations
 
-from .address import bus_endpoints
 from ..bus_classes import BusClasses
+from .address import bus_endpoints, split_tcp_address
 
 __all__ = ["ZmqTransport", "transport"]
 
@@ -20,12 +20,25 @@ class ZmqTransport(BusClasses):
     (subscribers)."""
 
     schemes = ("tcp",)
-    extra = ""
     bus_kind = "the core"
 
     def check_address(self, address: str) -> str:
         bus_endpoints(address)
         return address
+
+    def reachable(self, address: str) -> bool:
+        # Something accepts connections on the core's publisher port.
+        import socket
+
+        try:
+            host, port = split_tcp_address(address)
+        except ValueError:
+            return True
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=2.0):
+                return True
+        except OSError:
+            return False
 
     def no_data_hint(self, address: str, broadcasting: bool = True, probe: bool = False) -> str:
         # With ``probe``, one handshake with the core tells a silent refusal (keys) apart.

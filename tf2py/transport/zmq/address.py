@@ -11,7 +11,7 @@ import re
 
 from ..address import core_address
 
-__all__ = ["split_tcp_address", "bus_endpoints", "check_server_address"]
+__all__ = ["split_tcp_address", "tcp_host", "bus_endpoints", "check_server_address"]
 
 _TCP = re.compile(r"^tcp://(?P<host>\[[^\]]+\]|[^:/\[\]]+):(?P<port>\d+)$")
 
@@ -29,6 +29,13 @@ def split_tcp_address(address: str, max_port: int = 65534) -> tuple[str, int]:
     if not 0 <= port <= max_port:
         raise ValueError(f"invalid address {address!r}: port must be 0..{max_port}")
     return m.group("host"), port
+
+
+def tcp_host(address: str) -> str | None:
+    """The host of a ``tcp://HOST:PORT`` address; None for other ZeroMQ endpoints (``ipc://``,
+    ``inproc://``) and for what is not an address."""
+    m = _TCP.match(address.strip())
+    return m.group("host") if m else None
 
 
 def check_server_address(address: str) -> str:

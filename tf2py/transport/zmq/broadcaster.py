@@ -18,25 +18,23 @@ import zmq
 
 from ...buffer.messages import TransformStamped
 from .. import wire
-from .address import bus_endpoints
+from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
-from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+from ..lifetime import ClosingContext
 from ..static_set import invalid_rows, transform_items
+from .address import bus_endpoints
 from .sockets import (
     SEND_HWM,
     SocketCloser,
     SocketGroup,
-    client_options,
-    connect_keyed,
+    core_socket,
     inproc_pair,
     join_thread,
     logger,
-    make_socket,
     publisher_socket,
     release_when_collected,
 )
-from ..lifetime import ClosingContext
 
 #: Seconds between a static broadcaster's heartbeats (the core forgets the statics of a
 #: publisher that is silent for 3.5 s: API "within 5 s").
@@ -181,9 +179,8 @@ class _StaticLatch:
         try:
             # XPUB (not PUB): it reports the core's subscription, which tells us the core
             # (re)connected and is ready to receive.
-            self._socket = self._sockets.add(make_socket(
-                zmq.XPUB, SNDHWM=SEND_HWM, XPUB_VERBOSE=1, **client_options()))
-            connect_keyed(self._socket, publish_endpoint, keys)
+            self._socket = self._sockets.add(core_socket(
+                zmq.XPUB, publish_endpoint, keys, SNDHWM=SEND_HWM, XPUB_VERBOSE=1))
             self._wake_in, self._wake = map(self._sockets.add,
                                             inproc_pair("static-broadcaster"))
             self._thread = threading.Thread(

@@ -14,22 +14,20 @@ import zmq
 
 from ...buffer.time import Time, to_nanoseconds
 from .. import wire
-from . import wire_clock
 from ..address import core_address
-from .address import bus_endpoints
 from ..clock import ClockPublisher, SimClock, TimeJump
+from ..lifetime import CloseOnce, ClosingContext
+from . import wire_clock
+from .address import bus_endpoints
 from .sockets import (
     DropCounter,
     SocketCloser,
-    client_options,
-    connect_keyed,
+    core_socket,
     join_thread,
     logger,
-    make_socket,
     publisher_socket,
     release_when_collected,
 )
-from ..lifetime import CloseOnce, ClosingContext
 
 __all__ = ["ZmqSimClock", "ZmqClockPublisher"]
 
@@ -101,14 +99,8 @@ class ZmqSimClock(ClosingContext):
         self._closing = CloseOnce(self._lock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
-                                **client_options())
-        try:
-            self._sub.setsockopt(zmq.SUBSCRIBE, wire_clock.TOPIC_CLOCK)
-            connect_keyed(self._sub, subscribe_endpoint, keys)
-        except BaseException:
-            self._sub.close(0)
-            raise
+        self._sub = core_socket(zmq.SUB, subscribe_endpoint, keys, wire_clock.TOPIC_CLOCK,
+                                linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096)
         self._finalizer = release_when_collected(
             self, SocketCloser(self._sub, self._lock, self._stop), "SimClock")
 

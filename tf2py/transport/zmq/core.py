@@ -28,19 +28,18 @@ import socket
 import sys
 import threading
 import time
-
 from typing import Any
 
 import zmq
 
 from .. import wire
 from ..address import core_address
+from ..lifetime import ClosingContext
 from .address import split_tcp_address
-from .keys import load_keys, warn_if_exposed
 from .connections import MAX_PUBLISHERS, MAX_SUBSCRIBERS, ConnectionWatch
+from .keys import load_keys, warn_if_exposed
 from .latch import EXPIRE_SECONDS, LATCHED_BYTES, REPLAY_MIN_INTERVAL, REPLAY_RATE, LatchStore
 from .sockets import DropCounter, inproc_name, logger, make_socket
-from ..lifetime import ClosingContext
 
 __all__ = ["Core", "EXPIRE_SECONDS", "LATCHED_BYTES", "MAX_SUBSCRIBERS", "MAX_PUBLISHERS",
            "MEMORY_BUDGET_BYTES"]

@@ -20,21 +20,19 @@ import zmq
 
 from .. import wire
 from ..fill import BufferFiller, FillingListener, check_buffer
+from ..lifetime import ClosingContext
 from ..listener import TransformBatch, TransformListener, TransformSubscriber
+from .address import bus_endpoints
 from .sockets import (
     RECEIVE_HWM,
     DropCounter,
     SocketGroup,
-    client_options,
-    connect_keyed,
+    core_socket,
     inproc_pair,
     join_thread,
     logger,
-    make_socket,
     release_when_collected,
 )
-from .address import bus_endpoints
-from ..lifetime import ClosingContext
 
 __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
 
@@ -74,13 +72,11 @@ class _ReceiveLoop:
         self._sequences: dict[int, int] = {}  # stream -> last sequence seen
         self._sockets = SocketGroup()
         try:
-            self.sub = self._sockets.add(make_socket(
-                zmq.SUB, linger_ms=0, RCVHWM=RECEIVE_HWM, MAXMSGSIZE=wire.MAX_MESSAGE_BYTES,
-                **client_options()))
             # "/tf" is a prefix of "/tf_static": one subscription receives both, and it is
             # the subscription that makes the core replay its latched /tf_static set.
-            self.sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_TF)
-            connect_keyed(self.sub, subscribe_endpoint, keys)
+            self.sub = self._sockets.add(core_socket(
+                zmq.SUB, subscribe_endpoint, keys, wire.TOPIC_TF, linger_ms=0,
+                RCVHWM=RECEIVE_HWM, MAXMSGSIZE=wire.MAX_MESSAGE_BYTES))
             self.endpoint = subscribe_endpoint
             # Connections the core closes at once (it is at its subscriber bound) are told
             # apart from other disconnections here, so the refused side learns why.
@@ -128,19 +124,14 @@ class _ReceiveLoop:
                 self._connected_at = 0.0
 
     def run(self) -> None:
-        sub = self.sub
-        stop = self._stop_in
-        monitor = self._monitor
+        stop, monitor = self._stop_in, self._monitor
         poller = zmq.Poller()
-        poller.register(sub, zmq.POLLIN)
-        poller.register(stop, zmq.POLLIN)
-        poller.register(monitor, zmq.POLLIN)
-        recv = sub.recv
-        decode = wire.decode_sequenced
-        topic_tf = wire.TOPIC_TF
-        topic_static = wire.TOPIC_TF_STATIC
+        for sock in (self.sub, stop, monitor):
+            poller.register(sock, zmq.POLLIN)
+        # Locals: the loop below runs once per message.
+        recv, decode, time_ns = self.sub.recv, wire.decode_sequenced, time.time_ns
+        static_of = {wire.TOPIC_TF: False, wire.TOPIC_TF_STATIC: True}
         noblock = zmq.NOBLOCK
-        time_ns = time.time_ns
         sequences = self._sequences
         try:
             while True:
@@ -170,11 +161,8 @@ class _ReceiveLoop:
                         self.dropped.drop("shape", f"a bus message has 2 frames, got {frames}")
                         continue
                     topic = topic_frame.bytes
-                    if topic == topic_tf:
-                        is_static = False
-                    elif topic == topic_static:
-                        is_static = True
-                    else:
+                    is_static = static_of.get(topic)
+                    if is_static is None:
                         self.dropped.drop("topic", f"unknown topic {topic[:64]!r}")
                         continue
                     try:

@@ -90,16 +90,26 @@ def connect_keyed(sock: zmq.Socket[bytes], endpoint: str, keys: Any) -> None:
     sock.connect(endpoint)
 
 
-def publisher_socket(endpoint: str, keys: Any) -> zmq.Socket[bytes]:
-    """A PUB socket connected to a core's publish ``endpoint`` with ``keys`` (as
-    ``connect_keyed``); closed again if connecting fails."""
-    sock = make_socket(zmq.PUB, SNDHWM=SEND_HWM, **client_options())
+def core_socket(kind: int, endpoint: str, keys: Any, subscribe: bytes | None = None,
+                linger_ms: int = LINGER_MS, **options: int) -> zmq.Socket[bytes]:
+    """A ``kind`` socket with every core client's options and ``options``, subscribed to
+    ``subscribe`` (a SUB socket's topic prefix, before connecting: that subscription is what
+    makes the core replay its latched set) and connected to a core's ``endpoint`` with
+    ``keys`` (as ``connect_keyed``); closed again if anything fails."""
+    sock = make_socket(kind, linger_ms, **options, **client_options())
     try:
+        if subscribe is not None:
+            sock.setsockopt(zmq.SUBSCRIBE, subscribe)
         connect_keyed(sock, endpoint, keys)
     except BaseException:
         sock.close(0)
         raise
     return sock
+
+
+def publisher_socket(endpoint: str, keys: Any) -> zmq.Socket[bytes]:
+    """A PUB socket connected to a core's publish ``endpoint`` with ``keys``."""
+    return core_socket(zmq.PUB, endpoint, keys, SNDHWM=SEND_HWM)
 
 
 class SocketCloser:

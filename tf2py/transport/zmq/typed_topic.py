@@ -17,18 +17,10 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from .. import wire
-from .address import bus_endpoints
-from ..topics import Delivery, SendGate
-from .sockets import (
-    RECEIVE_HWM,
-    client_options,
-    connect_keyed,
-    join_thread,
-    make_socket,
-    publisher_socket,
-    release_when_collected,
-)
 from ..lifetime import ClosingContext
+from ..topics import Delivery, SendGate
+from .address import bus_endpoints
+from .sockets import RECEIVE_HWM, core_socket, join_thread, publisher_socket, release_when_collected
 
 if TYPE_CHECKING:
     from ..topics import TopicSpec
@@ -133,14 +125,8 @@ class ZmqTopicSubscriber(ClosingContext):
         _, subscribe_endpoint = bus_endpoints(address)
         self.topic = topic
         frame = topic_frame(topic)
-        sock = make_socket(zmq.SUB, linger_ms=0, RCVHWM=RECEIVE_HWM,
-                           MAXMSGSIZE=wire.MAX_PIECE_BYTES, **client_options())
-        try:
-            sock.setsockopt(zmq.SUBSCRIBE, frame)
-            connect_keyed(sock, subscribe_endpoint, keys)
-        except BaseException:
-            sock.close(0)
-            raise
+        sock = core_socket(zmq.SUB, subscribe_endpoint, keys, frame, linger_ms=0,
+                           RCVHWM=RECEIVE_HWM, MAXMSGSIZE=wire.MAX_PIECE_BYTES)
         self._reader = _Reader(sock, frame, delivery)
         self._thread = threading.Thread(target=self._reader.run,
                                          name=f"tf2py-topic{topic.name}", daemon=True)
