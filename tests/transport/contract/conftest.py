@@ -9,9 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from contract_support import BUS_KINDS, BUSES, SERVER_LINKS, Bus, ZenohRouter
-
-from helpers import free_port
+from contract_support import BUS_KINDS, BUSES, SERVER_LINKS, Bus
 
 @pytest.fixture(scope="module", params=BUSES)
 def bus(request) -> Iterator[Bus]:
@@ -27,15 +25,14 @@ def bus(request) -> Iterator[Bus]:
 
 @pytest.fixture(scope="module", params=SERVER_LINKS)
 def server_address(request) -> Iterator[str]:
-    """A buffer server address on each link kind (a zenoh:// one through its own router)."""
-    if request.param == "tcp":
-        yield f"tcp://127.0.0.1:{free_port()}"
-        return
-    router = ZenohRouter()
-    try:
-        yield f"zenoh://{router.locator}"
-    finally:
-        router.close()
+    """A buffer server address on each bus that has a server link (``Bus.server_address``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("TF2PY_KEYS", raising=False)
+        built = BUS_KINDS[request.param]()
+        try:
+            yield built.server_address()
+        finally:
+            built.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from tf2py import make_transform
 
 #: Every bus the contract runs on.
 BUSES = ["tcp", "ros2", "zenoh"]
-#: The buffer server's links.
+#: The buses that carry the buffer server (``Bus.server_address``).
 SERVER_LINKS = ["tcp", "zenoh"]
 #: Discovery on a loaded 2-core machine (ROS 2 over DDS takes the longest).
 DISCOVERY_TIMEOUT = 40.0
@@ -41,6 +41,11 @@ class Bus:
 
     def bad_addresses(self) -> list[tuple[str, str]]:
         """``(address, words)``: addresses refused with one line holding ``words``."""
+        raise NotImplementedError
+
+    def server_address(self) -> str:
+        """A free buffer server address on this bus's server link (buses in
+        ``SERVER_LINKS``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -83,6 +88,9 @@ class TcpBus(Bus):
 
     def bad_addresses(self) -> list[tuple[str, str]]:
         return [("tcp://127.0.0.1:99999", "99999"), ("tcp://127.0.0.1", "tcp://127.0.0.1")]
+
+    def server_address(self) -> str:
+        return f"tcp://127.0.0.1:{free_port()}"
 
     def close(self) -> None:
         if self._raw is not None:
@@ -175,6 +183,9 @@ class ZenohBus(Bus):
                 ("zenoh://tcp/127.0.0.1:7447?colour=red", "colour"),
                 # A tls/ link needs keys: without them, one line (not a silent session).
                 (f"zenoh://tls/127.0.0.1:{port}", "needs keys")]
+
+    def server_address(self) -> str:
+        return self.address  # the server's key expressions on this bus's router
 
     def close(self) -> None:
         if self._shared is not None:
