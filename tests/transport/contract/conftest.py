@@ -11,6 +11,7 @@ import pytest
 
 from contract_support import BUS_KINDS, BUSES, SERVER_LINKS, Bus
 
+
 @pytest.fixture(scope="module", params=BUSES)
 def bus(request) -> Iterator[Bus]:
     """Each bus in turn, shared by the tests of one module."""

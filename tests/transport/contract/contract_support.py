@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pytest
 
 from helpers import Proc, free_port, ros_domain_id, skip_or_fail, wait_for
-
 from tf2py import make_transform
 
 #: Every bus the contract runs on.

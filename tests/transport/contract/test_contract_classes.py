@@ -8,11 +8,9 @@ import inspect
 
 import pytest
 
-from tf2py import (Buffer, StaticTransformBroadcaster, TransformBroadcaster,
-                   TransformListener)
+from tf2py import Buffer, StaticTransformBroadcaster, TransformBroadcaster, TransformListener
 from tf2py.transport.clock import ClockPublisher, SimClock
-from tf2py.transport.interface import (ClockReceiver, ClockSender, TransformReceiver,
-                                       TransformSender)
+from tf2py.transport.interface import ClockReceiver, ClockSender, TransformReceiver, TransformSender
 from tf2py.transport.listener import TransformSubscriber
 
 #: public class -> (how to build one on an address, the protocol it satisfies)

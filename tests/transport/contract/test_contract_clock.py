@@ -5,7 +5,6 @@ callback that raises is counted and stops nothing) and no more once removed."""
 from __future__ import annotations
 
 from contract_support import DISCOVERY_TIMEOUT
-
 from helpers import wait_for
 from tf2py import Time
 from tf2py.transport.clock import ClockPublisher, SimClock, TimeJump

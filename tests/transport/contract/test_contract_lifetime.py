@@ -12,10 +12,8 @@ import warnings
 import pytest
 
 from contract_support import subprocess_env
-
 from helpers import wait_for
-from tf2py import (Buffer, StaticTransformBroadcaster, TransformBroadcaster,
-                   TransformListener, make_transform)
+from tf2py import Buffer, StaticTransformBroadcaster, TransformBroadcaster, TransformListener, make_transform
 from tf2py.transport.clock import ClockPublisher, SimClock
 from tf2py.transport.listener import TransformSubscriber
 

@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from contract_support import DISCOVERY_TIMEOUT, subprocess_env, wait_until_heard
-
 from helpers import wait_for
 from tf2py import Buffer, StaticTransformBroadcaster, TransformListener, make_transform
 
