@@ -8,7 +8,7 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class CommandError(Exception):
@@ -143,3 +143,50 @@ def cut(text: str, limit: int = 80) -> str:
     from ..doctor.findings import cut as cut_text
 
     return cut_text(str(text), limit)
+
+
+# -- the robot commands (robot-state-publisher, joint-state-publisher, foxglove, doctor) ------
+
+
+def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
+    """ROBOT and ``--xacro-arg NAME:=VALUE`` (robot-state-publisher, joint-state-publisher)."""
+    parser.add_argument("robot", metavar="ROBOT", help="the robot's URDF file, or a xacro file "
+                        "(.xacro, expanded with the xacro package)")
+    parser.add_argument("--xacro-arg", metavar="NAME:=VALUE", action="append", default=[],
+                        help="an argument for a xacro file (repeat for more)")
+
+
+def xacro_arguments(texts: list[str]) -> dict[str, str]:
+    """``{name: value}`` from ``NAME:=VALUE`` words, or a one-line CommandError."""
+    found: dict[str, str] = {}
+    for text in texts:
+        name, sep, value = text.partition(":=")
+        if not sep or not name.strip():
+            raise CommandError(f"--xacro-arg takes NAME:=VALUE, got {cut(text)!r}", 2)
+        found[name.strip()] = value
+    return found
+
+
+def load_model(robot: str, xacro_texts: list[str] | None, command: str) -> Any:
+    """The ``RobotModel`` of the file ``robot`` (with ``NAME:=VALUE`` xacro arguments), or a
+    CommandError holding the model's one-line error. The model's warnings (a mimic of a
+    joint it lacks) are printed as one line each, ``tf2py COMMAND: warning: ...``."""
+    import sys
+    import warnings
+
+    from ..robot.errors import RobotModelError, RobotModelWarning
+    from ..robot.model import RobotModel
+
+    xacro_args = xacro_arguments(xacro_texts or [])
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RobotModelWarning)
+            model = RobotModel.from_urdf(robot, xacro_args=xacro_args or None)
+    except RobotModelError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:  # a folder, a file we may not read
+        reason = exc.strerror or str(exc)
+        raise CommandError(f"{cut(robot)}: cannot read the robot ({reason})") from None
+    for warning in caught:  # one line each, not Python's file:line warning format
+        print(f"tf2py {command}: warning: {warning.message}", file=sys.stderr, flush=True)
+    return model

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument, wait_or_interrupt
+from .common import (
+    CommandError,
+    bus_name,
+    flag_number,
+    load_model,
+    no_data_hint,
+    parse_core_argument,
+    wait_or_interrupt,
+)
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "
@@ -99,10 +107,10 @@ def _joint_findings(robot: str | None, heard: Any, description: str | None,
     from ..robot.errors import RobotModelError
     from ..robot.model import RobotModel
 
+    if robot is not None:  # a model's warnings as one line each, as the other commands print
+        return diagnose_joints(heard, load_model(robot, None, NAME))
     try:
-        if robot is not None:
-            model = RobotModel.from_urdf(robot)
-        elif description is not None:
+        if description is not None:
             model = RobotModel.from_urdf_string(description)
         else:
             if heard.messages:

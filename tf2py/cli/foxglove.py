@@ -9,7 +9,7 @@ import sys
 import threading
 from urllib.parse import quote
 
-from .common import CommandError, parse_core_argument
+from .common import CommandError, load_model, parse_core_argument
 
 NAME = "foxglove"
 HELP = "serve the frame tree live to Foxglove (WebSocket, channel /tf, foxglove.FrameTransforms)"
@@ -42,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     description = None
     if args.robot is not None:
-        from .robot_state_publisher import load_model
-
-        description = load_model(args.robot, command="foxglove").urdf
+        description = load_model(args.robot, None, NAME).urdf
     try:
         # The SDK's server on a loopback port of its own, behind a front that also accepts
         # the protocol's older name (foxglove.websocket.v1), which the SDK refuses.

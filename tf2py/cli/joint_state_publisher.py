@@ -10,8 +10,15 @@ import difflib
 import math
 from typing import Any
 
-from .common import CommandError, cut, flag_number, number, parse_core_argument
-from .robot_state_publisher import add_robot_arguments, load_model
+from .common import (
+    CommandError,
+    add_robot_arguments,
+    cut,
+    flag_number,
+    load_model,
+    number,
+    parse_core_argument,
+)
 
 NAME = "joint-state-publisher"
 HELP = ("publish default or --set positions of every movable joint, as joint_state_publisher "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import CommandError, cut, flag_number, parse_core_argument
+from .common import CommandError, add_robot_arguments, flag_number, load_model, parse_core_argument
 
 NAME = "robot-state-publisher"
 HELP = ("publish a URDF/xacro robot's joints from /joint_states, as ROS's "
@@ -20,14 +20,6 @@ examples:
 """
 
 
-def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
-    """ROBOT and ``--xacro-arg NAME:=VALUE`` (shared by the robot commands)."""
-    parser.add_argument("robot", metavar="ROBOT", help="the robot's URDF file, or a xacro file "
-                        "(.xacro, expanded with the xacro package)")
-    parser.add_argument("--xacro-arg", metavar="NAME:=VALUE", action="append", default=[],
-                        help="an argument for a xacro file (repeat for more)")
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     add_robot_arguments(parser)
     parser.add_argument("--frame-prefix", metavar="P", default="",
@@ -38,43 +30,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore-timestamp", action="store_true",
                         help="stamp /tf with the time a joint state arrives, not its own stamp")
     parse_core_argument(parser)
-
-
-def xacro_arguments(texts: list[str]) -> dict[str, str]:
-    """``{name: value}`` from ``NAME:=VALUE`` words, or a one-line CommandError."""
-    found: dict[str, str] = {}
-    for text in texts:
-        name, sep, value = text.partition(":=")
-        if not sep or not name.strip():
-            raise CommandError(f"--xacro-arg takes NAME:=VALUE, got {cut(text)!r}", 2)
-        found[name.strip()] = value
-    return found
-
-
-def load_model(robot: str, xacro_texts: list[str] | None = None,
-               command: str = NAME) -> Any:
-    """The ``RobotModel`` of the file ``robot`` (with ``NAME:=VALUE`` xacro arguments), or a
-    CommandError holding the model's one-line error. The model's warnings (a mimic of a
-    joint it lacks) are printed as one line each, ``tf2py COMMAND: warning: ...``."""
-    import sys
-    import warnings
-
-    from ..robot.errors import RobotModelError, RobotModelWarning
-    from ..robot.model import RobotModel
-
-    xacro_args = xacro_arguments(xacro_texts or [])
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RobotModelWarning)
-            model = RobotModel.from_urdf(robot, xacro_args=xacro_args or None)
-    except RobotModelError as exc:
-        raise CommandError(str(exc)) from None
-    except OSError as exc:  # a folder, a file we may not read
-        reason = exc.strerror or str(exc)
-        raise CommandError(f"{cut(robot)}: cannot read the robot ({reason})") from None
-    for warning in caught:  # one line each, not Python's file:line warning format
-        print(f"tf2py {command}: warning: {warning.message}", file=sys.stderr, flush=True)
-    return model
 
 
 def joint_counts(model: Any) -> tuple[int, int]:
@@ -92,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..transport.address import core_address
 
     frequency = flag_number(args.publish_frequency, "--publish-frequency", "Hz")
-    model = load_model(args.robot, args.xacro_arg)
+    model = load_model(args.robot, args.xacro_arg, NAME)
     try:
         publisher = RobotStatePublisher(model, core=args.core, frame_prefix=args.frame_prefix,
                                         publish_frequency=frequency,
