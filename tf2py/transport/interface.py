@@ -61,7 +61,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from .address import core_address
+from .address import DEFAULT_SERVER_ADDRESS, core_address
 
 if TYPE_CHECKING:
     from ..buffer.time import Time
@@ -420,7 +420,7 @@ def server_link_module(address: str) -> tuple[str, str]:
         linked = [n for n, entry in _SCHEMES.items() if entry.server_link]
         known = ", ".join(f"{n}://" for n in linked)
         raise ValueError(f"invalid buffer server address {address!r}: expected one of {known} "
-                         f"(e.g. {_SCHEMES[linked[0]].example})")
+                         f"(e.g. {DEFAULT_SERVER_ADDRESS})")
     return name, _SCHEMES[name].server_link
 
 
