@@ -10,8 +10,9 @@ It opens one Zenoh session on ``core`` and declares, for the whole domain:
   /tf_static publishers (tracking in robots.py).
 
 Samples go through per-robot bounded queues to the ingest thread (ingest.py), which inserts
-them, frame ids prefixed with the namespace, in batches. ``--world`` statics are inserted
-first and never dropped. A ``BufferServer`` on ``address`` answers lookups on the Buffer.
+them, frame ids prefixed with the namespace, in small rounds. ``--world`` statics are inserted
+first and never dropped. A ``BufferServer`` on ``address`` answers lookups on the Buffer,
+ahead of the ingest (answers.py: the ingest lets answers in flight pass between rounds).
 """
 
 from __future__ import annotations
@@ -19,17 +20,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...buffer.buffer import Buffer
 from ...transport.interface import scheme
 from ...transport.zenoh.address import parse_zenoh_address
 from ...transport.zenoh.session import SharedSession
 from ..server import BufferServer
+from .answers import AnswerGate, AnsweringBuffer
 from .health import FleetHealth
 from .ingest import Ingest
-from .names import (LIVELINESS_PREFIX, RobotFilter, is_tf_publisher, robot_label,
-                    robot_of_token)
+from .names import LIVELINESS_PREFIX, RobotFilter, is_tf_publisher, robot_label, robot_of_token
 from .queues import RobotQueues
 from .robots import JOINED, LEFT, RobotTracker
 from .slots import RobotSlots
@@ -88,10 +90,11 @@ class Fleet:
         self.server: BufferServer | None = None
         self.peers: FleetPeers | None = None
         self.ingest: Ingest | None = None
+        gate = AnswerGate()
         try:
             self.ingest = Ingest(self.buffer, self._filter, self.slots, stale_after,
                                  self._world_children, self._forgotten,
-                                 RobotQueues(max_total_bytes=self.budget_bytes // 8))
+                                 RobotQueues(max_total_bytes=self.budget_bytes // 8), gate)
             self.health = FleetHealth(self, parsed.locator)
             self._declare()
             self._expiry = threading.Thread(target=self._expire_loop, daemon=True,
@@ -101,8 +104,8 @@ class Fleet:
             if scheme(served) == scheme(core):  # fleets sharing the bus answer as one
                 self.peers = FleetPeers(self._session, self._shared.zid, served, self.buffer,
                                         robots, self._emit)
-            self.server = BufferServer(self.buffer, address=served, keys=keys,
-                                       divert=self.peers)
+            self.server = BufferServer(AnsweringBuffer(self.buffer, gate), address=served,
+                                       keys=keys, divert=self.peers)
         except BaseException:
             self.close()
             raise
@@ -218,7 +221,8 @@ class Fleet:
         call), ``lookup_ms`` (p50/p99/count of the lookups answered since the last call),
         ``bytes`` (names, queued, caches, budget), ``names`` (the robots' frame ids held),
         and the ingest's counters (received,
-        transforms, batches, pending, robots_forgotten, ...); on a ``zenoh://`` address also
+        transforms, batches, pending, robots_forgotten, ``answers_first``: answers through the
+        gate and the ingest's waits for them, ...); on a ``zenoh://`` address also
         ``peer_fleets`` (other fleet processes on it) and ``answered_between`` (lookups it
         answered with a peer's chain samples, since start)."""
         out = self.ingest.stats() if self.ingest is not None else {}
