@@ -22,7 +22,7 @@ from ._kernel_ext import matrix as _matrix
 from .messages import TransformStamped, stamped
 from .time import Time, to_nanoseconds
 
-__all__ = ["Transforms"]
+__all__ = ["Transforms", "message_rows"]
 
 Names = Sequence[str] | str
 
@@ -75,6 +75,37 @@ def _values(values: object) -> npt.NDArray[np.float64]:
         raise ValueError(f"Transforms: values must have shape (N, 7), rows [tx, ty, tz, qx, "
                          f"qy, qz, qw], got {array.shape}")
     return array
+
+
+def message_rows(messages: Iterable[Any], caller: str = "Transforms.from_messages",
+                 ) -> tuple[list[str], list[str], list[int], list[float]]:
+    """``(parents, children, stamps_ns, flat values)`` of ``TransformStamped``s (or objects
+    shaped alike): the values 7 per message, ``[tx, ty, tz, qx, qy, qz, qw]``. A
+    ``TypeError`` naming ``caller`` for anything else. Frame ids are taken as they are
+    (checked by whoever stores or sends them)."""
+    parents: list[str] = []
+    children: list[str] = []
+    stamps: list[int] = []
+    flat: list[float] = []
+    add_parent = parents.append
+    add_child = children.append
+    add_stamp = stamps.append
+    add_values = flat.extend
+    try:
+        for message in messages:
+            header = message.header
+            transform = message.transform
+            t = transform.translation
+            r = transform.rotation
+            add_parent(header.frame_id)
+            add_child(message.child_frame_id)
+            stamp = header.stamp
+            add_stamp(stamp.nanoseconds if type(stamp) is Time else
+                      to_nanoseconds(stamp, "stamp"))
+            add_values((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
+    except AttributeError as exc:
+        raise TypeError(f"{caller} takes TransformStamped objects: {exc}") from None
+    return parents, children, stamps, flat
 
 
 class Transforms:
@@ -137,25 +168,7 @@ class Transforms:
     def from_messages(cls, messages: Iterable[Any]) -> Transforms:
         """The rows of ``TransformStamped``s (or objects of the same shape, such as rclpy's,
         whose stamps have ``sec`` and ``nanosec``)."""
-        parents: list[str] = []
-        children: list[str] = []
-        stamps: list[int] = []
-        flat: list[float] = []
-        try:
-            for message in messages:
-                header = message.header
-                transform = message.transform
-                t = transform.translation
-                r = transform.rotation
-                parents.append(header.frame_id)
-                children.append(message.child_frame_id)
-                stamp = header.stamp
-                stamps.append(stamp._ns if type(stamp) is Time else
-                              to_nanoseconds(stamp, "stamp"))
-                flat.extend((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
-        except AttributeError as exc:
-            raise TypeError(f"Transforms.from_messages takes TransformStamped objects: {exc}"
-                            ) from None
+        parents, children, stamps, flat = message_rows(messages, "Transforms.from_messages")
         return cls(parents, children, np.array(stamps, dtype=np.int64),
                    np.array(flat, dtype=np.float64).reshape(-1, 7))
 
