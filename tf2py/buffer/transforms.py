@@ -195,18 +195,14 @@ class Transforms:
     @property
     def parents(self) -> list[str]:
         """The N parent frame ids (a list; built once when one id is shared by every row)."""
-        names = self._parents
-        if type(names) is str:
-            names = self._parents = [names] * len(self.stamps_ns)
-        return names  # type: ignore[return-value]  # a list once the str case is handled
+        names = self._parents = _listed(self._parents, len(self.stamps_ns))
+        return names
 
     @property
     def children(self) -> list[str]:
         """The N child frame ids (a list; built once when one id is shared by every row)."""
-        names = self._children
-        if type(names) is str:
-            names = self._children = [names] * len(self.stamps_ns)
-        return names  # type: ignore[return-value]  # a list once the str case is handled
+        names = self._children = _listed(self._children, len(self.stamps_ns))
+        return names
 
     @property
     def shared_parent(self) -> str | None:
@@ -316,6 +312,11 @@ def _seconds(ns: int) -> str:
     sign = "-" if ns < 0 else ""
     sec, nsec = divmod(abs(ns), 1_000_000_000)
     return f"{sign}{sec}.{nsec:09d}"
+
+
+def _listed(names: list[str] | str, n: int) -> list[str]:
+    """N frame ids as a list (one shared id repeated)."""
+    return [names] * n if isinstance(names, str) else names
 
 
 def _pick(names: list[str] | str, index: slice | list[int]) -> list[str] | str:
