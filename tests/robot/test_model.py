@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from tf2py import Buffer, Joint, RobotModel, Time
+from tf2py import Buffer, Joint, RobotModel, Time, Transforms
 from tf2py.robot import RobotModelWarning
 
 # Every joint type; line numbers matter only to the warning test.
@@ -224,6 +224,14 @@ def test_transforms_compose_to_the_forward_kinematics(arm):
     for child, t in found.items():
         composed = poses[t.header.frame_id] @ t.transform.as_matrix()
         assert np.allclose(composed, poses[child], atol=1e-12), child
+
+
+def test_joint_rows_are_one_transforms_whose_matrices_compose_to_the_forward_kinematics(arm):
+    rows = Transforms.concatenate([arm.movable_rows(Q, 5), arm.static_rows(stamp_ns=5)])
+    assert isinstance(rows, Transforms) and set(rows.stamps_ns.tolist()) == {5}
+    poses = dict(zip(arm.links, arm.forward_kinematics(Q)))
+    for parent, child, matrix in zip(rows.parents, rows.children, rows.as_matrices()):
+        assert np.allclose(poses[parent] @ matrix, poses[child], atol=1e-12), child
 
 
 def test_transforms_name_the_moving_joints_in_document_order(arm):
