@@ -65,7 +65,7 @@ def store_rows(
     if type(parents) is str and type(children) is str:
         # One frame's trajectory (an (N, 7) array with N stamps): its names read once.
         try:
-            result: BatchResult = core._k_insert_trajectory(
+            result: BatchResult = core.kernel.insert_trajectory(
                 parents, children, stamps_ns, values, authority, is_static)
         except (TypeError, ValueError):
             pass  # arrays of other types or shapes: converted or refused below
@@ -79,7 +79,7 @@ def store_rows(
     # The listener's, the bag loader's and the array form (lists, int64 and float64 arrays):
     # straight into the kernel, which refuses anything else before storing a row.
     try:
-        result = core._k_insert_rows(names_p, names_c, stamps_ns, values, authority, is_static)
+        result = core.kernel.insert_rows(names_p, names_c, stamps_ns, values, authority, is_static)
     except (TypeError, ValueError):
         return _store_converted(core, names_p, names_c, stamps_ns, values, authority, is_static)
     return _with_row_errors(result, names_p, names_c, stamps_ns, values)
@@ -133,7 +133,7 @@ def _store_converted(
     codes = np.empty(n, dtype=np.int32)
     parents = parents if parents.__class__ is list else list(parents)
     children = children if children.__class__ is list else list(children)
-    stored, old = core._k_insert_batch(parents, children, stamps, values, authority, is_static, codes)
+    stored, old = core.kernel.insert_batch(parents, children, stamps, values, authority, is_static, codes)
     invalid = []
     if stored + old < n:
         for k in np.flatnonzero(codes < 0).tolist():
@@ -204,7 +204,7 @@ def _store_cdr(
     core: BufferCore, samples: list[Any], frame_ids: list[FrameIds | None], authority: str,
     is_static: bool, max_chars: int,
 ) -> CdrInsert:
-    stored, old, records = core._k_insert_cdr(samples, frame_ids, authority, is_static, max_chars)
+    stored, old, records = core.kernel.insert_cdr(samples, frame_ids, authority, is_static, max_chars)
     if stored:
         core._notify_new_data()
     return CdrInsert(stored, old, records)

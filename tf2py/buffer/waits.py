@@ -50,7 +50,7 @@ def wait_until_looked_up(
     deadline = start + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._wait_begins()  # before the first check: an insert after it notifies
+        buffer._index.wait_begins()  # before the first check: an insert after it notifies
         try:
             while True:
                 try:
@@ -65,7 +65,7 @@ def wait_until_looked_up(
                         raise
                 condition.wait(remaining)
         finally:
-            buffer._wait_ends()
+            buffer._index.wait_ends()
 
 
 def wait_until_can(
@@ -77,7 +77,7 @@ def wait_until_can(
     deadline = monotonic() + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._wait_begins()  # before the first check: an insert after it notifies
+        buffer._index.wait_begins()  # before the first check: an insert after it notifies
         try:
             if can(buffer, *args):
                 return True
@@ -91,4 +91,4 @@ def wait_until_can(
                 if can(buffer, *args):
                     return True
         finally:
-            buffer._wait_ends()
+            buffer._index.wait_ends()
