@@ -1,6 +1,7 @@
 """Shared test helpers (import them with ``from helpers import ...``; a conftest module
-cannot be imported by name reliably once several directories have one): free loopback ports, subprocesses that are always reaped, waiting on
-conditions with deadlines (never bare sleeps), and the path to the shared recordings."""
+cannot be imported by name reliably once several directories have one): free loopback ports,
+subprocesses that are always reaped, waiting on conditions with deadlines (never bare
+sleeps), and the path to the shared recordings."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path

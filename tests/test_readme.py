@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
-
 from helpers import REPO, Proc, ros_domain_id
+
+pytestmark = pytest.mark.timeout(900)
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARKER = re.compile(r"^\s*<!--\s*readme-test:(.*?)-->\s*$")

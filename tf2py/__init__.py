@@ -1,9 +1,12 @@
 """tf2py: ROS tf2's coordinate-frame buffer, broadcasts and tools, without ROS.
 
-Everything public is importable from here. Most names (the buffers, transport, server, bag
-and robot names) are imported on first use, so ``import tf2py`` for messages and times
-alone does not load ZeroMQ or the buses; type checkers see
-them through the ``TYPE_CHECKING`` imports below, so ``from tf2py import Buffer`` is typed.
+Everything public is importable from here. ``Time``, ``Duration``, ``convert``, the messages
+and the tf2 exceptions are imported at once (the last two as their modules' ``__all__`` say,
+with the compiled kernel the messages' maths use); every other name (the buffers,
+``MessageFilter``, ``Transforms``, the transport, server, bag and robot names) is imported
+on first use, so ``import tf2py`` for messages and times alone does not load ZeroMQ or the
+buses. Type checkers see those through the ``TYPE_CHECKING`` imports below, so ``from tf2py
+import Buffer`` is typed.
 """
 
 from __future__ import annotations
@@ -11,31 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .buffer import exceptions as _exceptions
+from .buffer import messages as _messages
 from .buffer.convert import convert
-from .buffer.exceptions import (
-    BackwardExtrapolationException,
-    ConnectivityException,
-    ExtrapolationException,
-    ForwardExtrapolationException,
-    InvalidArgumentException,
-    LookupException,
-    NoDataForExtrapolationException,
-    TimeoutException,
-    TransformException,
-)
-from .buffer.messages import (
-    Header,
-    Point,
-    PointStamped,
-    Pose,
-    PoseStamped,
-    Quaternion,
-    Transform,
-    TransformStamped,
-    Vector3,
-    Vector3Stamped,
-    make_transform,
-)
+from .buffer.exceptions import *  # noqa: F403 - the names in its __all__, added to ours below
+from .buffer.messages import *  # noqa: F403 - the names in its __all__, added to ours below
 from .buffer.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -44,22 +27,21 @@ if TYPE_CHECKING:
     from . import bag as bag
     from .buffer.buffer import Buffer as Buffer
     from .buffer.core import BufferCore as BufferCore
-    from .buffer.messages import Twist as Twist
-    from .buffer.messages import VelocityStamped as VelocityStamped
+    from .buffer.message_filter import MessageFilter as MessageFilter
+    from .buffer.transforms import Transforms as Transforms
+    from .robot.errors import RobotModelError as RobotModelError
+    from .robot.joint_state import JointState as JointState
+    from .robot.model import Joint as Joint
+    from .robot.model import RobotModel as RobotModel
+    from .robot.publishers import JointStatePublisher as JointStatePublisher
+    from .robot.publishers import RobotStatePublisher as RobotStatePublisher
     from .server.client import BufferClient as BufferClient
     from .server.server import BufferServer as BufferServer
     from .transport.broadcaster import StaticTransformBroadcaster as StaticTransformBroadcaster
     from .transport.broadcaster import TransformBroadcaster as TransformBroadcaster
     from .transport.clock import SimClock as SimClock
-    from .transport.core import Core as Core
     from .transport.listener import TransformListener as TransformListener
-    from .buffer.message_filter import MessageFilter as MessageFilter
-    from .robot.errors import RobotModelError as RobotModelError
-    from .robot.model import Joint as Joint
-    from .robot.model import RobotModel as RobotModel
-    from .robot.joint_state import JointState as JointState
-    from .robot.publishers import JointStatePublisher as JointStatePublisher
-    from .robot.publishers import RobotStatePublisher as RobotStatePublisher
+    from .transport.zmq.core import Core as Core
 
 __version__ = "0.1.0"
 
@@ -68,15 +50,13 @@ __version__ = "0.1.0"
 _LAZY = {
     "BufferCore": "tf2py.buffer.core",
     "Buffer": "tf2py.buffer.buffer",
-    "Core": "tf2py.transport.core",
+    "Core": "tf2py.transport.zmq.core",
     "TransformBroadcaster": "tf2py.transport.broadcaster",
     "StaticTransformBroadcaster": "tf2py.transport.broadcaster",
     "TransformListener": "tf2py.transport.listener",
     "BufferServer": "tf2py.server.server",
     "BufferClient": "tf2py.server.client",
     "bag": "tf2py.bag",
-    "Twist": "tf2py.buffer.messages",
-    "VelocityStamped": "tf2py.buffer.messages",
     "MessageFilter": "tf2py.buffer.message_filter",
     "SimClock": "tf2py.transport.clock",
     "RobotModelError": "tf2py.robot.errors",
@@ -85,32 +65,15 @@ _LAZY = {
     "JointState": "tf2py.robot.joint_state",
     "JointStatePublisher": "tf2py.robot.publishers",
     "RobotStatePublisher": "tf2py.robot.publishers",
+    "Transforms": "tf2py.buffer.transforms",
 }
 
-__all__ = [
-    "Time",
-    "Duration",
-    "Vector3",
-    "Point",
-    "Quaternion",
-    "Transform",
-    "Pose",
-    "Header",
-    "TransformStamped",
-    "PointStamped",
-    "Vector3Stamped",
-    "PoseStamped",
-    "make_transform",
-    "convert",
-    "TransformException",
-    "LookupException",
-    "ConnectivityException",
-    "ExtrapolationException",
-    "BackwardExtrapolationException",
-    "ForwardExtrapolationException",
-    "NoDataForExtrapolationException",
-    "InvalidArgumentException",
-    "TimeoutException",
+# The eager names: the times, ``convert``, and the messages' and the tf2 exceptions' own
+# ``__all__`` (mypy and pyright both follow ``__all__ += module.__all__``).
+__all__ = ["Time", "Duration", "convert"]
+__all__ += _messages.__all__
+__all__ += _exceptions.__all__
+__all__ += [
     # the lazy names: the keys of ``_LAZY``, in its order (spelt out for type checkers)
     "BufferCore",
     "Buffer",
@@ -121,8 +84,6 @@ __all__ = [
     "BufferServer",
     "BufferClient",
     "bag",
-    "Twist",
-    "VelocityStamped",
     "MessageFilter",
     "SimClock",
     "RobotModelError",
@@ -131,6 +92,7 @@ __all__ = [
     "JointState",
     "JointStatePublisher",
     "RobotStatePublisher",
+    "Transforms",
 ]
 
 

@@ -8,9 +8,9 @@ import sys
 import warnings
 
 import pytest
-from bagdata import IDENTITY, NAV2, TF_EXAMPLE_ROS1, write_bag, write_mcap_raw
 
 import tf2py.bag
+from bagdata import IDENTITY, NAV2, TF_EXAMPLE_ROS1, write_bag, write_mcap_raw
 from tf2py.bag import BagDependencyError, BagError, BagWarning, load, read_transforms
 from tf2py.bag.codec import encode_ros2
 
@@ -229,7 +229,7 @@ def test_truncated_mcap_is_recovered_up_to_the_damage_when_not_strict(tmp_path):
     complete = read_transforms(whole)
     n = len(recovered)
     assert 0 < n < len(complete)
-    assert recovered.stamps_ns.tolist() == complete.stamps_ns[:n].tolist()
+    assert recovered.transforms.stamps_ns.tolist() == complete.transforms.stamps_ns[:n].tolist()
 
 
 def test_real_mcap_without_its_summary_is_recovered_whole_when_not_strict(tmp_path):
@@ -239,7 +239,7 @@ def test_real_mcap_without_its_summary_is_recovered_whole_when_not_strict(tmp_pa
     with pytest.warns(BagWarning, match="corrupt or truncated"):
         recovered = read_transforms(cut, strict=False)
     complete = read_transforms(NAV2)
-    assert recovered.stamps_ns.tolist() == complete.stamps_ns.tolist()
+    assert recovered.transforms.stamps_ns.tolist() == complete.transforms.stamps_ns.tolist()
 
 
 def test_real_mcap_cut_inside_its_only_chunk_is_a_bag_error_even_when_not_strict(tmp_path):

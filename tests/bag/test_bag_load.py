@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bagdata import ALL_RECORDINGS, IDENTITY, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
-from bagdata import write_bag
 
 import tf2py
+from bagdata import ALL_RECORDINGS, IDENTITY, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM, write_bag
 from tf2py import ExtrapolationException, Time
 from tf2py.bag import BagWarning, load, read_transforms
 from tf2py.buffer.buffer import Buffer
@@ -31,10 +30,10 @@ def test_load_returns_a_buffer_with_every_frame_and_parent_of_the_bag(path):
     buffer = load(path)
     assert isinstance(buffer, Buffer)
     data = read_transforms(path)
-    assert set(buffer.get_frames()) == set(data.parents) | set(data.children)
+    assert set(buffer.get_frames()) == set(data.transforms.parents) | set(data.transforms.children)
     assert FRAMES[path.name] <= set(buffer.get_frames())
-    mid = Time.from_nanoseconds(int(np.median(data.stamps_ns[~data.is_static])))
-    for parent, child in set(zip(data.parents, data.children)):
+    mid = Time.from_nanoseconds(int(np.median(data.transforms.stamps_ns[~data.is_static])))
+    for parent, child in set(zip(data.transforms.parents, data.transforms.children)):
         assert buffer.get_parent(child, mid) == parent
 
 
@@ -61,14 +60,14 @@ def test_cache_holds_the_whole_recording_by_default():
     data = read_transforms(TF_EXAMPLE_ROS2)
     assert data.recording_span_s() > 10.0  # longer than tf2's default cache
     buffer = load(TF_EXAMPLE_ROS2)
-    first = Time.from_nanoseconds(int(data.stamps_ns[~data.is_static].min()))
+    first = Time.from_nanoseconds(int(data.transforms.stamps_ns[~data.is_static].min()))
     assert buffer.can_transform("odom", "base_link", first)
 
 
 def test_cache_time_limits_what_the_buffer_keeps():
     data = read_transforms(TF_EXAMPLE_ROS2)
     buffer = load(TF_EXAMPLE_ROS2, cache_time=5.0)
-    first = Time.from_nanoseconds(int(data.stamps_ns[~data.is_static].min()))
+    first = Time.from_nanoseconds(int(data.transforms.stamps_ns[~data.is_static].min()))
     with pytest.raises(ExtrapolationException):
         buffer.lookup_transform("odom", "base_footprint", first)
     assert buffer.can_transform("odom", "base_footprint", 0)
@@ -79,9 +78,10 @@ def test_tf_example_ros1_and_ros2_give_identical_buffers():
     ros2 = load(TF_EXAMPLE_ROS2)
     assert ros1.get_frames() == ros2.get_frames()
     data = read_transforms(TF_EXAMPLE_ROS2)
-    times = [Time.from_nanoseconds(int(s)) for s in data.stamps_ns[~data.is_static]]
+    times = [Time.from_nanoseconds(int(s)) for s in data.transforms.stamps_ns[~data.is_static]]
     times += [Time.from_nanoseconds(int(a + b) // 2) for a, b in
-              zip(data.stamps_ns[~data.is_static][:-1], data.stamps_ns[~data.is_static][1:])]
+              zip(data.transforms.stamps_ns[~data.is_static][:-1],
+                  data.transforms.stamps_ns[~data.is_static][1:])]
     for target, source in [("odom", "base_link"), ("base_link", "odom"),
                            ("odom", "base_footprint")]:
         m1 = ros1.lookup_transforms(target, source, times)
@@ -96,7 +96,7 @@ def test_tf_example_ros1_and_ros2_give_identical_buffers():
 def test_tf_example_static_applies_before_the_first_dynamic_sample(path):
     data = read_transforms(path)
     buffer = load(path)
-    first_ns = int(data.stamps_ns[~data.is_static].min())
+    first_ns = int(data.transforms.stamps_ns[~data.is_static].min())
     before = Time.from_nanoseconds(first_ns - 30_000_000_000)
     ts = buffer.lookup_transform("base_footprint", "base_link", before)
     assert ts.header.stamp == before
@@ -125,7 +125,6 @@ def test_load_into_a_given_buffer_keeps_what_it_had():
 
 def test_loading_a_damaged_bag_non_strictly_keeps_the_readable_part(tmp_path):
     from bagdata import write_mcap_raw
-
     from tf2py.bag.codec import encode_ros2
 
     good = [encode_ros2([("map", "odom", i * 1_000_000_000, IDENTITY)]) for i in range(1, 4)]

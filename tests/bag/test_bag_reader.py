@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from bagdata import ALL_RECORDINGS, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
 
+from bagdata import ALL_RECORDINGS, NAV2, TF_EXAMPLE_ROS1, TF_EXAMPLE_ROS2, TURTLESIM
 from tf2py.bag import read_transforms
 
 NAV2_STATIC_CHILDREN = {
@@ -27,15 +27,16 @@ NAV2_STATIC_CHILDREN = {
 def edges(data, static):
     """{(parent, child)} of the static or dynamic rows."""
     return {
-        (data.parents[i], data.children[i])
+        (data.transforms.parents[i], data.transforms.children[i])
         for i in range(len(data))
         if bool(data.is_static[i]) == static
     }
 
 
 def rate_hz(data, parent, child):
-    rows = [i for i in range(len(data)) if (data.parents[i], data.children[i]) == (parent, child)]
-    stamps = np.sort(data.stamps_ns[rows])
+    rows = [i for i in range(len(data))
+            if (data.transforms.parents[i], data.transforms.children[i]) == (parent, child)]
+    stamps = np.sort(data.transforms.stamps_ns[rows])
     return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
 
 
@@ -74,25 +75,25 @@ def test_tf_example_has_odom_base_footprint_at_10_hz_and_one_static(path):
 @pytest.mark.parametrize("path", [TF_EXAMPLE_ROS2, TF_EXAMPLE_ROS1], ids=["ros2", "ros1"])
 def test_tf_example_static_is_stamped_before_the_first_dynamic_sample(path):
     data = read_transforms(path)
-    static_stamp = data.stamps_ns[data.is_static].max()
-    assert static_stamp < data.stamps_ns[~data.is_static].min()
+    static_stamp = data.transforms.stamps_ns[data.is_static].max()
+    assert static_stamp < data.transforms.stamps_ns[~data.is_static].min()
 
 
 def test_tf_example_ros1_and_ros2_give_identical_transforms():
     ros1 = read_transforms(TF_EXAMPLE_ROS1)
     ros2 = read_transforms(TF_EXAMPLE_ROS2)
-    assert ros1.parents == ros2.parents
-    assert ros1.children == ros2.children
-    assert np.array_equal(ros1.stamps_ns, ros2.stamps_ns)
-    assert np.array_equal(ros1.values.view(np.int64), ros2.values.view(np.int64))
+    assert ros1.transforms.parents == ros2.transforms.parents
+    assert ros1.transforms.children == ros2.transforms.children
+    assert np.array_equal(ros1.transforms.stamps_ns, ros2.transforms.stamps_ns)
+    assert np.array_equal(ros1.transforms.values.view(np.int64), ros2.transforms.values.view(np.int64))
     assert np.array_equal(ros1.is_static, ros2.is_static)
 
 
 def test_tf_example_sqlite_file_alone_reads_like_its_folder():
     folder = read_transforms(TF_EXAMPLE_ROS2)
     single = read_transforms(TF_EXAMPLE_ROS2 / "tf_example.db3")
-    assert single.parents == folder.parents
-    assert np.array_equal(single.values, folder.values)
+    assert single.transforms.parents == folder.transforms.parents
+    assert np.array_equal(single.transforms.values, folder.transforms.values)
 
 
 def test_turtlesim_legacy_tf_messages_give_two_turtles_and_a_static_carrot():
@@ -132,10 +133,10 @@ def test_every_transform_matches_rosbags_generic_deserialiser(path):
         (
             int(log_of_row[i]),
             bool(data.is_static[i]),
-            data.parents[i],
-            data.children[i],
-            int(data.stamps_ns[i]),
-            tuple(data.values[i].tolist()),
+            data.transforms.parents[i],
+            data.transforms.children[i],
+            int(data.transforms.stamps_ns[i]),
+            tuple(data.transforms.values[i].tolist()),
         )
         for i in range(len(data))
     ]
@@ -176,14 +177,14 @@ def test_ros2_bag_folder_with_either_storage_is_read(tmp_path, storage):
             writer.write(tf, 10 + i, encode_ros2([r]))
     data = read_transforms(folder)
     assert edges(data, static=True) == {("base_link", "laser")}
-    assert data.stamps_ns[~data.is_static].tolist() == [r[2] for r in rows]
-    assert data.values[~data.is_static][:, 0].tolist() == list(range(20))
+    assert data.transforms.stamps_ns[~data.is_static].tolist() == [r[2] for r in rows]
+    assert data.transforms.values[~data.is_static][:, 0].tolist() == list(range(20))
 
 
 def test_big_endian_cdr_is_decoded():
     import struct
 
-    from tf2py.bag.codec import Columns, decode_ros2
+    from tf2py.bag.codec import RowBuilder, decode_ros2
 
     def string(s, offset):
         b = s.encode() + b"\x00"
@@ -195,16 +196,16 @@ def test_big_endian_cdr_is_decoded():
     body += string("odom", 0)
     body += b"\x00" * (-len(body) & 7)
     body += struct.pack(">7d", 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0)
-    out = Columns()
+    out = RowBuilder()
     assert decode_ros2(b"\x00\x00\x00\x00" + body, out) == 1
     assert (out.parents, out.children, list(out.stamps)) == (["map"], ["odom"], [7_000_000_008])
     assert list(out.values) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
 
 
 def test_one_transform_messages_decode_the_same_through_the_layout_cache():
-    from tf2py.bag.codec import Columns, decode_ros2, encode_ros2
+    from tf2py.bag.codec import RowBuilder, decode_ros2, encode_ros2
 
-    out = Columns()
+    out = RowBuilder()
     first = encode_ros2([("map", "odom", 5, (1, 2, 3, 0, 0, 0, 1))])
     second = encode_ros2([("map", "odom", 6, (4, 5, 6, 0, 0, 1, 0))])
     other = encode_ros2([("map", "odo", 7, (7, 8, 9, 0, 1, 0, 0))])  # same size, other frame

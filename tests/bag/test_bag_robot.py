@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("rosbags")
 pytest.importorskip("mcap")
 
-from robot_bags import (  # noqa: E402
+from robot_bags import (
     ARM,
     ARM_JOINTS,
     joint_state_cdr,
@@ -22,9 +22,8 @@ from robot_bags import (  # noqa: E402
     write_ros1,
     write_sqlite,
 )
-
-from tf2py import RobotModel, RobotModelError, Time  # noqa: E402
-from tf2py.bag import BagError, BagWarning, load  # noqa: E402
+from tf2py import RobotModel, RobotModelError, Time
+from tf2py.bag import BagError, BagWarning, load
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

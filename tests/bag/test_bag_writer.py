@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bagdata import IDENTITY, write_bag
 
+from bagdata import IDENTITY, write_bag
 from tf2py import make_transform
 from tf2py.bag import BagError, BagWriter, read_transforms
 
@@ -29,11 +29,11 @@ def test_written_transforms_read_back_bit_for_bit(tmp_path):
         (i % 4 == 0, 1_000 + i, rows[3 * i : 3 * i + 3]) for i in range(100)
     ])
     data = read_transforms(path)
-    assert data.parents == [r[0] for r in rows]
-    assert data.children == [r[1] for r in rows]
-    assert data.stamps_ns.tolist() == [r[2] for r in rows]
+    assert data.transforms.parents == [r[0] for r in rows]
+    assert data.transforms.children == [r[1] for r in rows]
+    assert data.transforms.stamps_ns.tolist() == [r[2] for r in rows]
     expected = np.array([r[3] for r in rows], dtype=np.float64)
-    assert np.array_equal(data.values.view(np.uint64), expected.view(np.uint64))
+    assert np.array_equal(data.transforms.values.view(np.uint64), expected.view(np.uint64))
     assert data.message_log_ns.tolist() == [1_000 + i for i in range(100)]
     assert data.message_static.tolist() == [i % 4 == 0 for i in range(100)]
 

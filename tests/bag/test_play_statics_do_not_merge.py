@@ -7,10 +7,9 @@ import subprocess
 
 from bagdata import IDENTITY, write_bag
 from helpers import wait_for
-
 from tf2py.buffer.buffer import Buffer
-from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq.core import Core
 
 
 def play(tf2py_command, bag, address):

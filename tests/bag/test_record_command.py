@@ -9,12 +9,12 @@ import time
 
 import numpy as np
 import pytest
-from helpers import free_address, wait_for
 
+from helpers import free_address, wait_for
 from tf2py import make_transform
 from tf2py.bag import BagWarning, read_transforms
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 READY = "tf2py record: recording to"
 
@@ -81,12 +81,12 @@ def test_record_then_load_keeps_every_transform_bit_for_bit(spawn, tf2py_command
     data = read_transforms(out)
     dynamic = np.flatnonzero(~data.is_static)
     assert len(dynamic) > 50
-    stamps = data.stamps_ns[dynamic].tolist()
+    stamps = data.transforms.stamps_ns[dynamic].tolist()
     # Every recorded transform is one that was sent, bit for bit ...
     for row, stamp in zip(dynamic.tolist(), stamps):
         expected = np.array(sender.sent[stamp])
-        assert np.array_equal(data.values[row].view(np.uint64), expected.view(np.uint64))
-        assert (data.parents[row], data.children[row]) == ("map", "odom")
+        assert np.array_equal(data.transforms.values[row].view(np.uint64), expected.view(np.uint64))
+        assert (data.transforms.parents[row], data.transforms.children[row]) == ("map", "odom")
     # ... and none sent between the first and last recorded one is missing.
     sent_stamps = sorted(sender.sent)
     window = sent_stamps[sent_stamps.index(stamps[0]) : sent_stamps.index(stamps[-1]) + 1]
@@ -127,7 +127,7 @@ def test_duration_stops_the_recording_by_itself(spawn, tf2py_command, core, tmp_
         assert proc.wait(timeout=30) == 0
     with pytest.warns(BagWarning, match="no transforms on /tf, only the 1 static ones"):
         data = read_transforms(out)
-    assert ("a", "b") in set(zip(data.parents, data.children))
+    assert ("a", "b") in set(zip(data.transforms.parents, data.transforms.children))
 
 
 def test_existing_output_is_not_overwritten_without_force(spawn, tf2py_command, tmp_path):

@@ -7,21 +7,22 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from helpers import wait_for
 
 pytest.importorskip("foxglove")
 
-from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms  # noqa: E402
-from google.protobuf import descriptor_pb2  # noqa: E402
+from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+from google.protobuf import descriptor_pb2
 
-import tf2py.bag  # noqa: E402
-from tf2py import Time, make_transform  # noqa: E402
-from tf2py.bag import read_transforms  # noqa: E402
-from tf2py.transport.broadcaster import (  # noqa: E402
+import tf2py.bag
+from tf2py import Time, make_transform
+from tf2py.bag import read_transforms
+from tf2py.transport.broadcaster import (
     StaticTransformBroadcaster,
     TransformBroadcaster,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core
 
 
 @pytest.fixture
@@ -92,8 +93,8 @@ def test_record_foxglove_writes_frame_transforms_matching_the_ros_topics(
                 continue
             rows = range(int(ros.message_offsets[k]), int(ros.message_offsets[k + 1]))
             expected.append((int(ros.message_log_ns[k]), [
-                (ros.parents[i], ros.children[i], int(ros.stamps_ns[i]),
-                 tuple(ros.values[i].tolist())) for i in rows]))
+                (ros.transforms.parents[i], ros.transforms.children[i], int(ros.transforms.stamps_ns[i]),
+                 tuple(ros.transforms.values[i].tolist())) for i in rows]))
         assert foxglove == sorted(expected)
     statics_fox = [_values(t) for _, _, m in topics["/tf_static_foxglove"]
                    for t in FrameTransforms.FromString(m.data).transforms]

@@ -69,9 +69,9 @@ def test_decode_round_trips_the_encoder_for_every_padding(n):
     stamps = rng.integers(-(2**40), 2**60, n)
     values = rng.normal(size=(n, 7))
     got = cdr.decode_tf(cdr.encode_tf_columns(parents, children, stamps, values))
-    assert got[0] == parents and got[1] == children
-    assert got[2].dtype == np.int64 and got[2].tolist() == stamps.tolist()
-    assert got[3].shape == (n, 7) and np.array_equal(got[3], values)
+    assert got.parents == parents and got.children == children
+    assert got.stamps_ns.dtype == np.int64 and got.stamps_ns.tolist() == stamps.tolist()
+    assert got.values.shape == (n, 7) and np.array_equal(got.values, values)
 
 
 @pytest.mark.parametrize("little_endian", [True, False])
@@ -83,7 +83,8 @@ def test_decode_reads_what_rosbags_serialises_in_both_byte_orders(little_endian)
     data = bytes(store.serialize_cdr(_rosbags_message(store, rows), "tf2_msgs/msg/TFMessage",
                                      little_endian=little_endian))
     assert data[1] == (1 if little_endian else 0)
-    parents, children, stamps, values = cdr.decode_tf(data)
+    got = cdr.decode_tf(data)
+    parents, children, stamps, values = got.parents, got.children, got.stamps_ns, got.values
     assert parents == [r[0] for r in rows] and children == [r[1] for r in rows]
     assert stamps.tolist() == [s * 1_000_000_000 + ns for _, _, (s, ns), _ in rows]
     assert values.tolist() == [list(map(float, r[3])) for r in rows]
@@ -112,13 +113,13 @@ def test_decode_single_and_the_decoder_class_share_the_codec():
     decoder = cdr.TfDecoder()
     first = decoder.decode(_sample(["map"] * 3, ["a", "b", "c"]))
     second = decoder.decode(_sample(["map"] * 3, ["a", "b", "c"]))
-    assert second[1] == ["a", "b", "c"] and second[1][0] is first[1][0]  # one str per name
+    assert second.children == ["a", "b", "c"] and second.children[0] is first.children[0]  # one str per name
 
 
 def test_decode_accepts_bytearray_and_memoryview_and_refuses_other_objects():
     data = _sample(["map"], ["base"])
-    assert cdr.decode_tf(bytearray(data))[1] == ["base"]
-    assert cdr.decode_tf(memoryview(data))[1] == ["base"]
+    assert cdr.decode_tf(bytearray(data)).children == ["base"]
+    assert cdr.decode_tf(memoryview(data)).children == ["base"]
     with pytest.raises(TypeError):
         decode_tf_cdr("not bytes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -164,17 +165,17 @@ def test_a_malformed_sample_is_refused_with_its_cause_and_nothing_stored(name, s
 
 def test_up_to_seven_bytes_of_padding_at_the_end_are_accepted():
     for extra in range(8):
-        assert cdr.decode_tf(GOOD + bytes(extra))[1] == ["base_link"]
+        assert cdr.decode_tf(GOOD + bytes(extra)).children == ["base_link"]
 
 
 def test_frame_ids_over_the_limit_in_characters_are_refused():
     within = "é" * 4096  # 8192 bytes, 4096 characters
     over = "x" * 4097
-    assert cdr.decode_tf(_sample([within], ["a"]), max_chars=4096)[0] == [within]
+    assert cdr.decode_tf(_sample([within], ["a"]), max_chars=4096).parents == [within]
     with pytest.raises(cdr.CdrError) as info:
         cdr.decode_tf(_sample(["map", "map"], ["a", over]), max_chars=4096)
     assert info.value.cause == "frame_id_too_long" and "transform 1" in str(info.value)
-    assert cdr.decode_tf(_sample([over], ["a"]))[0] == [over]  # no limit asked: any length
+    assert cdr.decode_tf(_sample([over], ["a"])).parents == [over]  # no limit asked: any length
     core = BufferCore(10.0)
     result = _insert(core, [_sample(["map"], [over])], max_chars=4096)
     assert result.samples[0, STATUS] == 7 and result.stored == 0
@@ -257,7 +258,7 @@ def test_frame_ids_are_prefixed_as_the_fleet_names_them(robot, frame):
                                         np.array([5_000_000_000]), np.array([IDENTITY]), "test")
     assert (result.stored, len(result.samples)) == (reference.stored, 1)
     assert core.all_frames_as_string() == expected.all_frames_as_string()
-    assert cdr.decode_tf(_sample([frame], ["child"]), prefix=ids.prefix)[0] == \
+    assert cdr.decode_tf(_sample([frame], ["child"]), prefix=ids.prefix).parents == \
         [prefix_frame(robot, frame)]
 
 

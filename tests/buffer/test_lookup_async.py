@@ -19,8 +19,8 @@ from tf2py import (
     make_transform,
 )
 from tf2py.transport.broadcaster import TransformBroadcaster
-from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq.core import Core
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from helpers import wait_for
 from tf2py import Buffer, Duration, MessageFilter, Time, make_transform
 from tf2py.transport.broadcaster import TransformBroadcaster
 from tf2py.transport.listener import TransformListener
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import SHARED_DATA
 
+from helpers import SHARED_DATA
 from tf2py import Time, make_transform
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.core import BufferCore

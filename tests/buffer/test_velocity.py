@@ -15,8 +15,8 @@ import pytest
 
 from tf2py import Buffer, Header, Time, Twist, Vector3, VelocityStamped, make_transform
 from tf2py.buffer.core import BufferCore
-from tf2py.buffer.exceptions import TransformException
 from tf2py.buffer.errors import query_error
+from tf2py.buffer.exceptions import TransformException
 from tf2py.buffer.velocity_arguments import velocity_arguments
 
 

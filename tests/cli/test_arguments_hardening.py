@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from cli_support import tf2py  # noqa: F401 (fixture)
 from tf2py.cli.common import CommandError
 from tf2py.cli.main import build_parser
 from tf2py.cli.static_transform_publisher import parse

@@ -9,11 +9,10 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
-
 from bag.bagdata import ALL_RECORDINGS, write_bag
-from cli_support import tf2py  # noqa: F401 (fixture)
 from tf2py import Core, StaticTransformBroadcaster, Time, TransformBroadcaster, make_transform
+
+pytestmark = pytest.mark.timeout(900)
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

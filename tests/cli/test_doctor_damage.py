@@ -8,7 +8,6 @@ import json
 import pytest
 
 from bag.bagdata import write_bag
-from cli_support import tf2py  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cli_support import core, free_address, latch, repeat, tf2py, wait_for  # noqa: F401
+from cli_support import free_address, wait_for
 from tf2py import make_transform
 from tf2py.buffer.messages import quaternion_from_rpy
 from tf2py.cli.common import CommandError

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("zenoh")
 
-from helpers import REPO  # noqa: E402
+from helpers import REPO
 
 SECTION = "### A fleet in five minutes"
 PORT = "127.0.0.1:7447"

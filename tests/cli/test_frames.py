@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from cli_support import core, free_bus_address, latch, repeat, tf2py  # noqa: F401 (fixtures)
+from cli_support import free_bus_address
 from tf2py import make_transform
 from tf2py.cli.frames import format_tree, frame_trees
 

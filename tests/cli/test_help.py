@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from cli_support import tf2py  # noqa: F401 (fixture)
-
 
 @pytest.mark.parametrize("command", ["echo", "static-transform-publisher", "frames",
                                      "view-frames", "monitor", "launch", "play", "record"])

@@ -8,10 +8,9 @@ import os
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
-
-from cli_support import core, tf2py  # noqa: F401 (fixtures)
 from helpers import ros_domain_id
+
+pytestmark = pytest.mark.timeout(900)
 
 
 def error_line(result) -> str:
@@ -98,7 +97,7 @@ def test_ros2_hints_speak_of_ros2_discovery(tf2py):
 def keyed_core(spawn, tf2py_command, tmp_path):
     """A `tf2py core --keys SITE` on free ports: (process, address)."""
     site = tmp_path / "site"
-    from tf2py.transport.keys import create_site
+    from tf2py.transport.zmq.keys import create_site
 
     create_site(site)
     proc = spawn([*tf2py_command, "core", "--address", "tcp://127.0.0.1:0", "--keys", str(site)])

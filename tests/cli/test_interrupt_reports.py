@@ -9,13 +9,12 @@ import signal
 
 import pytest
 
-from cli_support import core, repeat  # noqa: F401 (fixtures)
 from tf2py import make_transform
 
 HEARING = "hearing transforms from the core at "
 
 
-def _robot(core_address: str, repeat) -> None:  # noqa: F811
+def _robot(core_address: str, repeat) -> None:
     repeat(core_address, [make_transform("odom", "base_link", (1, 0, 0)),
                           make_transform("base_link", "laser", (0.2, 0, 0))], live=True)
 
@@ -29,7 +28,7 @@ def _interrupted(spawn, tf2py_command, args, cwd=None):
     return proc
 
 
-def test_frames_prints_the_tree_heard_before_ctrl_c(spawn, tf2py_command, core, repeat):  # noqa: F811
+def test_frames_prints_the_tree_heard_before_ctrl_c(spawn, tf2py_command, core, repeat):
     _robot(core, repeat)
     proc = _interrupted(spawn, tf2py_command, ["frames", "--core", core, "--wait-time", "30"])
     output = proc.output()
@@ -38,7 +37,7 @@ def test_frames_prints_the_tree_heard_before_ctrl_c(spawn, tf2py_command, core, 
     assert "`-- base_link  (parent odom" in output and "laser" in output
 
 
-def test_doctor_reports_what_it_heard_before_ctrl_c(spawn, tf2py_command, core, repeat):  # noqa: F811
+def test_doctor_reports_what_it_heard_before_ctrl_c(spawn, tf2py_command, core, repeat):
     _robot(core, repeat)
     proc = _interrupted(spawn, tf2py_command,
                         ["doctor", "--core", core, "--duration", "30", "--json"])
@@ -48,7 +47,7 @@ def test_doctor_reports_what_it_heard_before_ctrl_c(spawn, tf2py_command, core, 
     assert report["listened_s"] < 30
 
 
-def test_view_frames_draws_what_it_heard_before_ctrl_c(spawn, tf2py_command, core, repeat,  # noqa: F811
+def test_view_frames_draws_what_it_heard_before_ctrl_c(spawn, tf2py_command, core, repeat,
                                                        tmp_path):
     _robot(core, repeat)
     proc = _interrupted(spawn, tf2py_command,
@@ -60,7 +59,7 @@ def test_view_frames_draws_what_it_heard_before_ctrl_c(spawn, tf2py_command, cor
 
 
 @pytest.mark.parametrize("args", [["frames", "--wait-time", "2"], ["doctor", "--duration", "2"]])
-def test_a_short_wait_says_nothing_extra(tf2py_command, core, repeat, args):  # noqa: F811
+def test_a_short_wait_says_nothing_extra(tf2py_command, core, repeat, args):
     import subprocess
 
     _robot(core, repeat)

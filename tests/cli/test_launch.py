@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from cli_support import free_bus_address, tf2py, wait_for  # noqa: F401 (fixtures)
+from cli_support import free_bus_address, wait_for
 from tf2py import Buffer, TransformListener
 
 # A process that prints a line, then waits to be stopped.
@@ -110,7 +110,7 @@ def test_launch_kills_a_process_that_ignores_sigint_and_sigterm(tmp_path, spawn,
           - process:
               name: stubborn
               cmd: [python, -c, "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"]
-        """)
+        """)  # noqa: E501 - a one-line python -c command in the YAML
     proc = launch(spawn, tf2py_command, path, "--grace", "0.3")
     proc.wait_for_line("[stubborn] ready")
     pid = started_pids(proc.output())["stubborn"]
@@ -134,7 +134,7 @@ def test_exit_of_a_required_process_stops_all_and_exits_non_zero(tmp_path, spawn
               name: vital
               cmd: [python, -c, "import os, time; [time.sleep(0.01) for _ in iter(lambda: os.path.exists('{go}'), True)]; raise SystemExit(3)"]
               required: true
-        """)
+        """)  # noqa: E501 - a one-line python -c command in the YAML
     proc = launch(spawn, tf2py_command, path)
     proc.wait_for_line("[long] hello")
     go.touch()
@@ -207,7 +207,7 @@ def test_env_and_substitutions_reach_the_process(tmp_path, tf2py):
               name: show
               cmd: [python, -c, "import os, sys; print(os.environ['A'], sys.argv[1:])", "$(var greeting)", "$(env TF2PY_TEST_SET)", "$(env TF2PY_TEST_UNSET fallback)", "$(dirname)"]
               env: {A: "from env"}
-        """)
+        """)  # noqa: E501 - a one-line python -c command in the YAML
     result = tf2py("launch", str(path), "greeting:=bonjour", env={"TF2PY_TEST_SET": "set"})
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"[show] from env ['bonjour', 'set', 'fallback', '{tmp_path}']" in result.stdout

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import textwrap
 
-from cli_support import tf2py  # noqa: F401 (fixture)
-
 FILE = """\
 launch:
   - arg: {name: rate, default: "1.0"}

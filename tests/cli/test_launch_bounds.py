@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from cli_support import tf2py  # noqa: F401 (fixture)
 from tf2py.cli.launch_file import MAX_SUBSTITUTED_CHARS, LaunchFileError, load
 
 

@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from cli_support import free_bus_address, free_port, wait_for  # noqa: F401
+from cli_support import free_bus_address, free_port, wait_for
 from helpers import REPO
 
 PROGRAM = textwrap.dedent("""\

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import time
 
-from cli_support import core, latch, repeat, tf2py, wait_for  # noqa: F401 (fixtures)
+from cli_support import wait_for
 from tf2py import Buffer, Time, TransformListener, make_transform
 
 NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from cli_support import core, free_bus_address, latch, tf2py, wait_for  # noqa: F401
+from cli_support import free_bus_address, wait_for
 from tf2py import Buffer, LookupException, make_transform
 from tf2py.server.client import BufferClient, ServerTimeoutException
 from tf2py.server.server import BufferServer

@@ -10,13 +10,11 @@ import signal
 import numpy as np
 import pytest
 
-from cli_support import tf2py, wait_for  # noqa: F401 (fixtures)
-from helpers import REPO
-from tf2py import Buffer, RobotModel, StaticTransformBroadcaster, Time, TransformListener
-from tf2py import make_transform
-from tf2py.transport.core import Core
-
 from bag.robot_bags import ARM, ARM_JOINTS, pinocchio_pose, write_mcap
+from cli_support import wait_for
+from helpers import REPO
+from tf2py import Buffer, RobotModel, StaticTransformBroadcaster, Time, TransformListener, make_transform
+from tf2py.transport.zmq.core import Core
 
 LAUNCH = REPO / "launch" / "arm.yaml"
 # joint_state_publisher's defaults for the arm: 0, or the middle of limits without 0

@@ -13,8 +13,8 @@ import pytest
 from helpers import SHARED_DATA, wait_for
 from tf2py import Buffer, SimClock
 from tf2py.bag import read_transforms
-from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformListener, TransformSubscriber
+from tf2py.transport.zmq.core import Core
 
 TF_EXAMPLE = SHARED_DATA / "tf_example.bag"  # 52 s: odom -> base_footprint at 10 Hz, 1 static
 

@@ -94,7 +94,7 @@ def test_one_publisher_at_an_irregular_rate_is_still_found():
 def test_record_writes_a_played_bags_statics_once(spawn, tf2py_command, tmp_path):
     from bag.bagdata import IDENTITY, write_bag
     from tf2py.bag import read_transforms
-    from tf2py.transport.core import Core
+    from tf2py.transport.zmq.core import Core
 
     bag = write_bag(tmp_path / "in.mcap", [
         (True, T0, [("base_link", "laser", T0, IDENTITY)]),

@@ -9,7 +9,7 @@ import signal
 import numpy as np
 import pytest
 
-from cli_support import core, free_bus_address, tf2py  # noqa: F401 (fixtures)
+from cli_support import free_bus_address
 from tf2py import Buffer, TransformListener
 from tf2py.buffer.messages import quaternion_from_rpy
 

@@ -10,7 +10,6 @@ import subprocess
 
 import pytest
 
-from cli_support import core, latch, repeat, tf2py  # noqa: F401 (fixtures)
 from helpers import SHARED_DATA
 from tf2py import make_transform
 from tf2py.cli.view_frames import generate_dot
@@ -262,7 +261,7 @@ def test_view_frames_from_bag_draws_the_turtlebot_tree_on_one_landscape_page(tf2
     assert fonts and min(fonts) >= 10.0
     # Every frame is drawn (its name, maybe on two lines, is in the SVG's text).
     texts = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
-    for parent, child in tips:
+    for _parent, child in tips:
         assert child.split("_")[-1] in texts
     # And it renders to PNG, a picture a person can look at, of the page's size at 96 dpi.
     png = tmp_path / "tb.png"

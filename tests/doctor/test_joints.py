@@ -9,7 +9,6 @@ import json
 import pytest
 
 from bag.robot_bags import ARM, ARM_JOINTS, joint_state_cdr, write_mcap
-from cli.cli_support import tf2py  # noqa: F401 (fixture)
 from tf2py import Core, JointStatePublisher, RobotModel, RobotStatePublisher
 from tf2py.doctor.joints import JointObservations, JointWatch, diagnose_joints
 

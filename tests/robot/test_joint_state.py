@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from rsp_support import hand_laid
-
 from tf2py import JointState, Time
 from tf2py.buffer.messages import Header
 from tf2py.robot.joint_state import (

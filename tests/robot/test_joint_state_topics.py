@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from helpers import wait_for
-
 from tf2py import Core
 from tf2py.robot.joint_state import JOINT_STATES, ROBOT_DESCRIPTION, encode_joint_state
 from tf2py.transport import wire

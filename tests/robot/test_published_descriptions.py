@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simulators.joints import random_configurations
 from tf2py import RobotModel
 
 pinocchio = pytest.importorskip("pinocchio")
@@ -70,20 +71,6 @@ def load(path: Path) -> RobotModel:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # mimics of joints a description lacks (alex)
         return RobotModel.from_urdf(path)
-
-
-def random_configurations(model: RobotModel, n: int, seed: int) -> np.ndarray:
-    """Positions within each joint's limits; continuous (or unlimited) joints in [-pi, pi]."""
-    rng = np.random.default_rng(seed)
-    joints = {j.name: j for j in model.joints}
-    out = np.empty((n, len(model.joint_names)))
-    for k, name in enumerate(model.joint_names):
-        limits = joints[name].limits
-        if joints[name].type == "continuous" or limits is None or limits.lower >= limits.upper:
-            out[:, k] = rng.uniform(-np.pi, np.pi, n)
-        else:
-            out[:, k] = rng.uniform(limits.lower, limits.upper, n)
-    return out
 
 
 def pinocchio_configuration(model: RobotModel, pin_model, positions: np.ndarray) -> np.ndarray:

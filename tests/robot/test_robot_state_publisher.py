@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import wait_for
-from rsp_support import SMALL_ARM, hand_laid, SMALL_ARM_FIXED, SMALL_ARM_JOINTS, SMALL_ARM_MOVING, TALOS
-
+from rsp_support import SMALL_ARM, SMALL_ARM_FIXED, SMALL_ARM_JOINTS, SMALL_ARM_MOVING, TALOS, hand_laid
 from tf2py import (
     Buffer,
     Core,

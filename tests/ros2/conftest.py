@@ -3,21 +3,21 @@ peer_env.py builds once per machine, talking to tf2py over DDS on loopback only.
 
 Each test gets its own ROS_DOMAIN_ID (random, 30..99; under pytest-xdist from its worker's
 own slice) and ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, in this process (for tf2py's objects)
-and in every peer it starts. Without the peer environment (no Python 3.12, no network for its first build) or without the ``ros2``
-extra, these tests skip and say why; under CI (``CI=true``) they fail with that reason
-instead, so a green run cannot hide that none of them ran.
+and in every peer it starts. Without the peer environment (no Python 3.12, no network for its
+first build) or without the ``ros2`` extra, these tests skip and say why; under CI
+(``CI=true``) they fail with that reason instead, so a green run cannot hide that none of
+them ran.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import Proc, ros_domain_id, skip_or_fail, wait_for  # noqa: F401
+from helpers import Proc, ros_domain_id, skip_or_fail, wait_for
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -11,8 +11,8 @@ from collections import Counter
 import tf2py
 from conftest import DISCOVERY_TIMEOUT, expected_transform, go
 from helpers import wait_for
-from tf2py.transport.core import Core
 from tf2py.transport.listener import TransformSubscriber
+from tf2py.transport.zmq.core import Core
 
 
 def _zmq_transform(k: int, child="zmq_child", parent="zmq_parent"):
@@ -27,8 +27,8 @@ def test_bridge_both_ways_relays_latches_statics_and_never_loops(
 
     def on_batch(batch):
         with lock:
-            batches.append((batch.authority, batch.is_static, batch.arrays.children,
-                            batch.arrays.stamps_ns.tolist(), batch.arrays.values.tolist()))
+            batches.append((batch.authority, batch.is_static, batch.transforms.children,
+                            batch.transforms.stamps_ns.tolist(), batch.transforms.values.tolist()))
 
     def zmq_rows(child):
         with lock:

@@ -16,7 +16,8 @@ FAST_DDS_SAMPLE = bytes.fromhex(
 
 
 def test_a_fast_dds_sample_decodes_to_columns():
-    parents, children, stamps, values = cdr.decode_tf(FAST_DDS_SAMPLE)
+    got = cdr.decode_tf(FAST_DDS_SAMPLE)
+    parents, children, stamps, values = got.parents, got.children, got.stamps_ns, got.values
     assert (parents, children, stamps.tolist()) == (["map"], ["base_link"], [12_000_000_345])
     assert values.tolist() == [[1.5, 0, 0, 0, 0, 0, 1]]
     assert cdr.decode_tf_single(FAST_DDS_SAMPLE) == ("map", "base_link", 12_000_000_345,
@@ -36,17 +37,17 @@ def test_many_frames_round_trip_exactly(n):
     stamps = rng.integers(-(2**40), 2**60, n)
     values = rng.normal(size=(n, 7))
     decoded = cdr.decode_tf(cdr.encode_tf_columns(parents, children, stamps, values))
-    assert decoded[0] == parents and decoded[1] == children
-    assert decoded[2].tolist() == stamps.tolist()
-    assert np.array_equal(decoded[3], values)
-    assert decoded[3].shape == (n, 7)
+    assert decoded.parents == parents and decoded.children == children
+    assert decoded.stamps_ns.tolist() == stamps.tolist()
+    assert np.array_equal(decoded.values, values)
+    assert decoded.values.shape == (n, 7)
 
 
 def test_padding_bytes_are_never_read():
     # ROS 2 leaves padding uninitialised: fill it with garbage, the values stay the same.
     sample = bytearray(FAST_DDS_SAMPLE)
     sample[38:44] = b"\xaa" * 6  # the padding after "base_link\0" (values at 44: 8-aligned)
-    assert cdr.decode_tf(bytes(sample))[3].tolist() == [[1.5, 0, 0, 0, 0, 0, 1]]
+    assert cdr.decode_tf(bytes(sample)).values.tolist() == [[1.5, 0, 0, 0, 0, 0, 1]]
 
 
 @pytest.mark.parametrize("sample, cause", [
@@ -104,16 +105,16 @@ def test_the_decoder_reuses_a_layout_only_for_the_same_frames():
     children = [f"f{j}" for j in range(7)]
     first = decoder.decode(_tf(children, 1.0, stamp=5))
     second = decoder.decode(_tf(children, 2.0, stamp=6))  # same frames: the cached layout
-    assert second[0] == ["map"] * 7 and second[1] == children
-    assert second[2].tolist() == [6] * 7 and second[3][:, 0].tolist() == [2.0] * 7
-    assert first[3][:, 0].tolist() == [1.0] * 7  # the earlier result is not overwritten
+    assert second.parents == ["map"] * 7 and second.children == children
+    assert second.stamps_ns.tolist() == [6] * 7 and second.values[:, 0].tolist() == [2.0] * 7
+    assert first.values[:, 0].tolist() == [1.0] * 7  # the earlier result is not overwritten
     # Same size, other frame ids: decoded afresh.
     other = decoder.decode(_tf([f"g{j}" for j in range(7)], 3.0))
-    assert other[1] == [f"g{j}" for j in range(7)] and other[3][:, 0].tolist() == [3.0] * 7
+    assert other.children == [f"g{j}" for j in range(7)] and other.values[:, 0].tolist() == [3.0] * 7
     # A caller changing the returned lists does not change the next result.
     result = decoder.decode(_tf(children, 5.0))
-    result[1][0] = "changed"
-    assert decoder.decode(_tf(children, 6.0))[1] == children
+    result.children[0] = "changed"
+    assert decoder.decode(_tf(children, 6.0)).children == children
 
 
 def test_the_decoder_ignores_padding_but_not_bytes_left_over():
@@ -123,7 +124,7 @@ def test_the_decoder_ignores_padding_but_not_bytes_left_over():
     decoder.decode(base)
     padded = bytearray(base)
     padded[31:36] = b"\xee" * 5  # the padding between "ab\0" and the values (8-aligned)
-    assert decoder.decode(bytes(padded))[3][0, 0] == 1.0
+    assert decoder.decode(bytes(padded)).values[0, 0] == 1.0
     # A two-transform message whose count says one: the second transform's bytes are left
     # over, more than a serialiser's padding, so the sample is refused.
     two = _tf(["a", "b"], 2.0)

@@ -12,11 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from conftest import HERE, Peer
-from helpers import REPO, ros_domain_id
-
 import peer_env
 import peer_tf2py
+from conftest import HERE, Peer
+from helpers import REPO, ros_domain_id
 
 # The first run on a machine compiles the kernel for the peer's Python 3.12 inside the
 # session fixture (.ci/run builds it beforehand); give that build time.

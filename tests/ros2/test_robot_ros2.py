@@ -14,12 +14,11 @@ import pytest
 
 from conftest import HERE, Peer
 from helpers import wait_for
-
 from tf2py import JointStatePublisher, RobotModel, RobotStatePublisher
 from tf2py.robot.joint_state import JOINT_STATE_TYPE_HASH, STRING_TYPE_HASH
 
 sys.path.insert(0, str(HERE.parent / "robot"))
-from rsp_support import TALOS  # noqa: E402  (tests/robot's published descriptions)
+from rsp_support import TALOS
 
 TIMEOUT = 60.0
 

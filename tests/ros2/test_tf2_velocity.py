@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# Needs a geometry2 checkout to compile tf2 0.39 from (TF2PY_TF2_SOURCE or TF2PY_TF2_DRIVER):
-# opt-in with the other heavy tests (TF2PY_HEAVY_TESTS=1), deselected otherwise.
-pytestmark = pytest.mark.heavy
-
 from tf2py import Time, make_transform
 from tf2py.buffer.core import BufferCore
 from tf2py.buffer.exceptions import TransformException
+
+# Needs a geometry2 checkout to compile tf2 0.39 from (TF2PY_TF2_SOURCE or TF2PY_TF2_DRIVER):
+# opt-in with the other heavy tests (TF2PY_HEAVY_TESTS=1), deselected otherwise.
+pytestmark = pytest.mark.heavy
 
 HERE = Path(__file__).resolve().parent
 NS = 1_000_000_000

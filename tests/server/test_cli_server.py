@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from helpers import free_address
 from tf2py import LookupException, StaticTransformBroadcaster, TransformBroadcaster, make_transform
 from tf2py.server.client import BufferClient
-
-import pytest
 
 
 def _address(line: str) -> str:

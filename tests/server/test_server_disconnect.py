@@ -47,7 +47,7 @@ _BURST = textwrap.dedent("""
 """)
 
 
-# Seconds: well under one on a quiet machine (bench/bench_faults.py measures it); generous
+# Seconds: well under one on a quiet machine (bench/faults.py measures it); generous
 # here, since a loaded CI machine may be slow to run the server's thread.
 _SOON = 15.0
 
@@ -90,7 +90,7 @@ def test_clients_killed_at_random_points_of_a_burst_leave_no_goal_waiting(buffer
                          timeout=60, message=f"the server read {seen} goals")
                 os.kill(proc.pid, signal.SIGKILL)
                 # soon after the kill (well under a second on a quiet machine: see
-                # bench_faults.py; _SOON allowed for a loaded one) the server has seen the
+                # bench/faults.py; _SOON allowed for a loaded one) the server has seen the
                 # close, skipped what was still queued from it and dropped its goals
                 wait_for(lambda: server.pending_count == 0 and server.stats()[
                     "connections_closed"] > before["connections_closed"], timeout=_SOON,

@@ -16,20 +16,21 @@ import pytest
 import zmq
 
 from helpers import wait_for
+from simulators.forging_server import ForgingServer
 from tf2py import (
-    Buffer,
     BackwardExtrapolationException,
+    Buffer,
     InvalidArgumentException,
     Time,
     TimeoutException,
     make_transform,
 )
 from tf2py.buffer.exceptions import INVALID_ARGUMENT_ERROR
-from tf2py.server import protocol
 from tf2py.server import goals as goals_module
+from tf2py.server import protocol
 from tf2py.server.client import BufferClient
 from tf2py.server.server import MAX_WAITING_GOALS_PER_CLIENT, BufferServer
-from tf2py.transport.wire import pack, transform_to_wire, unpack
+from tf2py.transport.wire import unpack
 
 
 class _Dealer:
@@ -312,45 +313,9 @@ def test_one_zeromq_context_per_process(buffer):
 # --- forged answers -------------------------------------------------------------------------
 
 
-class _ForgingServer:
-    """A ROUTER that answers every goal with a transform between frames of its choosing."""
-
-    def __init__(self, parent="evil_parent", child="evil_child"):
-        self.context = zmq.Context()
-        self.router = self.context.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        port = self.router.bind_to_random_port("tcp://127.0.0.1")
-        self.address = f"tcp://127.0.0.1:{port}"
-        self.parent, self.child = parent, child
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
-        while not self.stop.is_set():
-            if not poller.poll(50):
-                continue
-            identity, data = self.router.recv_multipart()
-            message = unpack(data)
-            if message[1] != "goal":
-                continue
-            forged = make_transform(self.parent, self.child, (666, 0, 0), stamp=message[5] / 1e9)
-            self.router.send_multipart([identity, pack(
-                [protocol.PROTOCOL_VERSION, "result", message[2], 0, "", "",
-                 transform_to_wire(forged)])])
-
-    def close(self):
-        self.stop.set()
-        self.thread.join()
-        self.router.close(linger=0)
-        self.context.term()
-
-
 @pytest.mark.parametrize("blocking", [True, False])
 def test_client_refuses_an_answer_for_other_frames(blocking):
-    forger = _ForgingServer()
+    forger = ForgingServer()
     try:
         with BufferClient(forger.address, timeout_padding=0.5) as client:
             if blocking:
@@ -368,7 +333,7 @@ def test_client_refuses_an_answer_for_other_frames(blocking):
 
 
 def test_client_accepts_an_answer_for_the_frames_and_time_it_asked():
-    forger = _ForgingServer("map", "base_link")
+    forger = ForgingServer("map", "base_link")
     try:
         with BufferClient(forger.address, timeout_padding=0.5) as client:
             # the forger answers at the asked stamp: accepted (frames and time match)

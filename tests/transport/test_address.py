@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tf2py.transport.address import (
-    bus_endpoints,
-    check_server_address,
-    core_address,
-    server_address,
-)
+from tf2py.transport.address import core_address, server_address
+from tf2py.transport.zmq.address import bus_endpoints, check_server_address
 
 
 def test_core_address_prefers_the_argument(monkeypatch):
@@ -51,7 +47,7 @@ def test_port_zero_is_not_a_client_address():
 
 
 def test_a_running_core_object_stands_for_its_address():
-    from tf2py.transport.core import Core
+    from tf2py.transport.zmq.core import Core
 
     with Core("tcp://127.0.0.1:0") as core:
         assert core_address(core) == core.address

@@ -17,10 +17,11 @@ import zmq
 from helpers import wait_for
 from tf2py import make_transform
 from tf2py.buffer.buffer import Buffer
-from tf2py.transport import _sockets, wire
+from tf2py.transport import wire
+from tf2py.transport.zmq import sockets as _sockets
 from tf2py.transport.zmq import core as core_module
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformListener
 from transport_support import (
     STATIC_BROADCASTER,

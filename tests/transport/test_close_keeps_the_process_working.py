@@ -20,7 +20,7 @@ _CHILD = textwrap.dedent(f"""
     import sys, threading, time
     from tf2py import make_transform
     from tf2py.transport.broadcaster import StaticTransformBroadcaster
-    from tf2py.transport.core import Core
+    from tf2py.transport.zmq.core import Core
     from tf2py.transport.listener import TransformSubscriber
 
     for round in range({ROUNDS}):

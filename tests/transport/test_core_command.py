@@ -13,7 +13,7 @@ import zmq
 
 from helpers import wait_for
 from tf2py.transport import wire
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformListener
 from transport_support import (
     RAW_LATCH,

@@ -59,10 +59,10 @@ def test_the_latched_set_keeps_ids_as_sent_and_holds_one_row_per_frame(core):  #
         # The first set alone may be latched for a moment: wait for the second to replace it.
         batches = []
         wait_for(lambda: batches.append(late_joiners_static_batch())
-                 or batches[-1].arrays.values[0][0] == 0.2, timeout=20)
+                 or batches[-1].transforms.values[0][0] == 0.2, timeout=20)
     batch = batches[-1]
     assert batch.authority == "mounts"
-    assert list(zip(batch.arrays.parents, batch.arrays.children)) == [("/base_link", "/laser")]
+    assert list(zip(batch.transforms.parents, batch.transforms.children)) == [("/base_link", "/laser")]
 
 
 def test_doctor_started_after_the_static_names_its_sender(core):  # noqa: F811

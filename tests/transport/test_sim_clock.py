@@ -12,7 +12,8 @@ import zmq
 from helpers import wait_for
 from tf2py import Buffer, SimClock, Time, make_transform
 from tf2py.transport import wire
-from tf2py.transport.address import bus_endpoints
+from tf2py.transport.zmq import wire_clock
+from tf2py.transport.zmq.address import bus_endpoints
 from tf2py.transport.clock import ClockPublisher, TimeJump
 from transport_support import core  # noqa: F401  (fixture)
 
@@ -86,7 +87,7 @@ def test_malformed_clock_messages_are_dropped_and_counted(core):  # noqa: F811
     try:
         with SimClock(core.address) as clock:
             def sent_and_seen():
-                raw.send(wire.clock_message(5_000_000_000))
+                raw.send(wire_clock.clock_message(5_000_000_000))
                 return clock.now() == Time(5)
 
             wait_for(sent_and_seen, 10.0, interval=0.01)
@@ -94,14 +95,14 @@ def test_malformed_clock_messages_are_dropped_and_counted(core):  # noqa: F811
             for bad in (b"\xc1garbage", msgpack.packb([1, "soon"]), msgpack.packb([99, 7]),
                         msgpack.packb([1, -5])):
                 before = sum(clock.stats()["dropped"].values())
-                raw.send(wire.TOPIC_CLOCK + bad)
+                raw.send(wire_clock.TOPIC_CLOCK + bad)
                 # (read when asked: now() takes the latest tick and reports a bad one)
                 wait_for(lambda: clock.now() is not None
                          and sum(clock.stats()["dropped"].values()) > before, 5.0)
                 assert clock.now() == Time(5)
             # A multi-frame message is discarded by ZeroMQ's conflating socket itself.
-            raw.send_multipart([wire.TOPIC_CLOCK, wire.encode_clock(7_000_000_000)])
-            raw.send(wire.clock_message(6_000_000_000))
+            raw.send_multipart([wire_clock.TOPIC_CLOCK, wire_clock.encode_clock(7_000_000_000)])
+            raw.send(wire_clock.clock_message(6_000_000_000))
             wait_for(lambda: clock.now() == Time(6), 5.0)
             dropped = clock.stats()["dropped"]
             assert dropped == {"garbage": 1, "shape": 2, "version": 1}, dropped
@@ -136,17 +137,17 @@ def test_bad_addresses_are_refused_in_one_line():
 
 
 def test_clock_wire_format_round_trips_and_refuses_bad_values():
-    assert wire.decode_clock(wire.encode_clock(1_700_000_000_123_456_789)) == \
+    assert wire_clock.decode_clock(wire_clock.encode_clock(1_700_000_000_123_456_789)) == \
         1_700_000_000_123_456_789
     with pytest.raises(wire.WireError):
-        wire.encode_clock(-1)
+        wire_clock.encode_clock(-1)
     with pytest.raises(wire.UnknownVersionError):
-        wire.decode_clock(msgpack.packb([wire.WIRE_VERSION + 1, 5]))
+        wire_clock.decode_clock(msgpack.packb([wire.WIRE_VERSION + 1, 5]))
     for body in (b"", b"\xc1", msgpack.packb([1]), msgpack.packb([1, 2.5]),
                  msgpack.packb([1, True]), msgpack.packb({"t": 1}), b"x" * 100,
                  msgpack.packb([1, 2**64 - 1])):
         with pytest.raises(wire.WireError):
-            wire.decode_clock(body)
+            wire_clock.decode_clock(body)
 
 
 def test_buffer_following_a_sim_clock_forgets_dynamic_data_on_a_jump_back(core):  # noqa: F811

@@ -18,7 +18,7 @@ import zmq
 from helpers import InsertHookBuffer, wait_for
 from tf2py import make_transform
 from tf2py.transport import wire
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 
 class RecordingBuffer(InsertHookBuffer):

@@ -13,16 +13,15 @@ import pytest
 
 pytest.importorskip("foxglove")
 
-from foxglove_client import FoxgloveClient, values_of  # noqa: E402
-
-from helpers import free_port  # noqa: E402
-from tf2py import (  # noqa: E402
+from foxglove_client import FoxgloveClient, values_of
+from helpers import free_port
+from tf2py import (
     StaticTransformBroadcaster,
     Time,
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core
 
 URL_LINE = re.compile(r"^Open in Foxglove: https://app\.foxglove\.dev/\?ds=foxglove-websocket"
                       r"&ds\.url=ws%3A%2F%2F127\.0\.0\.1%3A(\d+)$")

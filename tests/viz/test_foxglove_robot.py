@@ -12,13 +12,11 @@ import pytest
 
 pytest.importorskip("foxglove")
 
-from foxglove_client import FoxgloveClient  # noqa: E402
-
-from bag.robot_bags import ARM  # noqa: E402
-from helpers import wait_for  # noqa: E402
-from tf2py import JointStatePublisher, RobotModel, RobotStatePublisher  # noqa: E402
-from tf2py.transport.core import Core  # noqa: E402
-from tf2py.viz.foxglove import FoxgloveServer  # noqa: E402
+from bag.robot_bags import ARM
+from foxglove_client import FoxgloveClient
+from tf2py import JointStatePublisher, RobotModel, RobotStatePublisher
+from tf2py.transport.zmq.core import Core
+from tf2py.viz.foxglove import FoxgloveServer
 
 URDF = ARM.read_text()
 

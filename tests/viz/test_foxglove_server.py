@@ -10,18 +10,18 @@ import pytest
 
 pytest.importorskip("foxglove")
 
-from foxglove_client import FoxgloveClient, values_of  # noqa: E402
-from google.protobuf import descriptor_pb2  # noqa: E402
+from google.protobuf import descriptor_pb2
 
-from helpers import wait_for  # noqa: E402
-from tf2py import (  # noqa: E402
+from foxglove_client import FoxgloveClient, values_of
+from helpers import wait_for
+from tf2py import (
     StaticTransformBroadcaster,
     Time,
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
-from tf2py.viz.foxglove import FoxgloveServer  # noqa: E402
+from tf2py.transport.zmq.core import Core
+from tf2py.viz.foxglove import FoxgloveServer
 
 # Quaternions whose squared norm is exactly 1.0 in binary floating point, so nothing is
 # renormalized and the values must arrive bit for bit.

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("foxglove")
 
-from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms  # noqa: E402
+from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
 
-from tf2py.viz.frame_transforms import FrameTransformsBuilder  # noqa: E402
+from tf2py.viz.frame_transforms import FrameTransformsBuilder
 
 GOOD = ("odom", "base", 1_700_000_000_123_456_789, (1.5, -2.0, 0.25, 0.0, 0.0, 0.6, 0.8))
 CASES = {

@@ -13,17 +13,16 @@ import pytest
 
 pytest.importorskip("rerun")
 
-from rerun_reader import read_rows, split_path  # noqa: E402
-
-from helpers import free_port, wait_for  # noqa: E402
-from tf2py import (  # noqa: E402
+from helpers import free_port, wait_for
+from rerun_reader import read_rows, split_path
+from tf2py import (
     Buffer,
     StaticTransformBroadcaster,
     Time,
     TransformBroadcaster,
     make_transform,
 )
-from tf2py.transport.core import Core  # noqa: E402
+from tf2py.transport.zmq.core import Core
 
 SECOND = 1_000_000_000
 
@@ -170,7 +169,7 @@ def test_without_rerun_sdk_the_command_says_which_extra(run, tmp_path, core):
 
 def test_a_bag_played_on_the_bus_is_logged_at_its_own_stamps(spawn, tf2py_command, core,
                                                              tmp_path):
-    from bag.bagdata import IDENTITY, write_bag
+    from bag.bagdata import write_bag
 
     t0 = 1_700_000_000 * SECOND
     rows = [(0.1 * i, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0) for i in range(20)]

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("rerun")
 
-import rerun as rr  # noqa: E402
+import rerun as rr
 
-from rerun_reader import read_rows, split_path  # noqa: E402
-from tf2py import Buffer, Time, make_transform  # noqa: E402
-from tf2py.viz import log_to_rerun  # noqa: E402
-from tf2py.viz.rerun import RerunTree  # noqa: E402
+from rerun_reader import read_rows, split_path
+from tf2py import Buffer, Time, make_transform
+from tf2py.viz import log_to_rerun
+from tf2py.viz.rerun import RerunTree
 
 SECOND = 1_000_000_000
 

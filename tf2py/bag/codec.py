@@ -9,8 +9,9 @@ a generic deserialiser. CDR is read and written by tf2py's one TFMessage codec
 ``ValueError`` on anything that does not parse exactly (bad lengths, bytes left over), so a
 corrupt message is never half-read.
 
-Decoders append to ``Columns``: parents, children (lists of str), stamps (int64 ns) and values
-(a flat float64 array, 7 per transform: tx, ty, tz, qx, qy, qz, qw).
+Decoders append to a ``RowBuilder`` (growing parents, children, int64 ns stamps and a flat
+float64 array, 7 per transform: tx, ty, tz, qx, qy, qz, qw); ``RowBuilder.build()`` hands the
+rows on as one ``tf2py.Transforms``.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..buffer.transforms import Transforms
 from ..transport.ros2 import cdr
 
 #: A serialized message (its bytes; a read-only buffer over them works alike).
 Raw = bytes
 
 __all__ = [
-    "Columns",
+    "RowBuilder",
     "decode_ros2",
     "decode_ros1",
     "encode_ros2",
@@ -74,8 +76,9 @@ TFMESSAGE_ROS2_DEFINITION = (
 )
 
 
-class Columns:
-    """Transforms as parallel columns, filled by the decoders."""
+class RowBuilder:
+    """The rows the decoders append to, growing message by message; ``build()`` makes them
+    one ``Transforms``."""
 
     __slots__ = ("parents", "children", "stamps", "values", "_names", "_cdr_names", "layouts")
 
@@ -104,6 +107,16 @@ class Columns:
         del self.stamps[n:]
         del self.values[7 * n :]
 
+    def build(self) -> Transforms:
+        """The rows so far as a ``Transforms`` (sharing this builder's memory: build once,
+        when every message is decoded)."""
+        n = len(self.stamps)
+        if not n:
+            return Transforms.empty()
+        return Transforms._of(self.parents, self.children,
+                              np.frombuffer(self.stamps, dtype=np.int64),
+                              np.frombuffer(self.values, dtype=np.float64).reshape(n, 7))
+
     def name(self, raw: bytes) -> str:
         name = self._names.get(raw)
         if name is None:
@@ -112,18 +125,18 @@ class Columns:
         return name
 
 
-def decode_ros2(raw: Raw, out: Columns) -> int:
+def decode_ros2(raw: Raw, out: RowBuilder) -> int:
     """Append the transforms of one CDR-encoded ``tf2_msgs/msg/TFMessage``; returns how many.
 
     Raises ``ValueError`` (a ``CdrError``, and appends nothing) if the bytes are not exactly
     one such message.
     """
-    parents, children, stamps, values = cdr.decode_tf(raw, names=out._cdr_names)
-    out.parents.extend(parents)
-    out.children.extend(children)
-    out.stamps.frombytes(stamps.tobytes())
-    out.values.frombytes(values.tobytes())
-    return len(parents)
+    rows = cdr.decode_tf(raw, names=out._cdr_names)
+    out.parents.extend(rows.parents)
+    out.children.extend(rows.children)
+    out.stamps.frombytes(rows.stamps_ns.tobytes())
+    out.values.frombytes(rows.values.tobytes())
+    return len(rows)
 
 
 _ROS1_U32 = struct.Struct("<I")
@@ -132,7 +145,7 @@ _ROS1_F7 = struct.Struct("<7d")
 _ROS1_SEC_NSEC = struct.Struct("<II").unpack_from
 
 
-def decode_ros1(raw: Raw, out: Columns) -> int:
+def decode_ros1(raw: Raw, out: RowBuilder) -> int:
     """Append the transforms of one ROS 1 ``tf2_msgs/TFMessage`` or ``tf/tfMessage``.
 
     Raises ``ValueError`` (and appends nothing) if the bytes are not exactly one such message.

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
-from ..buffer.time import Time
-from .codec import ROS1_TFMESSAGE_MD5, Columns, decode_ros1, decode_ros2
+from ..buffer.messages import TransformStamped
+from ..buffer.transforms import Transforms
+from .codec import ROS1_TFMESSAGE_MD5, RowBuilder, decode_ros1, decode_ros2
 from .errors import BagError, BagWarning, require
 
 if TYPE_CHECKING:
@@ -48,27 +48,22 @@ def _one_line(exc: BaseException) -> str:
 
 
 class BagTransforms:
-    """The transforms of a bag's ``/tf`` and ``/tf_static``, as columns in recording order.
+    """The transforms of a bag's ``/tf`` and ``/tf_static``, in recording order, with the
+    messages they came in.
 
-    Rows (one per transform): ``parents``, ``children`` (lists of frame ids), ``stamps_ns``
-    (int64, the header stamps), ``values`` (float64 ``(N, 7)``: tx, ty, tz, qx, qy, qz, qw;
-    the transform maps data in the child frame into the parent frame), ``is_static`` (bool).
+    ``transforms``: every transform (a ``tf2py.Transforms``; row k maps data in
+    ``children[k]`` into ``parents[k]`` at its header stamp), ``is_static`` (bool per row).
     Messages (one per ``TFMessage``): ``message_log_ns`` (int64, when the recorder received
     it), ``message_offsets`` (``M + 1`` row offsets), ``message_static`` (bool).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], columns: Columns, log_ns: Sequence[int],
+        self, path: str | os.PathLike[str], transforms: Transforms, log_ns: Sequence[int],
         offsets: Sequence[int], static: Sequence[bool], skipped: int, topics: dict[str, str],
     ) -> None:
         self.path = str(path)
         self.name = Path(path).name
-        self.parents = columns.parents
-        self.children = columns.children
-        self.stamps_ns = np.frombuffer(columns.stamps, dtype=np.int64) if len(columns) else (
-            np.zeros(0, dtype=np.int64))
-        self.values = (np.frombuffer(columns.values, dtype=np.float64) if len(columns) else
-                       np.zeros(0, dtype=np.float64)).reshape(-1, 7)
+        self.transforms = transforms
         self.message_log_ns = np.asarray(log_ns, dtype=np.int64)
         self.message_offsets = np.asarray(offsets, dtype=np.int64)
         self.message_static = np.asarray(static, dtype=bool)
@@ -79,7 +74,7 @@ class BagTransforms:
         self.topics = topics
 
     def __len__(self) -> int:
-        return len(self.stamps_ns)
+        return len(self.transforms)
 
     @property
     def message_count(self) -> int:
@@ -99,24 +94,19 @@ class BagTransforms:
 
     def recording_span_s(self) -> float:
         """Seconds between the oldest and newest stamp of the dynamic transforms."""
-        dynamic = self.stamps_ns[~self.is_static]
+        dynamic = self.transforms.stamps_ns[~self.is_static]
         if not len(dynamic):
             return 0.0
         return (int(dynamic.max()) - int(dynamic.min())) / 1e9
 
     def transform(self, row: int) -> TransformStamped:
         """Row ``row`` as a ``TransformStamped``."""
-        tx, ty, tz, qx, qy, qz, qw = self.values[row].tolist()
-        return TransformStamped(
-            Header(Time.from_nanoseconds(int(self.stamps_ns[row])), self.parents[row]),
-            self.children[row],
-            Transform(Vector3(tx, ty, tz), Quaternion(qx, qy, qz, qw)),
-        )
+        return self.transforms[row]
 
     def message_transforms(self, index: int) -> list[TransformStamped]:
         """The transforms of message ``index`` as ``TransformStamped`` objects."""
         start, stop = int(self.message_offsets[index]), int(self.message_offsets[index + 1])
-        return [self.transform(row) for row in range(start, stop)]
+        return self.transforms[start:stop].to_messages()
 
     def insert_into(self, buffer: BufferCore, authority: str) -> None:
         """Store every transform in ``buffer`` (a ``BufferCore`` or ``Buffer``) with the batch
@@ -128,15 +118,10 @@ class BagTransforms:
             rows = np.flatnonzero(self.is_static == static)
             if not len(rows):
                 continue
-            if len(rows) == len(self):
-                parents, children = self.parents, self.children
-                stamps, values = self.stamps_ns, self.values
-            else:
-                parents = [self.parents[i] for i in rows.tolist()]
-                children = [self.children[i] for i in rows.tolist()]
-                stamps, values = self.stamps_ns[rows], self.values[rows]
+            part = self.transforms if len(rows) == len(self) else self.transforms[rows]
             result = buffer.set_transforms(
-                parents, children, stamps, values, authority, is_static=static
+                part.parents, part.children, part.stamps_ns, part.values, authority,
+                is_static=static
             )
             old += result.old
             invalid.extend((int(rows[i]), exc) for i, exc in result.invalid)
@@ -328,7 +313,7 @@ def read_transforms(
     reader, kind = open_bag(path, strict)
     is_ros1 = kind == "ros1"
     decode = decode_ros1 if is_ros1 else decode_ros2
-    columns = Columns()
+    columns = RowBuilder()
     log_ns: list[int] = []
     offsets = [0]
     static_flags: list[bool] = []
@@ -394,7 +379,7 @@ def read_transforms(
             BagWarning,
             stacklevel=2,
         )
-    data = BagTransforms(path, columns, log_ns, offsets, static_flags, skipped, topics)
+    data = BagTransforms(path, columns.build(), log_ns, offsets, static_flags, skipped, topics)
     _sort_by_log_time(data)
     return data
 
@@ -410,10 +395,7 @@ def _sort_by_log_time(data: BagTransforms) -> None:
     rows = np.concatenate(
         [np.arange(offsets[k], offsets[k + 1]) for k in order.tolist()]
     ).astype(np.int64)
-    data.parents = [data.parents[i] for i in rows.tolist()]
-    data.children = [data.children[i] for i in rows.tolist()]
-    data.stamps_ns = data.stamps_ns[rows]
-    data.values = data.values[rows]
+    data.transforms = data.transforms[rows]
     data.message_log_ns = log_ns[order]
     data.message_static = data.message_static[order]
     data.message_offsets = np.concatenate([[0], np.cumsum(counts[order])]).astype(np.int64)

@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .codec import Columns
+from ..buffer.transforms import Transforms
 from .errors import BagError, BagWarning
 from .reader import BagTransforms, _one_line, _sort_by_log_time, open_bag, read_transforms
 
 if TYPE_CHECKING:
-    from ..robot.kinematics import JointRows
     from ..robot.model import RobotModel
 
 __all__ = ["BagJointStates", "read_joint_states", "robot_model", "robot_transforms",
@@ -287,7 +286,6 @@ def robot_model(robot: RobotArgument, states: BagJointStates,
     """The ``RobotModel`` that ``robot`` names: itself, the URDF or xacro file at that path,
     or (``True``) the one in the bag's latest ``/robot_description``. ``BagError`` when the
     bag has none; ``RobotModelError`` (one line) when the description cannot be built."""
-    from ..robot.kinematics import JointRows
     from ..robot.model import RobotModel
 
     if isinstance(robot, RobotModel):
@@ -311,7 +309,7 @@ def robot_transforms(model: RobotModel, states: BagJointStates, frame_prefix: st
     """The transforms ``robot_state_publisher`` would have sent for ``states``: the fixed
     joints once on /tf_static (stamped with the first joint state's stamp, received with
     it), then, per joint state message, the movable joints it names and their mimics,
-    stamped with its stamp and received at its log time. Columns as ``read_transforms``'s.
+    stamped with its stamp and received at its log time, as ``read_transforms`` gives them.
 
     ``BagError`` (one line) when the bag has no joint states, or when none of their names is
     a movable joint of the model. Messages with a position that is not finite are left out
@@ -330,7 +328,7 @@ def robot_transforms(model: RobotModel, states: BagJointStates, frame_prefix: st
                        f"{joint_states_topic} ({_names(states.joint_names())}) is a movable "
                        f"joint of robot {model.name!r} ({_names(model.joint_names)})")
     dof = len(model.joint_names)
-    parts: list[tuple[JointRows, npt.NDArray[np.intp]]] = []
+    parts: list[tuple[Transforms, npt.NDArray[np.intp]]] = []
     for names, members, positions in states.groups():
         finite = np.isfinite(positions).all(axis=1)
         if not finite.all():
@@ -345,7 +343,7 @@ def robot_transforms(model: RobotModel, states: BagJointStates, frame_prefix: st
         configurations[:, list(target)] = positions[:, list(source)]
         rows = model.movable_rows(configurations, states.stamps_ns[members], frame_prefix)
         # movable_rows gives joint by joint; each joint's rows in configuration order
-        parts.append((rows, np.tile(members, len(rows.parents) // len(members))))
+        parts.append((rows, np.tile(members, len(rows) // len(members))))
     return _as_bag_transforms(model, states, parts, frame_prefix)
 
 
@@ -355,30 +353,18 @@ def _names(names: Sequence[str], shown: int = 6) -> str:
 
 
 def _as_bag_transforms(model: RobotModel, states: BagJointStates,
-                       parts: list[tuple[JointRows, npt.NDArray[np.intp]]],
+                       parts: list[tuple[Transforms, npt.NDArray[np.intp]]],
                        frame_prefix: str) -> BagTransforms:
     """Rows in message order (statics first, as one message) as a ``BagTransforms``."""
-    static_parents, static_children, static_values = model.static_rows(frame_prefix)
     message = np.concatenate([m for _, m in parts]) if parts else np.zeros(0, dtype=np.intp)
     order = np.argsort(message, kind="stable")  # message by message, joints in model order
-    parents = [p for rows, _ in parts for p in rows.parents]
-    children = [c for rows, _ in parts for c in rows.children]
-    values = (np.concatenate([rows.values for rows, _ in parts]) if parts
-              else np.zeros((0, 7)))[order]
-    stamps = (np.concatenate([rows.stamps_ns for rows, _ in parts]) if parts
-              else np.zeros(0, dtype=np.int64))[order]
-    order_list = order.tolist()
-    parents = [parents[i] for i in order_list]
-    children = [children[i] for i in order_list]
+    moving = Transforms.concatenate([rows for rows, _ in parts])[order]
     used = np.unique(message)  # the messages that gave rows, in log-time order
     per_message = np.bincount(message, minlength=len(states))[used]
-    statics = len(static_parents)
-    first_ns = int(states.stamps_ns[0])
-    data = BagTransforms(states.path, Columns(), [], [0], [], 0, {})
-    data.parents = static_parents + parents
-    data.children = static_children + children
-    data.stamps_ns = np.concatenate([np.full(statics, first_ns, dtype=np.int64), stamps])
-    data.values = np.concatenate([static_values.reshape(-1, 7), values])
+    fixed = model.static_rows(frame_prefix, int(states.stamps_ns[0]))
+    statics = len(fixed)
+    data = BagTransforms(states.path, Transforms.concatenate([fixed, moving]), [], [0], [], 0,
+                         {})
     log_ns = states.log_ns[used]
     data.message_log_ns = np.concatenate([[int(states.log_ns[0])] if statics else [],
                                           log_ns]).astype(np.int64)
@@ -393,11 +379,8 @@ def _as_bag_transforms(model: RobotModel, states: BagJointStates,
 def merge(first: BagTransforms, second: BagTransforms) -> BagTransforms:
     """The messages of both, in log-time order (stable: ``first``'s before ``second``'s at
     equal times)."""
-    data = BagTransforms(first.path, Columns(), [], [0], [], 0, {})
-    data.parents = first.parents + second.parents
-    data.children = first.children + second.children
-    data.stamps_ns = np.concatenate([first.stamps_ns, second.stamps_ns])
-    data.values = np.concatenate([first.values, second.values])
+    data = BagTransforms(first.path, Transforms.concatenate([first.transforms, second.transforms]),
+                         [], [0], [], 0, {})
     data.message_log_ns = np.concatenate([first.message_log_ns, second.message_log_ns])
     data.message_offsets = np.concatenate(
         [first.message_offsets, second.message_offsets[1:] + first.message_offsets[-1]])

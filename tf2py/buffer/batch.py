@@ -1,7 +1,9 @@
 """Batch inserts: ``BufferCore.set_transforms``' argument forms, checked and handed to the
 kernel, and the wording of the rows it refused.
 
-The common forms go to the kernel as they are: lists of frame ids (or one frame id for every
+The main form is a ``Transforms`` (``store_batch(core, transforms, authority, is_static)``);
+the column form (parents, children, stamps_ns, values, authority, is_static) stays. The
+common columns go to the kernel as they are: lists of frame ids (or one frame id for every
 row), an int64 stamp array and a float64 ``(N, 7)`` row array. Anything else is converted
 here first (or refused with an ``InvalidArgumentException`` naming what is wrong).
 
@@ -11,20 +13,22 @@ call; the caller words what it refused (``tf2py.transport.ros2.cdr.cdr_error``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Collection, NamedTuple, Sequence, cast
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from ._kernel_ext import FrameIds, decode_tf_cdr
-
 from .errors import STAMP_MAX, check_insert
 from .exceptions import InvalidArgumentException
+from .transforms import Transforms
 
 if TYPE_CHECKING:
     from .core import BufferCore
 
-__all__ = ["BatchResult", "CdrInsert", "FrameIds", "insert_cdr", "store_rows"]
+__all__ = ["BatchResult", "CdrInsert", "FrameIds", "batch_frames", "insert_cdr", "store_batch",
+           "store_rows"]
 
 
 class BatchResult(NamedTuple):
@@ -55,11 +59,47 @@ def _row_count(values: Any, stamps_ns: Any) -> int:
         return 0
 
 
+def store_batch(
+    core: BufferCore, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any,
+) -> BatchResult:
+    """``set_transforms``' work for either form: ``(transforms, authority, is_static=False)``
+    with a ``Transforms``, or the columns ``(parents, children, stamps_ns, values, authority,
+    is_static=False)``; the caller notifies what was stored."""
+    if isinstance(transforms, Transforms):
+        return store_transforms(core, transforms, *args, **kwargs)
+    return store_rows(core, transforms, *args, **kwargs)
+
+
+def store_transforms(
+    core: BufferCore, transforms: Transforms, authority: Any, is_static: bool = False,
+) -> BatchResult:
+    """Store the rows of a ``Transforms`` (one shared frame id goes to the kernel as one)."""
+    parent = transforms.shared_parent
+    child = transforms.shared_child
+    return store_rows(core, transforms.parents if parent is None else parent,
+                      transforms.children if child is None else child,
+                      transforms.stamps_ns, transforms.values, authority, is_static)
+
+
+def batch_frames(
+    transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any,
+) -> tuple[Collection[str], Collection[str]]:
+    """The parent and child frame ids a ``set_transforms`` call (either form) names, as sets
+    (what a ``Buffer`` re-checks its waiting requests against)."""
+    if isinstance(transforms, Transforms):
+        parent, child = transforms.shared_parent, transforms.shared_child
+        return ({parent} if parent is not None else set(transforms.parents),
+                {child} if child is not None else set(transforms.children))
+    children = args[0] if args else kwargs["children"]
+    return (({transforms} if isinstance(transforms, str) else set(transforms)),
+            ({children} if isinstance(children, str) else set(children)))
+
+
 def store_rows(
     core: BufferCore, parents: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
-    values: Any, authority: Any, is_static: bool,
+    values: Any, authority: Any, is_static: bool = False,
 ) -> BatchResult:
-    """``set_transforms``' work (see there); the caller notifies what was stored."""
+    """``set_transforms``' work for the column form; the caller notifies what was stored."""
     names_p: list[str]
     names_c: list[str]
     if type(parents) is str and type(children) is str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# The exceptions: what ``tf2py`` exports from here (its ``__all__`` adds this list). The
+# TF2Error codes and error_code_of/exception_from_code below are the buffer server's wire
+# detail, imported by name where they are used.
 __all__ = [
     "TransformException",
     "LookupException",
@@ -12,15 +15,6 @@ __all__ = [
     "NoDataForExtrapolationException",
     "InvalidArgumentException",
     "TimeoutException",
-    "NO_ERROR",
-    "LOOKUP_ERROR",
-    "CONNECTIVITY_ERROR",
-    "EXTRAPOLATION_ERROR",
-    "INVALID_ARGUMENT_ERROR",
-    "TIMEOUT_ERROR",
-    "TRANSFORM_ERROR",
-    "error_code_of",
-    "exception_from_code",
 ]
 
 # tf2_msgs/TF2Error codes, as the buffer server sends them.

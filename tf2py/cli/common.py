@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import threading
 from collections.abc import Callable
@@ -94,6 +95,24 @@ def number(text: str | float) -> float:
     if isinstance(text, str) and "_" in text:
         raise ValueError(f"not a number: {text!r}")
     return float(text)
+
+
+def flag_number(text: str, flag: str, unit: str | None = None, *, zero: bool = False) -> float:
+    """The value ``text`` given to ``flag`` (e.g. ``--period``) as a finite number above zero
+    (or zero or more, with ``zero``), else a one-line CommandError with exit code 2 that names
+    the flag, the ``unit`` (seconds, Hz) and what was typed: "must be a number of seconds"
+    for a word, "must be a positive number of seconds" (or "zero or more seconds") for a
+    number out of range (negative, zero, infinite or nan)."""
+    of_unit = f" of {unit}" if unit else ""
+    try:
+        value = number(text)
+    except ValueError:
+        raise CommandError(f"{flag} must be a number{of_unit}, got {cut(text)!r}", 2) from None
+    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not zero):
+        wanted = (f"zero or more {unit}" if unit else "a non-negative number") if zero \
+            else f"a positive number{of_unit}"
+        raise CommandError(f"{flag} must be {wanted}, got {cut(text)!r}", 2)
+    return value
 
 
 # A word that is a negative number (so an option's value, not an option): -1, -.5, -1e-05,

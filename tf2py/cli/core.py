@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tf2py.cli.common import CommandError, wait_for_interrupt
-    from tf2py.transport.core import Core
+    from tf2py.transport.zmq.core import Core
 
     try:
         core = Core(args.address)

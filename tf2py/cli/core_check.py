@@ -19,9 +19,8 @@ def statics_echoed(core: str | None, static_broadcaster: Any,
                    timeout: float = CONNECT_TIMEOUT_S) -> bool:
     """True once the statics already sent by ``static_broadcaster`` come back from the core
     at ``core``; False if they do not within ``timeout`` seconds."""
-    from ..transport.listener import TransformSubscriber
-
     from ..transport.interface import is_ros2
+    from ..transport.listener import TransformSubscriber
 
     if is_ros2(core):
         # No core on a ROS 2 graph: wait (a while) for a listener to know us, as there is

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ..doctor.findings import cut
-from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
-                     wait_or_interrupt)
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument, wait_or_interrupt
 
 NAME = "doctor"
 HELP = ("check a live bus (or --from-bag BAG) for the problems that break transform trees "
@@ -37,18 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "of lines")
 
 
-def _duration_of(args: argparse.Namespace) -> float:
-    try:
-        value = number(args.duration)
-    except ValueError:
-        raise CommandError(f"--duration must be a number of seconds, got "
-                           f"{_cut(args.duration)!r}", 2) from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise CommandError(f"--duration must be more than zero seconds, got "
-                           f"{_cut(args.duration)!r}", 2)
-    return value
-
-
 def _cut(text: str) -> str:
     return cut(text)
 
@@ -63,11 +49,11 @@ def _listen(core: str | None, duration: float) -> tuple[Any, float, Any]:
     lock = threading.Lock()
 
     def on_batch(batch: Any) -> None:
-        arrays = batch.arrays
+        rows = batch.transforms
         with lock:
             observations.add(batch.received_ns, TF_STATIC if batch.is_static else TF,
-                             batch.authority, arrays.parents, arrays.children,
-                             arrays.stamps_ns.tolist(), arrays.values.tolist())
+                             batch.authority, rows.parents, rows.children,
+                             rows.stamps_ns.tolist(), rows.values.tolist())
 
     try:
         subscriber = TransformSubscriber(core=core, on_batch=on_batch)
@@ -176,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from ..doctor import diagnose, recording_time_base_s
     from ..transport.address import core_address
 
-    duration = _duration_of(args)
+    duration = flag_number(args.duration, "--duration", "seconds")
     if args.from_bag is not None:
         import warnings
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, flag_number, no_data_hint, number, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, sim_clock
 
 NAME = "echo"
@@ -43,16 +43,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="ask the buffer server at ADDRESS (see `tf2py server`) instead of "
                        "listening to the bus")
     add_use_sim_time_argument(parser)
-
-
-def _positive_seconds(text: str, what: str) -> float:
-    try:
-        value = number(text)
-    except ValueError:
-        raise CommandError(f"{what} must be a number of seconds, got {text!r}", 2) from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise CommandError(f"{what} must be a positive number of seconds, got {text!r}", 2)
-    return value
 
 
 def parse_rate(text: str) -> float:
@@ -118,9 +108,8 @@ class _LocalSource:
     def __init__(self, core: str | None, clock: Any = None) -> None:
         from ..buffer.buffer import Buffer
         from ..transport.address import core_address
-        from ..transport.listener import TransformListener
-
         from ..transport.interface import is_ros2
+        from ..transport.listener import TransformListener
 
         self.where = (f"the ROS 2 graph at {core_address(core)}" if is_ros2(core) else
                       f"the core at {core_address(core)}")
@@ -305,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     rate = parse_rate(args.rate or args.echo_rate or "1.0")
     deadline = None
     if args.timeout is not None:
-        deadline = time.monotonic() + _positive_seconds(args.timeout, "--timeout")
+        deadline = time.monotonic() + flag_number(args.timeout, "--timeout", "seconds")
     target_frame, source_frame = args.target_frame, args.source_frame
 
     for which, frame in (("target_frame", target_frame), ("source_frame", source_frame)):
@@ -341,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
                 if details:
                     print(details, end="" if details.endswith("\n") else "\n", flush=True)
                 if args.once:
-                    raise CommandError(f"lookup {target_frame} -> {source_frame} failed: {exc}")
+                    raise CommandError(f"lookup {target_frame} -> {source_frame} failed: {exc}") from None
             else:
                 print(format_block(transform), flush=True)
                 if args.once:

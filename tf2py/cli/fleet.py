@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--stats must be a number of seconds (0: off), got "
                            f"{args.stats!r}", 2)
     from ..server.fleet.names import RobotFilter
-    from ..transport.zenoh.address import parse_zenoh_address
     from ..server.fleet.world import WorldError, load_world
+    from ..transport.zenoh.address import parse_zenoh_address
 
     try:
         parse_zenoh_address(core)
@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         except Exception as exc:  # zenoh.ZError and the like: say it in one line
-            raise CommandError(f"cannot open {core}: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
+            first_line = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            raise CommandError(f"cannot open {core}: {first_line}") from None
         print(f"tf2py fleet: ready at {fleet.address}; ask it with "
               f"BufferClient({fleet.address!r})", flush=True)
         fleet.stats()  # the first line's rates start now

@@ -5,13 +5,11 @@ several unconnected trees (lookups between them fail with ConnectivityException)
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from typing import Any
 
-from .common import (CommandError, bus_name, no_data_hint, number, parse_core_argument,
-                     wait_or_interrupt)
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument, wait_or_interrupt
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "frames"
@@ -30,14 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def wait_time_of(args: argparse.Namespace) -> float:
-    try:
-        value = number(args.wait_time)
-    except ValueError:
-        raise CommandError(f"--wait-time must be a number of seconds, got {args.wait_time!r}",
-                           2) from None
-    if not math.isfinite(value) or value < 0.0:
-        raise CommandError(f"--wait-time must be zero or more seconds, got {args.wait_time!r}", 2)
-    return value
+    return flag_number(args.wait_time, "--wait-time", "seconds", zero=True)
 
 
 def listen(core: str | None, wait_time: float, clock: Any = None,

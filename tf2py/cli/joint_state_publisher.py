@@ -10,7 +10,7 @@ import difflib
 import math
 from typing import Any
 
-from .common import CommandError, cut, number, parse_core_argument
+from .common import CommandError, cut, flag_number, number, parse_core_argument
 from .robot_state_publisher import add_robot_arguments, load_model
 
 NAME = "joint-state-publisher"
@@ -25,8 +25,6 @@ examples:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
     add_robot_arguments(parser)
     parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                         help="a joint's position (radians, or metres for a prismatic joint); "
@@ -85,16 +83,6 @@ def positions(model: Any, settings: list[str]) -> list[float]:
     return [values[name] for name in model.joint_names]
 
 
-def _rate(text: str) -> float:
-    try:
-        value = number(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0.0:
-        raise CommandError(f"--rate must be a positive number of Hz, got {cut(text)!r}", 2)
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     import time
 
@@ -102,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from ..robot.publishers import JointStatePublisher
     from ..transport.address import core_address
 
-    rate = _rate(args.rate)
+    rate = flag_number(args.rate, "--rate", "Hz")
     model = load_model(args.robot, args.xacro_arg, NAME)
     # Every movable joint, mimics included (computed from their masters), in document order,
     # as ROS's joint_state_publisher lists them.

@@ -9,16 +9,15 @@ from typing import Any
 
 NAME = "keygen"
 HELP = "make the keys for an authenticated site"
+DESCRIPTION = (
+    "Make a keys folder for one site: every core, server, broadcaster and listener given "
+    "--keys DIR (or TF2PY_KEYS=DIR) encrypts and authenticates its traffic, and refuses "
+    "processes without the site's keys. --add NAME makes DIR/NAME, a folder for another "
+    "identity (it may connect, not serve; with --serve it may also run a core, a server "
+    "or a fleet, and clients accept its answers), and authorises it.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
-        "Make a keys folder for one site: every core, server, broadcaster and listener given "
-        "--keys DIR (or TF2PY_KEYS=DIR) encrypts and authenticates its traffic, and refuses "
-        "processes without the site's keys. --add NAME makes DIR/NAME, a folder for another "
-        "identity (it may connect, not serve; with --serve it may also run a core, a server "
-        "or a fleet, and clients accept its answers), and authorises it."
-    )
     parser.add_argument("folder", metavar="DIR", help="the keys folder to make (or add to)")
     parser.add_argument(
         "--add", metavar="NAME", default=None,
@@ -31,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tf2py.cli.common import CommandError
-    from tf2py.transport.keys import KeysError, add_identity, create_site
+    from tf2py.transport.zmq.keys import KeysError, add_identity, create_site
 
     if args.serve and args.add is None:
         raise CommandError("--serve goes with --add NAME (the site's own identity may "

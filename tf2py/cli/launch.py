@@ -50,10 +50,6 @@ launch file (YAML, in the style of ROS 2 launch YAML):
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    import argparse
-
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
     parser.add_argument("file", metavar="FILE", help="the launch file (YAML), e.g. "
                         "launch/demo.yaml")
     parser.add_argument("arguments", nargs="*", metavar="NAME:=VALUE", default=[],

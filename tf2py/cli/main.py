@@ -1,7 +1,9 @@
 """The ``tf2py`` command: one subcommand per module of this package.
 
 Each subcommand module defines ``NAME``, ``HELP``, ``configure(parser)`` and
-``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+``run(args) -> int``, and may define ``DESCRIPTION`` (the paragraph of its ``--help``; else
+``HELP``) and ``EPILOG`` (text shown as written after the options: examples, file formats).
+Heavy imports happen inside ``run`` so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
             if exc.name == f"tf2py.cli.{module_name}":
                 continue  # not built yet
             raise
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        epilog = getattr(module, "EPILOG", None)
+        p = sub.add_parser(name, help=module.HELP,
+                           description=getattr(module, "DESCRIPTION", module.HELP), epilog=epilog,
+                           formatter_class=argparse.RawDescriptionHelpFormatter if epilog
+                           else argparse.HelpFormatter)
         module.configure(p)
         if name != "keygen":
             p.add_argument(
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["TF2PY_KEYS"] = os.path.abspath(args.keys)
     if args.command != "keygen" and (getattr(args, "keys", None) or _env_keys()):
-        from tf2py.transport.keys import KeysError, load_keys
+        from tf2py.transport.zmq.keys import KeysError, load_keys
 
         try:
             load_keys()  # a missing or incomplete folder is a one-line error, now

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument
 from .sim_time import add_use_sim_time_argument, now_ns, require_time, sim_clock
 
 NAME = "monitor"
@@ -77,12 +77,12 @@ class Statistics:
         received_ns = batch.received_ns
         if self.clock is not None:
             received_ns = self.clock.now().nanoseconds
-        arrays = batch.arrays  # columns: no message object per transform
-        children = arrays.children
+        rows = batch.transforms  # columns: no message object per transform
+        children = rows.children
         if self.buffer is not None:
             try:
-                result = self.buffer.set_transforms(arrays.parents, children, arrays.stamps_ns,
-                                                    arrays.values, batch.authority,
+                result = self.buffer.set_transforms(rows.parents, children, rows.stamps_ns,
+                                                    rows.values, batch.authority,
                                                     is_static=batch.is_static)
                 self.invalid += len(result.invalid)
             except Exception:  # noqa: BLE001 - a bad message is counted, never fatal
@@ -92,7 +92,7 @@ class Statistics:
         if received_ns < self.latest_received_ns:
             self.forget()  # the /clock jumped back (a bag that loops): start over
         self.latest_received_ns = received_ns
-        delays = ((received_ns - arrays.stamps_ns) / 1e9).tolist()
+        delays = ((received_ns - rows.stamps_ns) / 1e9).tolist()
         with self.lock:
             for child, delay in zip(children, delays):
                 self.frame_authority[child] = batch.authority
@@ -216,13 +216,7 @@ def report(stats: Statistics, pair: Sequence[str] | None, buffer: Any, net: NetD
 def run(args: argparse.Namespace) -> int:
     if len(args.frames) not in (0, 2):
         raise CommandError("TF_Monitor: usage: tf2py monitor [TARGET SOURCE]", 2)
-    try:
-        period = number(args.period)
-    except ValueError:
-        period = float("nan")
-    if not math.isfinite(period) or period <= 0:
-        raise CommandError(f"--period must be a positive number of seconds, got {args.period!r}",
-                           2)
+    period = flag_number(args.period, "--period", "seconds")
     pair = tuple(args.frames) if args.frames else None
     clock = sim_clock(args)
     try:

@@ -22,12 +22,11 @@ URDF's, else the bag's latest ``/robot_description``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from typing import Any
 
-from .common import CommandError, no_data_hint, number, parse_core_argument
+from .common import CommandError, flag_number, no_data_hint, parse_core_argument
 from .core_check import CONNECT_TIMEOUT_S as _CONNECT_TIMEOUT_S
 from .core_check import statics_echoed
 
@@ -73,17 +72,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parse_core_argument(parser)
 
 
-def _number(text: str, what: str, positive: bool) -> float:
-    try:
-        value = number(text)
-    except ValueError:
-        raise CommandError(f"{what} must be a number, got {text!r}", 2) from None
-    if not math.isfinite(value) or value < 0.0 or (positive and value == 0.0):
-        kind = "positive" if positive else "non-negative"
-        raise CommandError(f"{what} must be a {kind} number, got {text!r}", 2)
-    return value
-
-
 class _Progress:
     """The ``elapsed / total`` line, redrawn in place on a terminal, at most 10 times/s."""
 
@@ -117,9 +105,10 @@ class _Progress:
 def _latest_statics(data: Any) -> list[Any]:
     """The bag's static transforms, the latest per child frame (as a latched topic holds)."""
     latest: dict[str, int] = {}
+    children = data.transforms.children
     for row in range(len(data)):
         if data.is_static[row]:
-            latest[data.children[row]] = row
+            latest[children[row]] = row
     return [data.transform(row) for row in sorted(latest.values())]
 
 
@@ -174,9 +163,9 @@ def _read(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    rate = _number(args.rate, "--rate", positive=True)
-    start_s = _number(args.start, "--start", positive=False)
-    clock_hz = None if args.clock is None else _number(args.clock, "--clock", positive=True)
+    rate = flag_number(args.rate, "--rate")
+    start_s = flag_number(args.start, "--start", zero=True)
+    clock_hz = None if args.clock is None else flag_number(args.clock, "--clock")
     from ..transport.interface import check_core_address
 
     try:
@@ -184,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc), 2) from None
 
-    from ..bag import BagError, BagWarning
-
     import warnings
+
+    from ..bag import BagError, BagWarning
 
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -14,7 +14,6 @@ without ROS message definitions; the ROS topics are unchanged.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -22,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from .common import CommandError, bus_name, no_data_hint, number, parse_core_argument
+from .common import CommandError, bus_name, flag_number, no_data_hint, parse_core_argument
 
 NAME = "record"
 HELP = "record /tf and /tf_static from the bus into a ROS 2 MCAP file"
@@ -64,12 +63,13 @@ class _Recorder:
         self._statics: dict[str, dict[str, tuple[str, int, bytes]]] = {}
         self.repeated_statics = 0
 
-    def _repeats_statics(self, authority: str, arrays: Any) -> bool:
-        """Whether every row of a /tf_static message was recorded from ``authority`` already;
-        remembers its rows when not."""
+    def _repeats_statics(self, authority: str, transforms: Any) -> bool:
+        """Whether every row of a /tf_static message (a ``Transforms``) was recorded from
+        ``authority`` already; remembers its rows when not."""
         recorded = self._statics.setdefault(authority, {})
         rows = [(child, (parent, int(stamp), values.tobytes())) for parent, child, stamp, values
-                in zip(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)]
+                in zip(transforms.parents, transforms.children, transforms.stamps_ns,
+                       transforms.values)]
         if rows and all(recorded.get(child) == row for child, row in rows):
             return True
         recorded.update(rows)
@@ -77,17 +77,12 @@ class _Recorder:
 
     def on_batch(self, batch: Any) -> None:
         try:
-            arrays = getattr(batch, "arrays", None)
-            if arrays is not None and batch.is_static \
-                    and self._repeats_statics(batch.authority, arrays):
+            rows = batch.transforms
+            if batch.is_static and self._repeats_statics(batch.authority, rows):
                 self.repeated_statics += 1
                 return
-            if arrays is not None:
-                self.writer.write_columns(arrays.parents, arrays.children, arrays.stamps_ns,
-                                          arrays.values, bool(batch.is_static),
-                                          batch.received_ns)
-            else:
-                self.writer.write(batch.transforms, bool(batch.is_static), batch.received_ns)
+            self.writer.write_columns(rows.parents, rows.children, rows.stamps_ns, rows.values,
+                                      bool(batch.is_static), batch.received_ns)
             if self._foxglove is not None:
                 self._write_foxglove(batch)
         except Exception as exc:  # a closed writer or an unencodable stamp
@@ -95,9 +90,8 @@ class _Recorder:
 
     def _write_foxglove(self, batch: Any) -> None:
         builder, channels = self._foxglove
-        arrays = batch.arrays
-        data, left_out = builder.encode(arrays.parents, arrays.children, arrays.stamps_ns,
-                                        arrays.values)
+        rows = batch.transforms
+        data, left_out = builder.encode(rows.parents, rows.children, rows.stamps_ns, rows.values)
         for cause, detail, count in left_out or ():
             with self._lock:
                 self.foxglove_left_out += count
@@ -120,13 +114,7 @@ class _Recorder:
 def run(args: argparse.Namespace) -> int:
     duration = None
     if args.duration is not None:
-        try:
-            duration = number(args.duration)
-        except ValueError:
-            raise CommandError(f"--duration must be a number of seconds, got {args.duration!r}",
-                               2) from None
-        if not math.isfinite(duration) or duration <= 0:
-            raise CommandError(f"--duration must be positive, got {args.duration!r}", 2)
+        duration = flag_number(args.duration, "--duration", "seconds")
     if os.path.isdir(args.output):
         raise CommandError(f"{args.output} is a folder; give the path of an .mcap file")
     if os.path.exists(args.output) and not args.force:

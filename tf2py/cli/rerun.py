@@ -13,15 +13,15 @@ from .common import CommandError, parse_core_argument, wait_or_interrupt
 
 NAME = "rerun"
 HELP = "stream the frame tree to the Rerun viewer, or save it as .rrd"
+DESCRIPTION = (
+    "Log the bus's frame tree into Rerun: one entity per frame following the tree "
+    "(/tf/map/odom/base_link), a Transform3D per sample on the ros_time timeline at its "
+    "stamp, statics once. A bag played on the bus (tf2py play) arrives the same way. "
+    "Needs the viz extra: pip install 'tf2py[viz]'.")
 DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
-        "Log the bus's frame tree into Rerun: one entity per frame following the tree "
-        "(/tf/map/odom/base_link), a Transform3D per sample on the ros_time timeline at its "
-        "stamp, statics once. A bag played on the bus (tf2py play) arrives the same way. "
-        "Needs the viz extra: pip install 'tf2py[viz]'.")
     sink = parser.add_mutually_exclusive_group()
     sink.add_argument("--spawn", action="store_true",
                       help="start a Rerun viewer and stream to it (the default)")

@@ -5,10 +5,9 @@ work is ``tf2py.RobotStatePublisher``; this module parses and prints."""
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
-from .common import CommandError, cut, number, parse_core_argument
+from .common import CommandError, cut, flag_number, parse_core_argument
 
 NAME = "robot-state-publisher"
 HELP = ("publish a URDF/xacro robot's joints from /joint_states, as ROS's "
@@ -30,8 +29,6 @@ def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
     add_robot_arguments(parser)
     parser.add_argument("--frame-prefix", metavar="P", default="",
                         help="put P before every link's frame id (e.g. left/), for several "
@@ -88,25 +85,13 @@ def joint_counts(model: Any) -> tuple[int, int]:
     return fixed, movable
 
 
-def _frequency(text: str) -> float:
-    try:
-        value = number(text)
-    except ValueError:
-        raise CommandError(f"--publish-frequency must be a number of Hz, got {cut(text)!r}",
-                           2) from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise CommandError(f"--publish-frequency must be a positive number of Hz, got "
-                           f"{cut(text)!r}", 2)
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     import threading
 
     from ..robot.publishers import RobotStatePublisher
     from ..transport.address import core_address
 
-    frequency = _frequency(args.publish_frequency)
+    frequency = flag_number(args.publish_frequency, "--publish-frequency", "Hz")
     model = load_model(args.robot, args.xacro_arg)
     try:
         publisher = RobotStatePublisher(model, core=args.core, frame_prefix=args.frame_prefix,

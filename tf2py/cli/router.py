@@ -6,14 +6,14 @@ from typing import Any
 
 NAME = "router"
 HELP = "run a Zenoh router"
+DESCRIPTION = (
+    "Run a Zenoh router (as rmw_zenohd does for ROS 2) for hosts that have none: "
+    "zenoh:// peers and clients, tf2py's and ROS 2's rmw_zenoh nodes alike, find each "
+    "other and reach other hosts through it. With --keys, links are mutual TLS and need "
+    "tls/ locators. Prints the addresses to use once it listens.")
 
 
 def configure(parser: Any) -> None:
-    parser.description = (
-        "Run a Zenoh router (as rmw_zenohd does for ROS 2) for hosts that have none: "
-        "zenoh:// peers and clients, tf2py's and ROS 2's rmw_zenoh nodes alike, find each "
-        "other and reach other hosts through it. With --keys, links are mutual TLS and need "
-        "tls/ locators. Prints the addresses to use once it listens.")
     parser.add_argument(
         "--listen", metavar="LOCATOR", action="append", default=None,
         help="where to listen, PROTOCOL/HOST:PORT (tcp, udp, tls, quic; port 0 picks one); "

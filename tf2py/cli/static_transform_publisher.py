@@ -44,8 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                 return "%s" % self._metavar_formatter(action, default_metavar)(1)
             return super()._format_args(action, default_metavar)
 
-    parser.formatter_class = Formatter
-    parser.epilog = EPILOG
+    parser.formatter_class = Formatter  # the epilog (EPILOG, shown as written) is main's
     units = {"x": "metres", "y": "metres", "z": "metres", "roll": "radians, about x",
              "pitch": "radians, about y", "yaw": "radians, about z"}
     for flag in NUMBER_FLAGS:

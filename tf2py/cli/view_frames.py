@@ -251,7 +251,7 @@ def _core_listening(core: str | None) -> bool:
     schemes are given the benefit of the doubt)."""
     import socket
 
-    from ..transport.address import bus_endpoints
+    from ..transport.zmq.address import bus_endpoints
 
     try:
         endpoint = bus_endpoints(core)[0]

@@ -1,14 +1,16 @@
 """``tf2py doctor``'s analysis: what breaks transform trees, found in a stream of messages.
 
-Pure: it is fed ``(receive time, topic, authority, transforms)`` one message at a time
-(``Observations.add``), from a live bus or a bag, and ``diagnose`` turns what it saw into
-``Finding``s, one per problem, each with its fix. No sockets, no threads, no clock of its
-own; the command line (``tf2py.cli.doctor``) listens and prints.
+Pure: it is fed one message at a time (``Observations.add``: receive time in ns, topic,
+authority, and the message's transforms as columns), from a live bus or a bag
+(``observe_bag`` here), and ``diagnose`` turns what it saw into ``Finding``s, one per
+problem, each with its fix. No sockets, no threads, no clock of its own; the command line
+(``tf2py.cli.doctor``) listens and prints.
 
 ``observations`` keeps what each check needs, ``checks`` runs the tree checks (their
 thresholds in ``Thresholds``), ``findings`` words them; ``joints`` checks joint states
 against a ``RobotModel`` (``JointObservations``, ``diagnose_joints``: joints the model lacks,
-movable joints no one publishes, malformed joint states).
+movable joints no one publishes, malformed joint states), fed from a bus's CDR samples by a
+thread-safe ``JointWatch``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from .checks import Thresholds, diagnose, recording_time_base_s
 from .findings import Finding, cut
 from .observations import TF, TF_STATIC, Observations
 
-__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut", "recording_time_base_s", "TF",
-           "TF_STATIC"]
+__all__ = ["Observations", "Finding", "Thresholds", "diagnose", "observe_bag", "cut",
+           "recording_time_base_s", "TF", "TF_STATIC"]
 
 
 def observe_bag(bag: Any, observations: Observations, authority: str) -> None:
@@ -29,10 +31,12 @@ def observe_bag(bag: Any, observations: Observations, authority: str) -> None:
     offsets = bag.message_offsets.tolist()
     log_ns = bag.message_log_ns.tolist()
     static = bag.message_static.tolist()
-    stamps = bag.stamps_ns.tolist()
-    values = bag.values.tolist()
+    rows = bag.transforms
+    stamps = rows.stamps_ns.tolist()
+    values = rows.values.tolist()
+    parents, children = rows.parents, rows.children
     for index, received_ns in enumerate(log_ns):
         start, stop = offsets[index], offsets[index + 1]
         observations.add(received_ns, TF_STATIC if static[index] else TF, authority,
-                         bag.parents[start:stop], bag.children[start:stop],
+                         parents[start:stop], children[start:stop],
                          stamps[start:stop], values[start:stop])

@@ -17,8 +17,6 @@ a ``TransformStamped`` from parent to child); link poses are in the root link.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import numpy.typing as npt
 
@@ -27,19 +25,9 @@ from .forward import PRISMATIC, REVOLUTE, STATIC, LinkWalk
 from .joint import Joint
 from .urdf import Description
 
-__all__ = ["Kinematics", "JointRows"]
+__all__ = ["Kinematics"]
 
 Array = npt.NDArray[np.float64]
-
-class JointRows(NamedTuple):
-    """Joint transforms as the kernel's batch insert takes them: row k maps ``children[k]``
-    into ``parents[k]`` at ``stamps_ns[k]`` (int64 nanoseconds); ``values`` is ``(R, 7)``
-    ``[tx, ty, tz, qx, qy, qz, qw]`` in metres."""
-
-    parents: list[str]
-    children: list[str]
-    stamps_ns: npt.NDArray[np.int64]
-    values: Array
 
 
 def _origin_arrays(joint: Joint) -> tuple[Array, Array, Array]:

@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,16 +22,17 @@ from ..buffer import core as _core  # noqa: F401  (registers the messages the ke
 from ..buffer._kernel_ext import build_transform as _build_transform
 from ..buffer.messages import TransformStamped, stamped
 from ..buffer.time import Time, to_nanoseconds
+from ..buffer.transforms import Transforms
 from .errors import RobotModelError
 from .joint import Joint, JointLimits, JointMimic, Joints
-from .kinematics import JointRows, Kinematics
+from .kinematics import Kinematics
 from .urdf import Description, describe
 from .xacro_files import expand_xacro
 from .xml_tree import parse_xml
 
-__all__ = ["RobotModel", "Joint", "JointLimits", "JointMimic", "JointRows"]
+__all__ = ["RobotModel", "Joint", "JointLimits", "JointMimic"]
 
-Positions = Union[Mapping[str, float], Sequence[float], npt.ArrayLike]
+Positions = Mapping[str, float] | Sequence[float] | npt.ArrayLike
 
 
 class RobotModel:
@@ -149,25 +150,23 @@ class RobotModel:
 
     # -- transforms ------------------------------------------------------------------------
 
-    def static_rows(self, frame_prefix: str = "") -> tuple[list[str], list[str], npt.NDArray[np.float64]]:
-        """The fixed joints as ``(parents, children, values (S, 7))`` rows."""
+    def static_rows(self, frame_prefix: str = "", stamp_ns: int = 0) -> Transforms:
+        """The fixed joints' transforms (parent link -> child link, metres) stamped
+        ``stamp_ns`` (int nanoseconds), as one ``Transforms``."""
         k = self._kinematics
-        return ([frame_prefix + p for p in k.static_parents],
-                [frame_prefix + c for c in k.static_children], k.static_values.copy())
+        return Transforms([frame_prefix + p for p in k.static_parents],
+                          [frame_prefix + c for c in k.static_children], stamp_ns,
+                          k.static_values.copy())
 
     def static_transforms(self, stamp: Time | float = 0,
                           frame_prefix: str = "") -> list[TransformStamped]:
         """The fixed joints' ``TransformStamped``s (parent link -> child link) at ``stamp``
         (a ``Time`` or seconds); ``frame_prefix`` is put before every link name."""
-        ns = to_nanoseconds(stamp, "stamp")
-        time = Time.from_nanoseconds(ns)
-        parents, children, values = self.static_rows(frame_prefix)
-        return [stamped(p, c, row + [ns], time)
-                for p, c, row in zip(parents, children, values.tolist())]
+        return self.static_rows(frame_prefix, to_nanoseconds(stamp, "stamp")).to_messages()
 
     def movable_rows(self, positions: Positions, stamps_ns: Any = 0,
-                     frame_prefix: str = "") -> JointRows:
-        """The moving joints' transforms for one or N configurations, as batch rows.
+                     frame_prefix: str = "") -> Transforms:
+        """The moving joints' transforms for one or N configurations, as one ``Transforms``.
 
         ``positions``: a mapping, or ``(dof,)`` or ``(N, dof)`` in ``joint_names`` order,
         where NaN means "not given": that joint and the mimics following it give no row.
@@ -211,7 +210,7 @@ class RobotModel:
             children = [children[i] for i in keep.tolist()]
             values = values[keep]
             all_stamps = all_stamps[keep]
-        return JointRows(parents, children, all_stamps, np.ascontiguousarray(values))
+        return Transforms._of(parents, children, all_stamps, np.ascontiguousarray(values))
 
     def _moving_names(self, frame_prefix: str) -> tuple[list[str], list[str]]:
         """The moving joints' parent and child links with ``frame_prefix``, kept per prefix
@@ -294,15 +293,14 @@ class RobotModel:
         else:
             array = self._configurations(positions)
         stamps_ns = _stamps_ns(stamps, 1 if array.ndim == 1 else array.shape[0], array.ndim == 1)
-        parents, children, values = self.static_rows(frame_prefix)
+        statics = self.static_rows(frame_prefix, int(stamps_ns.min()) if len(stamps_ns) else 0)
         stored = 0
-        if parents:
-            first = np.full(len(parents), int(stamps_ns.min()) if len(stamps_ns) else 0,
-                            dtype=np.int64)
-            stored += buffer.set_transforms(parents, children, first, values, authority,
+        if len(statics):
+            stored += buffer.set_transforms(statics.parents, statics.children,
+                                            statics.stamps_ns, statics.values, authority,
                                             True).stored
         rows = self.movable_rows(array, stamps_ns, frame_prefix)
-        if rows.parents:
+        if len(rows):
             stored += buffer.set_transforms(rows.parents, rows.children, rows.stamps_ns,
                                             rows.values, authority, False).stored
         return int(stored)

@@ -26,7 +26,7 @@ from ..buffer.time import Time, to_nanoseconds
 from ..transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..transport.counters import DropCounter
 from ..transport.interface import TopicReceiver, TopicSender, transport_for
-from ..transport.lifetime import release_all, release_when_collected, weak_callback
+from ..transport.lifetime import CloseOnce, release_all, release_when_collected, weak_callback
 from ..transport.ros2.cdr import CdrError
 from .joint_state import (
     JOINT_STATES,
@@ -38,7 +38,6 @@ from .joint_state import (
 )
 from .model import RobotModel
 from .rate import JointIndex, PublishTimes
-from ..transport.lifetime import CloseOnce
 
 __all__ = ["JointStatePublisher", "RobotStatePublisher", "AUTHORITY"]
 

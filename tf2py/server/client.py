@@ -31,7 +31,7 @@ from typing import Any
 from ..buffer.exceptions import TimeoutException, TransformException
 from ..buffer.time import duration_to_nanoseconds
 from ..transport.address import server_address
-from ..transport.keys import load_keys
+from ..transport.zmq.keys import load_keys
 from . import protocol
 from .client_common import (
     Goal,

@@ -28,7 +28,7 @@ import weakref
 from typing import Any
 
 from ..transport.address import server_address
-from ..transport.keys import load_keys
+from ..transport.zmq.keys import load_keys
 from .goals import Goals
 from .limits import BATCH, MAX_GOAL_TIMEOUT, MAX_WAITING_GOALS, MAX_WAITING_GOALS_PER_CLIENT
 from .link import ServerLink, open_server_link

@@ -23,8 +23,8 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from ..transport.address import check_server_address
-from ..transport.keys import warn_if_exposed
+from ..transport.zmq.address import check_server_address
+from ..transport.zmq.keys import warn_if_exposed
 from ..transport.zmq.sockets import context as _context  # the bus's, one per process
 from .link import OnDrop
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
-
 from collections.abc import Callable
 from typing import Any
 
 from .interface import Transport, transport_for
-from .listener import TransformBatch
 from .lifetime import ClosingContext
+from .listener import TransformBatch
 
 __all__ = ["Bridge", "BusSide"]
 
@@ -55,13 +54,12 @@ class BusSide:
         return self._static
 
     def send(self, batch: TransformBatch) -> None:
-        arrays = batch.arrays
+        rows = batch.transforms
         target = self.static_broadcaster() if batch.is_static else self.broadcaster()
         if hasattr(target, "send_columns"):
-            target.send_columns(arrays.parents, arrays.children, arrays.stamps_ns,
-                                arrays.values)
+            target.send_columns(rows.parents, rows.children, rows.stamps_ns, rows.values)
         else:
-            target.send_transform(batch.transforms)
+            target.send_transform(rows.to_messages())
 
     def _parts(self) -> list[Any]:
         return [self.subscriber, self._broadcaster, self._static]
@@ -102,7 +100,7 @@ class Bridge(ClosingContext):
             b = _side(target, self.authority, target_keys)
             self._sides.append(b)
             self._directions = [(a, b)] + ([(b, a)] if both else [])
-            for origin, destination in self._directions:
+            for _origin, destination in self._directions:
                 # The far side's broadcasters first, so they are connected (a ZeroMQ
                 # publisher drops what it sends before) when the first message comes.
                 destination.broadcaster()

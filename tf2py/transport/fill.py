@@ -1,4 +1,4 @@
-"""Filling a buffer from received columns: what every bus's ``TransformListener`` does with a
+"""Filling a buffer from received transforms: what every bus's ``TransformListener`` does with a
 message, once it has decoded it. ``BufferFiller`` inserts one message with one call and counts;
 ``SubscriberListener`` is a listener built on any bus's ``transform_subscriber``."""
 
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..buffer.exceptions import InvalidArgumentException
+from ..buffer.transforms import Transforms
 from .counters import DropCounter
 from .frame_ids import SlashCounter
-from .wire import TransformArrays, arrays_to_transforms
 from .lifetime import ClosingContext
 
 if TYPE_CHECKING:
@@ -52,8 +52,10 @@ class BufferFiller:
         if parent[:1] == "/" or child[:1] == "/":
             self.slashes.count(authority, (parent,), (child,))
         if self._set_transform_values is None:
-            self.insert(authority, [parent], [child], np.array([stamp_ns], dtype=np.int64),
-                        np.array([values], dtype=np.float64), is_static)
+            self.insert(authority, Transforms._of([parent], [child],
+                                                  np.array([stamp_ns], dtype=np.int64),
+                                                  np.array([values], dtype=np.float64)),
+                        is_static)
             return
         try:
             stored = self._set_transform_values(parent, child, stamp_ns, *values, authority,
@@ -69,18 +71,16 @@ class BufferFiller:
         else:
             self.old_transforms += 1
 
-    def insert(self, authority: str, parents: Sequence[str], children: Sequence[str],
-               stamps_ns: np.ndarray, values: np.ndarray, is_static: bool) -> None:
-        """Insert N transforms given as columns (stamps int64 ns, values (N, 7) float64)."""
+    def insert(self, authority: str, transforms: Transforms, is_static: bool) -> None:
+        """Insert the N transforms of one message."""
+        parents, children = transforms.parents, transforms.children
         self.slashes.count(authority, parents, children)
         if self._set_transforms is None:
-            self._insert_one_by_one(
-                TransformArrays(authority, list(parents), list(children), stamps_ns, values),
-                is_static)
+            self._insert_one_by_one(authority, transforms, is_static)
             return
         try:
-            result = self._set_transforms(parents, children, stamps_ns, values, authority,
-                                          is_static)
+            result = self._set_transforms(parents, children, transforms.stamps_ns,
+                                          transforms.values, authority, is_static)
         except Exception as exc:  # the buffer's own fault: a listener never dies of it
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}", n=len(children))
             return
@@ -91,11 +91,12 @@ class BufferFiller:
             self.dropped.drop("invalid", f"transform {index} of a message from {authority}: "
                               f"{refusal}", n=len(result.invalid))
 
-    def _insert_one_by_one(self, arrays: TransformArrays, is_static: bool) -> None:
+    def _insert_one_by_one(self, authority: str, transforms: Transforms,
+                           is_static: bool) -> None:
         # For buffers without the batch call (duck-typed BufferCore-likes).
-        for index, ts in enumerate(arrays_to_transforms(arrays)):
+        for index, ts in enumerate(transforms):
             try:
-                if self.buffer.set_transform(ts, arrays.authority, is_static):
+                if self.buffer.set_transform(ts, authority, is_static):
                     self.stored_transforms += 1
                 else:
                     self.old_transforms += 1
@@ -136,14 +137,13 @@ class SubscriberListener(FillingListener, ClosingContext):
             address, self._on_batch, keys)
 
     def _on_batch(self, batch: TransformBatch) -> None:
-        arrays = batch.arrays
-        if len(arrays.children) == 1:
-            self._filler.insert_one(arrays.parents[0], arrays.children[0],
-                                    int(arrays.stamps_ns[0]), tuple(arrays.values[0]),
-                                    arrays.authority, batch.is_static)
+        rows = batch.transforms
+        if len(rows) == 1:
+            self._filler.insert_one(rows.parents[0], rows.children[0], int(rows.stamps_ns[0]),
+                                    tuple(rows.values[0].tolist()), batch.authority,
+                                    batch.is_static)
         else:
-            self._filler.insert(arrays.authority, arrays.parents, arrays.children,
-                                arrays.stamps_ns, arrays.values, batch.is_static)
+            self._filler.insert(batch.authority, rows, batch.is_static)
 
     def stats(self) -> dict[str, Any]:
         stats = self._subscriber.stats()

@@ -9,7 +9,7 @@ from abc import ABCMeta
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import wire
+from ..buffer.transforms import Transforms
 from .hints import listener_hint
 from .interface import transport_for
 
@@ -21,28 +21,22 @@ class TransformBatch:
 
     ``authority`` is the sender (tf2py: ``<program>@<host>:<pid>``; ROS 2: ``ros2:...`` naming
     the writer), ``is_static`` whether it came on ``/tf_static``, ``received_ns`` the wall
-    clock at receipt (ns), ``arrays`` the columns (``wire.TransformArrays``: authority,
-    parents, children, stamps_ns int64 (N,), values float64 (N, 7) as tx, ty, tz, qx, qy, qz,
-    qw), ``transforms`` the TransformStamped list (built on first access); ``len(batch)`` is N.
+    clock at receipt (ns), ``transforms`` its rows as one ``tf2py.Transforms`` (``.parents``,
+    ``.children``, ``.stamps_ns`` int64 (N,), ``.values`` float64 (N, 7) as tx, ty, tz, qx,
+    qy, qz, qw; iterating gives ``TransformStamped``s); ``len(batch)`` is N.
     """
 
-    __slots__ = ("authority", "is_static", "received_ns", "arrays", "_transforms")
+    __slots__ = ("authority", "transforms", "is_static", "received_ns")
 
-    def __init__(self, arrays: wire.TransformArrays, is_static: bool, received_ns: int):
-        self.authority = arrays.authority
+    def __init__(self, authority: str, transforms: Transforms, is_static: bool,
+                 received_ns: int) -> None:
+        self.authority = authority
+        self.transforms = transforms
         self.is_static = is_static
         self.received_ns = received_ns
-        self.arrays = arrays
-        self._transforms: list[Any] | None = None
-
-    @property
-    def transforms(self) -> list[Any]:
-        if self._transforms is None:
-            self._transforms = wire.arrays_to_transforms(self.arrays)
-        return self._transforms
 
     def __len__(self) -> int:
-        return len(self.arrays.children)
+        return len(self.transforms)
 
     def __repr__(self) -> str:
         kind = "/tf_static" if self.is_static else "/tf"
@@ -63,7 +57,7 @@ class TransformListener(metaclass=ABCMeta):
     context manager.
     """
 
-    def __new__(cls, buffer: Any, core: Any = None, keys: Any = None) -> "TransformListener":
+    def __new__(cls, buffer: Any, core: Any = None, keys: Any = None) -> TransformListener:
         transport, address = transport_for(core)
         # Each bus's listener class is registered as a virtual subclass (isinstance holds).
         listener = cast("TransformListener", transport.transform_listener(buffer, address, keys))
@@ -83,7 +77,7 @@ class TransformListener(metaclass=ABCMeta):
         def __init__(self, buffer: Any, core: Any = None, keys: Any = None) -> None: ...
         def stats(self) -> dict[str, Any]: ...
         def close(self) -> None: ...
-        def __enter__(self) -> "TransformListener": ...
+        def __enter__(self) -> TransformListener: ...
         def __exit__(self, *exc: object) -> None: ...
 
 

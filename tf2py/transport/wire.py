@@ -11,15 +11,15 @@ broadcaster's random id) and ``sequence: uint`` (0, 1, 2, ... per stream), so a 
 counts the messages lost on the way (ZeroMQ drops at its queue bounds silently) as gaps.
 
 It is columnar so that a listener decodes it with one ``msgpack.unpackb`` and two
-``numpy.frombuffer`` calls into exactly what ``Buffer.set_transforms`` takes: no object per
-transform on the listener path.
+``numpy.frombuffer`` calls into one ``tf2py.Transforms`` (``rows_of``), what
+``Buffer.set_transforms`` takes: no object per transform on the listener path.
 
 Generic helpers for other protocols (the buffer server): ``pack``, ``unpack``,
 ``transform_to_wire``, ``transform_from_wire``; every decoding error is a ``WireError``.
 
-This module is the one place to import the wire format from. It holds the transforms-message
-codec; the versions, topics, bounds, errors and generic helpers live in ``wire_common``, the
-/clock codec in ``wire_clock``, and both are re-exported here.
+This module holds the transforms-message codec; the versions, topics, bounds, errors and generic
+helpers live in ``wire_common`` and are re-exported here. The ZeroMQ bus's /clock codec is
+``zmq/wire_clock.py``.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Iterable
-from typing import NamedTuple, NoReturn, cast
+from typing import NoReturn, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from ..buffer.messages import Header, Quaternion, Transform, TransformStamped, Vector3
+from ..buffer.messages import TransformStamped
 from ..buffer.time import Time
-from . import wire_clock
-from .wire_clock import *  # noqa: F403 (the /clock codec, re-exported: wire_clock.__all__)
+from ..buffer.transforms import Transforms
 from .wire_common import (
     MAX_FRAME_ID_LENGTH,
     MAX_MESSAGE_BYTES,
@@ -49,9 +48,9 @@ from .wire_common import (
     TOPIC_TF_STATIC,
     WIRE_VERSION,
     Body,
-    Columns,
     FrameIdTooLongError,
     UnknownVersionError,
+    WireBlocks,
     WireError,
     check_message_size,
     describe,
@@ -80,14 +79,13 @@ __all__ = [
     "MAX_PIECE_BYTES",
     "MAX_STRING",
     "Body",
-    "Columns",
+    "WireBlocks",
     "FrameIdTooLongError",
     "check_message_size",
     "split_body",
     "TOPIC_TF",
     "TOPIC_TF_STATIC",
     "TOPIC_STATIC_LATCH",
-    "TransformArrays",
     "pack",
     "unpack",
     "transform_to_wire",
@@ -96,24 +94,13 @@ __all__ = [
     "encode_arrays",
     "decode_columns",
     "decode_transforms",
-    "arrays_to_transforms",
+    "rows_of",
     "default_authority",
 ]
-__all__ += wire_clock.__all__
 
 _LITTLE = sys.byteorder == "little"
 _F8 = np.dtype("<f8")
 _I8 = np.dtype("<i8")
-
-
-class TransformArrays(NamedTuple):
-    """A decoded /tf or /tf_static message, columnar: what ``Buffer.set_transforms`` takes."""
-
-    authority: str
-    parents: list[str]  # N
-    children: list[str]  # N
-    stamps_ns: npt.NDArray[np.int64]  # (N,)
-    values: npt.NDArray[np.float64]  # (N, 7): tx, ty, tz, qx, qy, qz, qw
 
 
 _pack_stamp = struct.Struct("<q").pack
@@ -221,7 +208,7 @@ def encode_arrays(
 _join = "".join
 
 
-def decode_columns(data: Body) -> Columns:
+def decode_columns(data: Body) -> WireBlocks:
     """``(authority, parents, children, stamps_bin, values_bin)`` of a /tf or /tf_static
     message body (version 1, or version 2 with its sequence), validated (types, counts, block
     sizes) but not converted: the raw blocks are N little-endian int64 stamps and N x 7
@@ -234,7 +221,7 @@ def decode_columns(data: Body) -> Columns:
     return _columns(_unpack_body(data))
 
 
-def decode_sequenced(data: Body) -> tuple[Columns, int | None, int]:
+def decode_sequenced(data: Body) -> tuple[WireBlocks, int | None, int]:
     """``(columns, stream, sequence)`` of a message body: ``columns`` as ``decode_columns``
     returns them; ``stream`` and ``sequence`` of a version-2 message (its sender's stream id
     and the message's number in it), ``(None, 0)`` for version 1. Errors as
@@ -281,7 +268,7 @@ def _unpack_body(data: Body) -> object:
         raise WireError(undecodable(exc), "garbage") from None
 
 
-def _columns(obj: object) -> Columns:
+def _columns(obj: object) -> WireBlocks:
     # Fast path: a well-formed message with one transform (the common /tf case).
     if type(obj) is list and (len(obj) == 6 or len(obj) == 8):
         version, authority, parents, children, stamps_bin, values_bin = obj[:6]
@@ -370,22 +357,24 @@ def _without_long_ids(
         raise FrameIdTooLongError(message, dropped)
     stamps = np.frombuffer(stamps_bin, dtype=_I8)[keep]
     values = np.frombuffer(values_bin, dtype=_F8).reshape(-1, 7)[keep]
-    columns: Columns = (authority, [parents[i] for i in keep], [children[i] for i in keep],
+    columns: WireBlocks = (authority, [parents[i] for i in keep], [children[i] for i in keep],
                stamps.tobytes(), values.tobytes())
     raise FrameIdTooLongError(message, dropped, columns)
 
 
-def decode_transforms(data: Body) -> TransformArrays:
-    """The columns of a /tf or /tf_static message body as arrays (see ``decode_columns``
-    for the errors): stamps int64 (N,), values float64 (N, 7)."""
-    authority, parents, children, stamps_bin, values_bin = decode_columns(data)
-    return TransformArrays(
-        authority,
-        parents,
-        children,
-        np.frombuffer(stamps_bin, dtype=_I8),
-        np.frombuffer(values_bin, dtype=_F8).reshape(len(parents), 7),
-    )
+def decode_transforms(data: Body) -> tuple[str, Transforms]:
+    """``(authority, transforms)`` of a /tf or /tf_static message body (see
+    ``decode_columns`` for the errors)."""
+    return rows_of(decode_columns(data))
+
+
+def rows_of(blocks: WireBlocks) -> tuple[str, Transforms]:
+    """``(authority, transforms)`` of a decoded message's blocks: the stamps and values are
+    views of the message's bytes (read-only), nothing is copied."""
+    authority, parents, children, stamps_bin, values_bin = blocks
+    return authority, Transforms._of(
+        parents, children, np.frombuffer(stamps_bin, dtype=_I8),
+        np.frombuffer(values_bin, dtype=_F8).reshape(len(parents), 7))
 
 
 def split_body(data: bytes, max_bytes: int) -> list[bytes]:
@@ -421,28 +410,12 @@ def split_body(data: bytes, max_bytes: int) -> list[bytes]:
                 stamps_bin[8 * a:8 * b], values_bin[56 * a:56 * b]])
         for a, b in out
     ]
-    for (a, b), piece in zip(out, pieces):
+    for (a, _b), piece in zip(out, pieces):
         if len(piece) > max_bytes:
             raise WireError(
                 f"transform {a} ({children[a][:32]!r}) alone is {len(piece)} bytes, over the "
                 f"bus message limit of {max_bytes} bytes (frame ids too long)", "too_large")
     return pieces
-
-
-def arrays_to_transforms(arrays: TransformArrays) -> list[TransformStamped]:
-    """TransformStamped objects of decoded columns (for tools, not the listener's hot path)."""
-    out: list[TransformStamped] = []
-    stamps = arrays.stamps_ns.tolist()
-    rows = arrays.values.tolist()
-    for parent, child, stamp, v in zip(arrays.parents, arrays.children, stamps, rows):
-        out.append(
-            TransformStamped(
-                Header(Time.from_nanoseconds(stamp), parent),
-                child,
-                Transform(Vector3(v[0], v[1], v[2]), Quaternion(v[3], v[4], v[5], v[6])),
-            )
-        )
-    return out
 
 
 def authority_or_default(authority: object) -> str:

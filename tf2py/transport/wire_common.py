@@ -3,7 +3,7 @@ bounds, the errors every decoder raises, and the generic msgpack helpers the buf
 protocol uses (``pack``, ``unpack``, ``transform_to_wire``, ``transform_from_wire``).
 
 Import these names from ``tf2py.transport.wire``, which re-exports them all; this module
-exists so the codecs (transforms messages in ``wire``, /clock in ``wire_clock``) share one
+exists so the codecs (transforms messages in ``wire``, /clock in ``zmq/wire_clock``) share one
 definition of the limits and errors.
 """
 
@@ -33,7 +33,7 @@ __all__ = [
     "MAX_PIECE_BYTES",
     "MAX_FRAME_ID_LENGTH",
     "Body",
-    "Columns",
+    "WireBlocks",
     "WireError",
     "FrameIdTooLongError",
     "UnknownVersionError",
@@ -70,9 +70,11 @@ MAX_PIECE_BYTES = 16 * 1024
 #: limit too (tf2py.server.protocol.MAX_FRAME_ID_LENGTH). Longer ids are dropped and counted.
 MAX_FRAME_ID_LENGTH = 4096
 
-#: A decoded /tf or /tf_static message before conversion: ``(authority, parents, children,
-#: stamps_bin, values_bin)`` (N little-endian int64 stamps, N x 7 little-endian float64).
-Columns = tuple[str, list[str], list[str], bytes, bytes]
+#: The blocks of a /tf or /tf_static message as msgpack decodes them, checked but not
+#: converted: ``(authority, parents, children, stamps_bin, values_bin)`` (N little-endian int64
+#: stamps, N x 7 little-endian float64). The codec's own detail: elsewhere rows travel as one
+#: ``tf2py.Transforms`` (``wire.rows_of`` makes one of these blocks).
+WireBlocks = tuple[str, list[str], list[str], bytes, bytes]
 #: A received message body: bytes, or any buffer msgpack reads (a ZeroMQ frame, a memoryview).
 Body = Union[bytes, bytearray, memoryview, "zmq.Frame"]
 
@@ -96,7 +98,7 @@ class FrameIdTooLongError(WireError):
     ``decode_columns`` returns it), or None when no row is left (or the authority itself is
     too long)."""
 
-    def __init__(self, message: str, dropped: int, columns: Columns | None = None) -> None:
+    def __init__(self, message: str, dropped: int, columns: WireBlocks | None = None) -> None:
         super().__init__(message, cause="frame_id_too_long")
         self.dropped = dropped
         self.columns = columns

@@ -1,8 +1,10 @@
 """Seeing the frame tree: a live Foxglove WebSocket server (``FoxgloveServer``, in
-``foxglove``; it also serves a robot's ``/robot_description`` for Foxglove's 3D panel, and
-``subprotocols`` lets older clients in), the ``foxglove.FrameTransforms`` encoding that
-``tf2py record --foxglove`` writes (``frame_transforms``), and the tree logged into Rerun
-(``rerun``: ``log_to_rerun`` for a Buffer, ``RerunView`` for the bus, as ``tf2py rerun``).
+``foxglove``; it also serves a robot's ``/robot_description`` for Foxglove's 3D panel), a
+front that lets clients offering the protocol's older name in (``subprotocols``:
+``SubprotocolFront``, which ``tf2py foxglove`` puts before the server), the
+``foxglove.FrameTransforms`` encoding that the server and ``tf2py record --foxglove`` use
+(``frame_transforms``), and the tree logged into Rerun (``rerun``: ``log_to_rerun`` for a
+Buffer, ``RerunView`` for the bus, as ``tf2py rerun``).
 
 Needs the optional extra: ``pip install 'tf2py[viz]'`` (the ``foxglove-sdk`` and
 ``rerun-sdk`` packages); without it, using any raises ``VizDependencyError`` saying so.

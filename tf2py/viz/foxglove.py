@@ -31,15 +31,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..transport._sockets import DropCounter
 from ..transport.address import core_address
+from ..transport.counters import DropCounter
 from .errors import require_foxglove
 from .frame_transforms import FrameTransformsBuilder
 
 if TYPE_CHECKING:
-    from foxglove.websocket import WebSocketServer
     from foxglove.channels import FrameTransformsChannel
     from foxglove.messages import FrameTransform
+    from foxglove.websocket import WebSocketServer
 
     from ..transport.listener import TransformBatch
 
@@ -319,9 +319,9 @@ class FoxgloveServer:
 
     def _on_batch(self, batch: TransformBatch) -> None:
         # On the subscriber's thread: one bus message -> one FrameTransforms message.
-        arrays = batch.arrays
+        rows = batch.transforms
         transforms, children, left_out = self._builder.build(
-            arrays.parents, arrays.children, arrays.stamps_ns, arrays.values)
+            rows.parents, rows.children, rows.stamps_ns, rows.values)
         if left_out:
             for cause, detail, count in left_out:
                 self.dropped.drop(cause, f"{count} transform(s) from {batch.authority}: "

@@ -280,7 +280,7 @@ def log_to_rerun(buffer: Any, recording: Any = None, *, prefix: str = DEFAULT_PR
             samples.extend((stamp, parent, child, pose) for stamp, pose, parent in stored)
     # Each frame's first parent is known before anything is logged, so a child logged
     # before its parent's first sample is already at its path in the tree.
-    for stamp, parent, child, _ in sorted(samples, key=lambda s: s[0], reverse=True):
+    for _stamp, parent, child, _ in sorted(samples, key=lambda s: s[0], reverse=True):
         tree._set_parent(child, parent)
     for parent, child, _, _ in statics:
         tree._set_parent(child, parent)
@@ -320,9 +320,8 @@ class RerunView:
                                                     keys=keys)
 
     def _on_batch(self, batch: TransformBatch) -> None:
-        arrays = batch.arrays
-        self.tree.log(arrays.parents, arrays.children, arrays.stamps_ns, arrays.values,
-                      batch.is_static)
+        rows = batch.transforms
+        self.tree.log(rows.parents, rows.children, rows.stamps_ns, rows.values, batch.is_static)
         self.received_messages += 1
         if self._on_new_frame is not None and self.tree.frame_count() > len(self._announced):
             for frame, path in self.tree.frames().items():

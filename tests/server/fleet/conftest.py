@@ -12,7 +12,7 @@ from helpers import REPO, Proc, free_port
 zenoh = pytest.importorskip("zenoh", reason="the zenoh extra is not installed")
 
 HERE = Path(__file__).resolve().parent
-ROBOTS = str(REPO / "bench" / "fleet_robots.py")
+ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
 ROUTER = str(HERE / "zenoh_router.py")
 
 
@@ -42,7 +42,7 @@ def core(router, tmp_path):
 
 
 class Robots:
-    """Simulated robot processes (bench/fleet_robots.py), all stopped at the end."""
+    """Simulated robot processes (simulators/fleet_robots.py), all stopped at the end."""
 
     def __init__(self, router: str):
         self.router = router

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import REPO, Proc
 
-ROBOTS = str(REPO / "bench" / "fleet_robots.py")
+ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
 ROUTER = str(REPO / "tests" / "server" / "fleet" / "zenoh_router.py")
 
 SUBNET = "10.231.1"

@@ -7,7 +7,7 @@ from tf2py.server.fleet.queues import RobotQueues
 
 def test_a_flooding_robot_is_bounded_and_the_others_are_not_dropped():
     queues = RobotQueues(max_samples=10, per_round=2)
-    for i in range(1000):
+    for _ in range(1000):
         queues.put("flood", "tf", b"x" * 10)
     assert queues.put("quiet", "tf", b"q") is None
     assert queues.dropped == {"flood": 990}
@@ -17,9 +17,9 @@ def test_a_flooding_robot_is_bounded_and_the_others_are_not_dropped():
 
 def test_each_round_takes_a_few_samples_of_every_robot_in_turn():
     queues = RobotQueues(max_samples=100, per_round=3)
-    for i in range(50):
+    for _ in range(50):
         queues.put("a", "tf", b"a")
-    for i in range(2):
+    for _ in range(2):
         queues.put("b", "tf", b"b")
     assert [r for r, _, _ in queues.take(timeout=0)] == ["a"] * 3 + ["b"] * 2
     assert [r for r, _, _ in queues.take(timeout=0)] == ["a"] * 3
@@ -48,3 +48,15 @@ def test_all_queues_together_stay_within_their_byte_budget():
     while queues.take(timeout=0.01):
         pass
     assert queues.total_bytes == 0 and queues.pending() == 0
+
+
+def test_a_round_stops_taking_robots_once_its_bytes_are_taken():
+    queues = RobotQueues(max_samples=100, per_round=2)
+    for robot in "abcd":
+        for _ in range(3):
+            queues.put(robot, "tf", b"x" * 100)
+    first = queues.take(timeout=0, max_bytes=300)  # a: 200 bytes, b: 200 more, then stop
+    assert [r for r, _, _ in first] == ["a", "a", "b", "b"]
+    second = queues.take(timeout=0, max_bytes=10_000)  # the others in turn, then a and b again
+    assert [r for r, _, _ in second] == ["c", "c", "d", "d", "a", "b"]
+    assert queues.take(timeout=0, max_bytes=1) == [("c", "tf", b"x" * 100)]

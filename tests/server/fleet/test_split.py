@@ -1,8 +1,8 @@
 """Two `tf2py fleet --robots` processes on one --address answer as one fleet holding all.
 
-Real processes on a real Zenoh router: robots a0 and b0 (bench/fleet_robots.py, rmw_zenoh's
-wire), fleet A holding a*, fleet B holding b*, both on the router's address with one --world;
-a third fleet holding every robot answers on another address and is the reference.
+Real processes on a real Zenoh router: robots a0 and b0 (simulators/fleet_robots.py,
+rmw_zenoh's wire), fleet A holding a*, fleet B holding b*, both on the router's address with
+one --world; a third fleet holding every robot answers on another address and is the reference.
 """
 
 from __future__ import annotations

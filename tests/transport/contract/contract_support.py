@@ -52,7 +52,7 @@ class TcpBus(Bus):
 
     def __init__(self) -> None:
         super().__init__()
-        from tf2py.transport.core import Core
+        from tf2py.transport.zmq.core import Core
 
         self.core = Core("tcp://127.0.0.1:0")
         self.address = self.core.address

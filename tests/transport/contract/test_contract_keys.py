@@ -34,7 +34,7 @@ def keyed_bus(request, sites):
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TF2PY_KEYS", raising=False)
         if request.param == "tcp":
-            from tf2py.transport.core import Core
+            from tf2py.transport.zmq.core import Core
 
             with Core("tcp://127.0.0.1:0", keys=site) as core:
                 yield core.address

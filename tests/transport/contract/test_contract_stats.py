@@ -39,7 +39,7 @@ def test_receivers_count_what_they_heard(bus, names):
                                                                       stamp=1)]
         wait_until_heard(buffer, "world", child + "_2",
                          send=lambda: broadcaster.send_transform(pair))
-        wait_for(lambda: any(len(b) == 2 and b.arrays.children[0] == child for b in batches),
+        wait_for(lambda: any(len(b) == 2 and b.transforms.children[0] == child for b in batches),
                  DISCOVERY_TIMEOUT)
         stats = listener.stats()
         check_shape(stats, LISTENER_KEYS)

@@ -10,7 +10,7 @@ from zenoh_support import start_router
 import tf2py
 from tf2py import Buffer, StaticTransformBroadcaster, TransformBroadcaster, TransformListener
 from tf2py.buffer.messages import TransformStamped
-from tf2py.transport.core import Core
+from tf2py.transport.zmq.core import Core
 
 
 def transform(parent: str, child: str, x: float) -> TransformStamped:

@@ -69,18 +69,21 @@ class RobotQueues:
             self.total_bytes += size + SAMPLE_OVERHEAD
             return None
 
-    def take(self, timeout: float | None = None, limit: int = 4096) -> list[tuple[str, str, bytes]]:
+    def take(self, timeout: float | None = None, limit: int = 4096,
+             max_bytes: int | None = None) -> list[tuple[str, str, bytes]]:
         """One round: up to ``per_round`` samples of every robot that has some, robots in
-        turn, at most ``limit`` in all; waits up to ``timeout`` for the first. ``[]`` when
-        nothing came (or closed)."""
+        turn, at most ``limit`` in all and no robot started once ``max_bytes`` of payload
+        are taken; waits up to ``timeout`` for the first. ``[]`` when nothing came (or
+        closed)."""
         out: list[tuple[str, str, bytes]] = []
         with self._lock:
             if not self._order and not self._closed:
                 self._ready.wait(timeout)
             rounds = len(self._order)
             order = self._order
+            budget = max_bytes if max_bytes is not None else -1
             for _ in range(rounds):
-                if len(out) >= limit:
+                if len(out) >= limit or budget == 0:
                     break
                 robot = order.popleft()
                 queue = self._queues[robot]
@@ -93,6 +96,8 @@ class RobotQueues:
                     taken += 1
                 self._bytes[robot] -= size
                 self.total_bytes -= size + taken * SAMPLE_OVERHEAD
+                if budget > 0:
+                    budget = max(0, budget - size)
                 if queue:
                     order.append(robot)
                 else:  # only robots with samples waiting have a queue: nothing to prune

@@ -13,9 +13,9 @@ publishers leave padding bytes uninitialised, so the decoder never looks at them
 TFMessage is decoded by the kernel (``tf2py/buffer/_kernel/cdr.hpp``, little- and big-endian):
 the one decoder of tf2py, which the ROS 2 and Zenoh buses, the fleet (straight into the
 kernel's batch insert, ``tf2py.buffer.batch.insert_cdr``) and bags share. It returns a refusal
-record for a malformed sample; this module words it (``cdr_error``). ``decode_tf`` gives the
-columns ``Buffer.set_transforms`` takes (frame ids as two lists, stamps and values as numpy
-arrays). The encoders, and the Clock and ParticipantEntitiesInfo codecs, are here.
+record for a malformed sample; this module words it (``cdr_error``). ``decode_tf`` gives its
+rows as one ``tf2py.Transforms``, what ``Buffer.set_transforms`` takes. The encoders, and the
+Clock and ParticipantEntitiesInfo codecs, are here.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...buffer._kernel_ext import CDR_MAX_TRANSFORMS, decode_tf_cdr, decode_tf_cdr_one
+from ...buffer.transforms import Transforms
 
 if TYPE_CHECKING:
     from ...buffer.messages import TransformStamped
@@ -60,8 +61,8 @@ _VALUES = struct.Struct("<7d")
 
 #: A received sample: bytes, or a buffer over them.
 Data = bytes | bytearray | memoryview
-#: A decoded TFMessage: parents, children, int64 (N,) nanoseconds, float64 (N, 7) values.
-TfColumns = tuple[list[str], list[str], npt.NDArray[np.int64], npt.NDArray[np.float64]]
+#: What the kernel's decoder gives: parents, children, int64 (N,) ns, float64 (N, 7) values.
+_Decoded = tuple[list[str], list[str], npt.NDArray[np.int64], npt.NDArray[np.float64]]
 #: One transform of a single-transform message: parent, child, stamp ns, (tx..qw).
 SingleTransform = tuple[str, str, int, tuple[float, ...]]
 
@@ -100,16 +101,15 @@ def cdr_error(status: int, where: int, count: int, data: Data, max_chars: int = 
 
 
 def decode_tf(data: Data, max_chars: int = 0, names: dict[str, str] | None = None,
-              prefix: str | None = None) -> TfColumns:
-    """``(parents, children, stamps_ns, values)`` of a TFMessage sample (header included):
-    N frame ids twice, int64 (N,) nanoseconds, float64 (N, 7) ``[tx ty tz qx qy qz qw]``.
+              prefix: str | None = None) -> Transforms:
+    """The transforms of a TFMessage sample (header included) as one ``Transforms``.
     ``max_chars``: refuse frame ids longer than this (0: any length); ``names``: a dict that
     makes equal frame ids one str across calls; ``prefix``: each frame id named as the fleet
     names a robot's (one leading ``/`` dropped, then the prefix). Raises ``CdrError``."""
     decoded = decode_tf_cdr(data, max_chars, names, prefix)
     if len(decoded) == 3:
         raise cdr_error(*decoded, data, max_chars)
-    return cast(TfColumns, decoded)
+    return Transforms._of(*cast(_Decoded, decoded))
 
 
 class TfDecoder:
@@ -122,7 +122,7 @@ class TfDecoder:
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
 
-    def decode(self, data: Data) -> TfColumns:
+    def decode(self, data: Data) -> Transforms:
         if len(self._names) > self.MAX_NAMES:
             self._names.clear()
         return decode_tf(data, 0, self._names)

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...buffer.messages import TransformStamped
+from ...buffer.transforms import Transforms
 from .. import wire
 from ..counters import DropCounter
 from ..fill import BufferFiller, FillingListener
@@ -212,8 +213,8 @@ class Ros2StaticTransformBroadcaster(_Ros2Writer):
 
 
 class _Ros2Receiver(_Node):
-    """Readers of rt/tf and rt/tf_static; ``_handle(parents, children, stamps, values,
-    authority, is_static, received_ns)`` per message, on the participant's thread."""
+    """Readers of rt/tf and rt/tf_static; ``_handle(transforms, authority, is_static,
+    received_ns)`` per message, on the participant's thread."""
 
     _name = "tf2py-ros2-receiver"
 
@@ -263,27 +264,26 @@ class _Ros2Receiver(_Node):
                     self.received_messages += 1
                     self.received_transforms += 1
                 return
-            parents, children, stamps, values = self._decode(data)
+            transforms = self._decode(data)
         except cdr.CdrError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return
         try:
-            if parents:
-                self._handle(parents, children, stamps, values, self._authority_of(info),
-                             is_static, received_ns)
+            if len(transforms):
+                self._handle(transforms, self._authority_of(info), is_static, received_ns)
         finally:
             self.received_messages += 1
-            self.received_transforms += len(parents)
+            self.received_transforms += len(transforms)
 
     def _handle_one(
         self, single: _Single, authority: str, is_static: bool, received_ns: int
     ) -> None:
         parent, child, stamp, values = single
-        self._handle([parent], [child], np.array([stamp], dtype=np.int64),
-                     np.array([values], dtype=np.float64), authority, is_static, received_ns)
+        self._handle(Transforms._of([parent], [child], np.array([stamp], dtype=np.int64),
+                                    np.array([values], dtype=np.float64)),
+                     authority, is_static, received_ns)
 
-    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
-                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+    def _handle(self, transforms: Transforms, authority: str, is_static: bool,
                 received_ns: int) -> None:
         raise NotImplementedError
 
@@ -333,10 +333,9 @@ class Ros2TransformListener(FillingListener, _Ros2Receiver):
         parent, child, stamp, values = single
         self._filler.insert_one(parent, child, stamp, values, authority, is_static)
 
-    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
-                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+    def _handle(self, transforms: Transforms, authority: str, is_static: bool,
                 received_ns: int) -> None:
-        self._filler.insert(authority, parents, children, stamps, values, is_static)
+        self._filler.insert(authority, transforms, is_static)
 
     def stats(self) -> dict[str, Any]:
         return self._filled(super().stats())
@@ -356,15 +355,12 @@ class Ros2TransformSubscriber(_Ros2Receiver):
         self._on_batch = on_batch
         super().__init__(core, participant, keys)
 
-    def _handle(self, parents: list[str], children: list[str], stamps: npt.NDArray[np.int64],
-                values: npt.NDArray[np.float64], authority: str, is_static: bool,
+    def _handle(self, transforms: Transforms, authority: str, is_static: bool,
                 received_ns: int) -> None:
         from ..listener import TransformBatch
 
         try:
-            self._on_batch(TransformBatch(
-                wire.TransformArrays(authority, parents, children, stamps, values),
-                is_static, received_ns))
+            self._on_batch(TransformBatch(authority, transforms, is_static, received_ns))
         except Exception as exc:  # a long-running subscriber never dies
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
 

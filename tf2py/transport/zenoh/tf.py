@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...buffer.transforms import Transforms
 from ..counters import DropCounter
 from ..fill import BufferFiller, FillingListener
-from ..lifetime import release_all, release_when_collected, weak_callback
-from ..static_set import StaticSet, transform_items
+from ..lifetime import CloseOnce, ClosingContext, release_all, release_when_collected, weak_callback
 from ..ros2 import cdr
-from ..wire import TransformArrays, authority_or_default
+from ..static_set import StaticSet, transform_items
+from ..wire import authority_or_default
 from ..wire_common import MAX_FRAME_ID_LENGTH
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
-from ..lifetime import CloseOnce, ClosingContext
 
 if TYPE_CHECKING:
     from ..listener import TransformBatch
@@ -237,11 +237,11 @@ class _Receiver(ClosingContext):
             try:
                 if single is not None:
                     self._handle_one(authority, is_static, received_ns, single)
-                elif columns is not None and columns[0]:
+                elif columns is not None and len(columns):
                     self._handle(authority, is_static, received_ns, columns)
             finally:  # counted once stored: who sees the count sees the transforms
                 self.received_messages += 1
-                self.received_transforms += 1 if columns is None else len(columns[0])
+                self.received_transforms += 1 if columns is None else len(columns)
 
     def _known_names(self, single: Any, columns: Any) -> tuple[Any, Any]:
         """The message without the rows that would name a frame beyond ``MAX_NAME_BYTES``."""
@@ -255,7 +255,7 @@ class _Receiver(ClosingContext):
             return single, None
         if columns is None:
             return None, None
-        parents, children, stamps, values = columns
+        parents, children = columns.parents, columns.children
         if names.issuperset(parents) and names.issuperset(children):
             return None, columns
         keep = [k for k, (p, c) in enumerate(zip(parents, children))
@@ -265,8 +265,7 @@ class _Receiver(ClosingContext):
         self.dropped.drop("listener_budget", f"{len(parents) - len(keep)} transform(s) naming "
                           f"frames beyond the listener's {self.MAX_NAME_BYTES} bytes of names",
                           n=len(parents) - len(keep))
-        return None, ([parents[k] for k in keep], [children[k] for k in keep],
-                      stamps[keep], values[keep])
+        return None, columns[keep]
 
     def _admit(self, name: str) -> bool:
         if name in self._names:
@@ -285,7 +284,7 @@ class _Receiver(ClosingContext):
             if max(len(single[0]), len(single[1])) > MAX_FRAME_ID_LENGTH:
                 raise wire.WireError("a frame id over the limit", "frame_id_too_long")
             return single, None
-        parents, children, stamps, values = columns
+        parents, children = columns.parents, columns.children
         if max(map(len, parents), default=0) <= MAX_FRAME_ID_LENGTH and \
                 max(map(len, children), default=0) <= MAX_FRAME_ID_LENGTH:
             return None, columns
@@ -294,8 +293,7 @@ class _Receiver(ClosingContext):
         self.dropped.drop("frame_id_too_long", f"{len(parents) - len(keep)} transform(s) "
                           f"with a frame id over {MAX_FRAME_ID_LENGTH} characters",
                           n=len(parents) - len(keep))
-        return None, ([parents[k] for k in keep], [children[k] for k in keep],
-                      stamps[keep], values[keep])
+        return None, columns[keep]
 
     def _count_gap(self, attachment: wire.Attachment) -> None:
         table = self._last_sequence
@@ -316,11 +314,11 @@ class _Receiver(ClosingContext):
                     single: tuple[str, str, int, Sequence[float]]) -> None:
         parent, child, stamp, values = single
         self._handle(authority, is_static, received_ns,
-                     ([parent], [child], np.array([stamp], dtype=np.int64),
-                      np.array([values], dtype=np.float64)))
+                     Transforms._of([parent], [child], np.array([stamp], dtype=np.int64),
+                                    np.array([values], dtype=np.float64)))
 
     def _handle(self, authority: str, is_static: bool, received_ns: int,
-                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
+                columns: Transforms) -> None:
         raise NotImplementedError
 
     def stats(self) -> dict[str, Any]:
@@ -353,12 +351,11 @@ class ZenohTransformSubscriber(_Receiver):
         self._open(address, keys, all_namespaces, ignore_gids)
 
     def _handle(self, authority: str, is_static: bool, received_ns: int,
-                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
+                columns: Transforms) -> None:
         from ..listener import TransformBatch
 
         try:
-            self._on_batch(TransformBatch(TransformArrays(authority, *columns), is_static,
-                                          received_ns))
+            self._on_batch(TransformBatch(authority, columns, is_static, received_ns))
         except Exception as exc:  # a long-running subscriber never dies
             self.dropped.drop("error", f"{type(exc).__name__}: {exc}")
 
@@ -381,9 +378,8 @@ class ZenohTransformListener(FillingListener, _Receiver):
         self._filler.insert_one(parent, child, stamp, values, authority, is_static)
 
     def _handle(self, authority: str, is_static: bool, received_ns: int,
-                columns: tuple[list[str], list[str], np.ndarray, np.ndarray]) -> None:
-        self._filler.insert(authority, columns[0], columns[1], columns[2], columns[3],
-                            is_static)
+                columns: Transforms) -> None:
+        self._filler.insert(authority, columns, is_static)
 
     def stats(self) -> dict[str, Any]:
         return self._filled(super().stats())

@@ -9,7 +9,7 @@ what travels. Keys (``keys=``) are ZeroMQ CURVE keys from ``tf2py keygen``.
 
 from __future__ import annotations
 
-from ..address import bus_endpoints
+from .address import bus_endpoints
 from ..bus_classes import BusClasses
 
 __all__ = ["ZmqTransport", "transport"]

@@ -18,7 +18,7 @@ import zmq
 
 from ...buffer.messages import TransformStamped
 from .. import wire
-from ..address import bus_endpoints
+from .address import bus_endpoints
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
 from ..broadcaster import StaticTransformBroadcaster, TransformBroadcaster

@@ -14,7 +14,9 @@ import zmq
 
 from ...buffer.time import Time, to_nanoseconds
 from .. import wire
-from ..address import bus_endpoints, core_address
+from . import wire_clock
+from ..address import core_address
+from .address import bus_endpoints
 from ..clock import ClockPublisher, SimClock, TimeJump
 from .sockets import (
     DropCounter,
@@ -50,7 +52,7 @@ class ZmqClockPublisher(ClosingContext):
         self.publish_ns(to_nanoseconds(time, "time"))
 
     def publish_ns(self, time_ns: int) -> None:
-        frame = wire.clock_message(time_ns)
+        frame = wire_clock.clock_message(time_ns)
         with self._lock:
             if self._closing.closed:
                 raise RuntimeError("publish on a closed ClockPublisher")
@@ -102,7 +104,7 @@ class ZmqSimClock(ClosingContext):
         self._sub = make_socket(zmq.SUB, linger_ms=0, CONFLATE=1, MAXMSGSIZE=4096,
                                 **client_options())
         try:
-            self._sub.setsockopt(zmq.SUBSCRIBE, wire.TOPIC_CLOCK)
+            self._sub.setsockopt(zmq.SUBSCRIBE, wire_clock.TOPIC_CLOCK)
             connect_keyed(self._sub, subscribe_endpoint, keys)
         except BaseException:
             self._sub.close(0)
@@ -184,7 +186,7 @@ class ZmqSimClock(ClosingContext):
             self.dropped.drop("socket", str(exc))
             return None
         try:
-            time_ns = wire.decode_clock_message(frame)
+            time_ns = wire_clock.decode_clock_message(frame)
         except wire.WireError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return None

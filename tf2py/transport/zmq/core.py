@@ -34,8 +34,9 @@ from typing import Any
 import zmq
 
 from .. import wire
-from ..address import core_address, split_tcp_address
-from ..keys import load_keys, warn_if_exposed
+from ..address import core_address
+from .address import split_tcp_address
+from .keys import load_keys, warn_if_exposed
 from .connections import MAX_PUBLISHERS, MAX_SUBSCRIBERS, ConnectionWatch
 from .latch import EXPIRE_SECONDS, LATCHED_BYTES, REPLAY_MIN_INTERVAL, REPLAY_RATE, LatchStore
 from .sockets import DropCounter, inproc_name, logger, make_socket

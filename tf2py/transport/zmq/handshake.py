@@ -29,7 +29,7 @@ _FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PRO
 def handshake_problem(endpoint: str, keys: object = None, timeout: float = 2.0,
                       kind: int = zmq.SUB) -> str | None:
     """One line saying why a handshake with the bound socket at ``endpoint`` fails for this
-    process with ``keys`` (a ``tf2py.transport.keys.Keys`` or None), or None when it succeeds
+    process with ``keys`` (a ``tf2py.transport.zmq.keys.Keys`` or None), or None when it succeeds
     or nothing answers within ``timeout`` seconds. ``kind``: a socket type that the bound one
     accepts (SUB for a core's subscriber port, DEALER for a buffer server)."""
     sock = make_socket(kind, linger_ms=0)
@@ -69,8 +69,8 @@ def handshake_refusal(address: str) -> str | None:
     """Why the tf2py core at ``address`` refuses this process's handshake (keys it lacks,
     or keys it does not accept), worded with the core's address; None if it does not (or
     nothing answers within 1.5 s)."""
-    from ..address import bus_endpoints
-    from ..keys import KeysError, load_keys
+    from .address import bus_endpoints
+    from .keys import KeysError, load_keys
 
     try:
         _, subscribe_endpoint = bus_endpoints(address)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import zmq
 
+from ...buffer.transforms import Transforms
 from .. import wire
 from ..counters import DropCounter
 from ..frame_ids import strip_leading_slash
@@ -127,21 +128,22 @@ class LatchStore:
             if exc.columns is None:
                 return
             columns = exc.columns
-            parents, children, stamps, values = _column_arrays(columns)
-            body = wire.encode_arrays(parents, children, stamps, values, columns[0])
+            authority, rows = wire.rows_of(columns)
+            body = wire.encode_arrays(rows.parents, rows.children, rows.stamps_ns, rows.values,
+                                      authority)
         except wire.WireError as exc:
             self.dropped.drop(exc.cause, str(exc))
             return
-        authority, parents, children, stamps_bin, values_bin = columns
+        authority, rows = wire.rows_of(columns)
+        parents, children = rows.parents, rows.children
+        stamps, values = rows.stamps_ns, rows.values
         self.static_messages += 1
-        valid = _valid_rows(columns)
+        valid = _valid_rows(rows)
         if len(valid) < len(parents):
             self.dropped.drop(
                 "invalid", f"{len(parents) - len(valid)} invalid static transform(s) from "
                 f"{authority}; the latched ones of those frames are kept",
                 n=len(parents) - len(valid))
-        stamps = np.frombuffer(stamps_bin, dtype="<i8")
-        values = np.frombuffer(values_bin, dtype="<f8").reshape(-1, 7)
         with self._lock:
             publisher = self._publishers.get(key)
             if publisher is None:
@@ -269,19 +271,10 @@ def _publisher_id(tail: bytes) -> tuple[str, int | None, int, int]:
     return parts[0].decode("ascii", "replace"), version, piece, pieces
 
 
-Columns = tuple[str, list[str], list[str], bytes, bytes]
-
-
-def _column_arrays(columns: Columns) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    authority, parents, children, stamps_bin, values_bin = columns
-    return (parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
-            np.frombuffer(values_bin, dtype="<f8").reshape(-1, 7))
-
-
-def _valid_rows(columns: Columns) -> list[int]:
+def _valid_rows(rows: Transforms) -> list[int]:
     """Indices of the rows the buffer itself accepts (its own validation), so the core
     latches exactly what listeners would store."""
-    parents, children, stamps, values = _column_arrays(columns)
-    bad = {index for index, _ in invalid_rows(parents, children, stamps, values)}
-    return [i for i in range(len(parents)) if i not in bad]
+    bad = {index for index, _ in invalid_rows(rows.parents, rows.children, rows.stamps_ns,
+                                              rows.values)}
+    return [i for i in range(len(rows)) if i not in bad]
 

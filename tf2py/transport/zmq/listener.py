@@ -16,7 +16,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import zmq
 
 from .. import wire
@@ -34,7 +33,7 @@ from .sockets import (
     make_socket,
     release_when_collected,
 )
-from ..address import bus_endpoints
+from .address import bus_endpoints
 from ..lifetime import ClosingContext
 
 __all__ = ["ZmqTransformListener", "ZmqTransformSubscriber"]
@@ -51,14 +50,7 @@ _unpack_stamp = struct.Struct("<q").unpack
 _unpack_values = struct.Struct("<7d").unpack
 
 #: handle(columns, is_static, received_ns): one decoded message.
-Handler = Callable[[tuple[str, list[str], list[str], bytes, bytes], bool, int], None]
-
-
-def _arrays(columns: tuple[str, list[str], list[str], bytes, bytes]) -> wire.TransformArrays:
-    authority, parents, children, stamps_bin, values_bin = columns
-    return wire.TransformArrays(
-        authority, parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
-        np.frombuffer(values_bin, dtype="<f8").reshape(len(parents), 7))
+Handler = Callable[[wire.WireBlocks, bool, int], None]
 
 
 class _ReceiveLoop:
@@ -338,19 +330,18 @@ class ZmqTransformListener(FillingListener, _ZmqReceiver):
 def _listener_handler(filler: BufferFiller) -> Handler:
     insert_one = filler.insert_one
     insert = filler.insert
+    rows_of = wire.rows_of
 
-    def handle(columns: tuple[str, list[str], list[str], bytes, bytes], is_static: bool,
+    def handle(columns: wire.WireBlocks, is_static: bool,
                received_ns: int) -> None:
         authority, parents, children, stamps_bin, values_bin = columns
-        n = len(parents)
-        if n == 1:
+        if len(parents) == 1:
             # One transform: the single insert skips the array set-up of a batch (same
             # rules, still one insertion call and one notification per message).
             insert_one(parents[0], children[0], _unpack_stamp(stamps_bin)[0],
                        _unpack_values(values_bin), authority, is_static)
             return
-        insert(authority, parents, children, np.frombuffer(stamps_bin, dtype="<i8"),
-               np.frombuffer(values_bin, dtype="<f8").reshape(n, 7), is_static)
+        insert(authority, rows_of(columns)[1], is_static)
 
     return handle
 
@@ -364,9 +355,10 @@ class ZmqTransformSubscriber(_ZmqReceiver):
         if not callable(on_batch):
             raise TypeError("TransformSubscriber needs on_batch=callable(batch)")
 
-        def handle(columns: tuple[str, list[str], list[str], bytes, bytes], is_static: bool,
+        def handle(columns: wire.WireBlocks, is_static: bool,
                    received_ns: int) -> None:
-            on_batch(TransformBatch(_arrays(columns), is_static, received_ns))
+            authority, rows = wire.rows_of(columns)
+            on_batch(TransformBatch(authority, rows, is_static, received_ns))
 
         self._start(self._name, core, keys, handle)
 

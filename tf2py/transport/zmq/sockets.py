@@ -82,7 +82,7 @@ def inproc_pair(kind: str) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
 def connect_keyed(sock: zmq.Socket[bytes], endpoint: str, keys: Any) -> None:
     """Connect ``sock`` to a core's ``endpoint`` with ``keys`` (a keys folder, else
     ``$TF2PY_KEYS``, else plain)."""
-    from ..keys import load_keys  # keys imports this module's context: imported on use
+    from .keys import load_keys  # keys imports this module's context: imported on use
 
     loaded = load_keys(keys)
     if loaded is not None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from .. import wire
-from ..address import bus_endpoints
+from .address import bus_endpoints
 from ..topics import Delivery, SendGate
 from .sockets import (
     RECEIVE_HWM,

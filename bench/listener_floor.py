@@ -1,0 +1,188 @@
+"""Listener CPU per received transform against the raw pyzmq + msgpack floor, alone.
+
+    python -m bench listener_floor            # batches of 50, 3 rounds, ~1 min
+    python -m bench listener_floor --quick    # 1 round, ~15 s
+    python -m bench listener_floor --batch 1 --rate 10000
+
+Issue 9's target: a ``TransformListener`` filling a ``Buffer`` spends at most 2x the CPU per
+received transform of the floor, a bare pyzmq SUB socket that receives the same messages
+and ``msgpack.unpackb``s them (nothing stored), at batches of 50 transforms per message.
+
+Set-up (the ``floor`` section of bench_transport.py, made repeatable and interleaved): a
+core process, one broadcaster process sending ``--messages`` messages of ``--batch``
+transforms (50 frames, one new sample each) at ``--rate`` messages/s, and in this process
+one receiver at a time:
+
+  floor        bare SUB + recv_multipart + msgpack.unpackb (the target's floor)
+  tight floor  bare SUB + recv(copy=False) + unpackb (pyzmq's cheapest receive, for reference)
+  sink         TransformListener handing each batch to a no-op sink (the transport's share)
+  listener     TransformListener filling a real Buffer (what the target is about)
+
+The figure is this process's CPU time (all its threads, libzmq's I/O thread included, as
+for every receiver) while the messages arrive, divided by the transforms received. The
+receivers take turns within each round, so a burst of load from other processes hits them
+alike; the ratio printed is the median over rounds of each round's listener / floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+from bench.harness import PY, Run, load_average, start_core
+from bench.transport import NullSink, RawLoop, _spawn
+from tf2py.buffer.buffer import Buffer
+from tf2py.transport.listener import TransformListener
+
+# A broadcaster that stays up: on each line "go N" it sends N messages of BATCH transforms
+# (children c_j, one new stamp per message, stamps increasing across rounds) at RATE
+# messages/s and prints "done"; on "stop" (or end of input) it closes.
+SENDER = r"""
+import sys, time
+from tf2py import make_transform
+from tf2py.buffer.time import Time
+from tf2py.transport.broadcaster import TransformBroadcaster
+address, batch, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+rotation = tuple(float(v) for v in sys.argv[4].split(","))
+b = TransformBroadcaster(address)
+ts = [make_transform("world", "c%d" % j, (1.0, 2.0, 3.0), rotation) for j in range(batch)]
+print("ready", flush=True)
+period = 1.0 / rate
+stamp_ms = 0
+for line in sys.stdin:
+    words = line.split()
+    if not words or words[0] != "go":
+        break
+    count = int(words[1])
+    t0 = time.perf_counter()
+    for i in range(1, count + 1):
+        target = t0 + i * period
+        while True:
+            now = time.perf_counter()
+            if now >= target:
+                break
+            if target - now > 0.0003:
+                time.sleep(target - now - 0.0002)
+        stamp_ms += 1
+        stamp = Time.from_nanoseconds(1_000_000_000_000 + stamp_ms * 1_000_000)
+        for t in ts:
+            t.header.stamp = stamp
+        b.send_transform(ts if batch > 1 else ts[0])
+    print("done", flush=True)
+b.close()
+"""
+
+
+def receivers(address):
+    """name -> make() returning (receiver with close(), count())."""
+
+    def raw(tight):
+        def make():
+            r = RawLoop(address, tight)
+            return r, lambda: r.count
+        return make
+
+    def listener(sink_factory):
+        def make():
+            lst = TransformListener(sink_factory(), address)
+            return lst, lambda: lst.received_transforms
+        return make
+
+    return {
+        "floor": raw(False),
+        "tight floor": raw(True),
+        "sink": listener(NullSink),
+        "listener": listener(Buffer),
+    }
+
+
+def measure(sender, make, messages, batch, settle):
+    """CPU of this process per received transform, and the transforms received."""
+    receiver, count = make()
+    try:
+        # The new SUB socket's subscription reaches the core asynchronously: wait until it
+        # sees traffic would cost messages, so give it a settle time before counting.
+        time.sleep(settle)
+        n0 = count()
+        c0 = time.process_time()
+        sender.tell("go %d" % messages)
+        sender.wait_line("done", timeout=messages + 60)
+        deadline = time.monotonic() + 3.0
+        while count() - n0 < messages * batch and time.monotonic() < deadline:
+            time.sleep(0.005)
+        cpu = time.process_time() - c0
+        n = count() - n0
+    finally:
+        receiver.close()
+    return cpu / max(n, 1) * 1e6, n
+
+
+def main(run: Run, argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=50, help="transforms per message (50)")
+    parser.add_argument("--rate", type=int, default=1000, help="messages per second (1000)")
+    parser.add_argument("--messages", type=int, default=None,
+                        help="messages per measurement (3000; --quick: 1500)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (3; --quick: 1)")
+    parser.add_argument("--rotation", default="0,0,0.14943813247359922,0.9887710779360422",
+                        help="x,y,z,w of every sent rotation (default: a 0.3 rad yaw, whose "
+                        "|q|^2 in floats is 1 - 1e-16, not exactly 1, as in real data, so "
+                        "the insert normalizes; bench_transport.py sends the identity 0,0,0,1)")
+    parser.add_argument("--settle", type=float, default=0.3,
+                        help="seconds for a new receiver's subscription to reach the core")
+    args = parser.parse_args(argv)
+    messages = args.messages or (500 if run.quick else 3000)
+    rounds = args.rounds or (1 if run.quick else 3)
+
+    print("listener CPU per received transform vs raw pyzmq+msgpack floor: batch %d, %d msg/s"
+          " (%d transforms/s), rotation %s, %d messages per measurement, %d round(s); python %s,"
+          " %d CPUs, %s at the start" % (args.batch, args.rate, args.rate * args.batch,
+                                         args.rotation, messages, rounds,
+                                         sys.version.split()[0], os.cpu_count() or 0,
+                                         "load average " + load_average()))
+    core = start_core()
+    address = core.address
+    sender = None
+    figures = {}
+    try:
+        sender = _spawn([PY, "-c", SENDER, address, str(args.batch), str(args.rate),
+                        args.rotation])
+        sender.wait_line("ready")
+        makers = receivers(address)
+        figures = {name: [] for name in makers}
+        for r in range(rounds):
+            line = []
+            for name, make in makers.items():
+                us, n = measure(sender, make, messages, args.batch, args.settle)
+                figures[name].append((us, n))
+                lost = messages * args.batch - n
+                line.append("%s %.2f us%s" % (name, us, " (lost %d)" % lost if lost else ""))
+            floor = figures["floor"][-1][0]
+            print("  round %d: %s; listener/floor %.2fx" % (
+                r + 1, ", ".join(line), figures["listener"][-1][0] / floor), flush=True)
+    finally:
+        if sender is not None:
+            sender.stop()
+        core.stop()
+
+    def med(name):
+        return statistics.median(us for us, _ in figures[name])
+
+    ratios = [lst[0] / fl[0] for lst, fl in zip(figures["listener"], figures["floor"])]
+    sink_ratios = [s[0] / fl[0] for s, fl in zip(figures["sink"], figures["floor"])]
+    tight_ratios = [lst[0] / fl[0]
+                    for lst, fl in zip(figures["listener"], figures["tight floor"])]
+    ratio = statistics.median(ratios)
+    print("\nmedian CPU per received transform (us): floor %.2f, tight floor %.2f, "
+          "listener->no-op sink %.2f (%.2fx floor), listener->Buffer %.2f"
+          % (med("floor"), med("tight floor"), med("sink"), statistics.median(sink_ratios),
+             med("listener")))
+    print("listener / floor = %.2fx (target <= 2.0x: %s); rounds: %s; listener / tight floor "
+          "%.2fx; %s at the end"
+          % (ratio, "met" if ratio <= 2.0 else "NOT met", " ".join("%.2f" % x for x in ratios),
+             statistics.median(tight_ratios), "load average " + load_average()))
+    return 0
+
