@@ -43,32 +43,32 @@ import weakref
 from concurrent.futures import Future
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 from .apply import as_point_array, transform_function, transform_point_array
+from .batch import batch_frames
 from .core import BatchResult, BufferCore
 from .frame_tree import TimeLike
 from .kernel import bind_entries
 from .pending import Ready, _cancel_all, _resolve
 from .requests import RequestIndex
 from .messages import Header, TransformStamped
+from .transforms import Transforms
 from .time import Duration, Time, to_nanoseconds
 from .waits import wait_until_can, wait_until_looked_up
 from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
-
 # The BufferCore implementations Buffer calls under its lock (bound once, not per call).
 _core_lookup_transform = BufferCore.lookup_transform
 _core_lookup_transform_full = BufferCore.lookup_transform_full
 _core_can_transform = BufferCore.can_transform
 _core_can_transform_full = BufferCore.can_transform_full
-
 
 _R = TypeVar("_R")
 #: The frame ids an insertion call named: (parents, children).
@@ -181,13 +181,13 @@ class Buffer(BufferCore):
             _resolve(ready)
 
     def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        touched = _named_by_transform(transform)
-        return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static),
+                            _named_by_transform(transform))
 
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``BufferCore.set_transform_static`` under the lock; wakes the waits it can satisfy."""
-        touched = _named_by_transform(transform)
-        return self._insert(BufferCore._set_transform_slow, (transform, authority, True), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, True),
+                            _named_by_transform(transform))
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,
@@ -200,16 +200,16 @@ class Buffer(BufferCore):
             lambda: ((parent,), (child,)),
         )
 
-    def set_transforms(
-        self, parents: Sequence[str], children: Sequence[str], stamps_ns: npt.ArrayLike,
-        values: npt.ArrayLike, authority: str, is_static: bool = False,
-    ) -> BatchResult:
-        """``BufferCore.set_transforms`` under the lock; wakes the waits it can satisfy."""
-        return self._insert(
-            BufferCore.set_transforms,
-            (parents, children, stamps_ns, values, authority, is_static),
-            lambda: (set(parents), set(children)),
-        )
+    @overload
+    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
+    @overload
+    def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
+                       values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
+
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
+        """``BufferCore.set_transforms`` (either form) under the lock; wakes the waits it serves."""
+        return self._insert(lambda store: BufferCore.set_transforms(store, transforms, *args, **kwargs), (),
+                            lambda: batch_frames(transforms, *args, **kwargs))
 
     def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]) -> _R:
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
@@ -426,7 +426,7 @@ class Buffer(BufferCore):
         )
 
     def _registered_request(self, *args: Any) -> Future[TransformStamped]:
-        """``_request``, counted in ``_waiting`` meanwhile: an insert that skipped the lock
+        """``RequestIndex.request``, counted in ``waiting`` meanwhile: an insert that skipped the lock
         (see set_transform) re-checks it once it is indexed."""
         with self._lock:
             self._index.wait_begins()

@@ -26,7 +26,7 @@ Every kernel call is atomic (the kernel has its own lock); ``Buffer`` adds waits
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,9 @@ from .kernel import Kernel, bind_entries, configure_kernel
 from .errors import add_hints, can_frame_message, check_insert, frame_error, query_error
 from .exceptions import InvalidArgumentException, TransformException
 from .messages import TransformStamped, stamped
-from .batch import BatchResult, store_rows
+from .batch import BatchResult, store_batch
+from .batch import lookup_transforms as _lookup_transforms
+from .transforms import Transforms
 from .frame_tree import FrameTree, TimeLike, _clamp, _time_ns
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
 from .velocity_arguments import lookup_velocities as _lookup_velocities
@@ -180,18 +182,23 @@ class BufferCore:
                 )
         return r > 0
 
-    def set_transforms(
-        self, parents: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any, values: Any,
-        authority: str, is_static: bool = False,
-    ) -> BatchResult:
+    @overload
+    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
+    @overload
+    def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
+                       values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
+
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
         """Store N transforms at once; invalid rows are skipped, the rest stored.
 
-        ``values``: an ``(N, 7)`` array of rows ``[tx, ty, tz, qx, qy, qz, qw]`` (each row maps
-        data in its child frame into its parent); ``stamps_ns``: N int nanoseconds;
-        ``parents`` / ``children``: N frame ids, or one frame id for every row (a trajectory
-        of one frame). Returns ``BatchResult(stored, old, invalid)``.
+        ``set_transforms(transforms, authority, is_static=False)`` with a ``Transforms``, or
+        the same as columns: ``set_transforms(parents, children, stamps_ns, values, authority,
+        is_static=False)``, ``values`` an ``(N, 7)`` array of rows ``[tx, ty, tz, qx, qy, qz,
+        qw]`` (each maps data in its child frame into its parent), ``stamps_ns`` N int
+        nanoseconds, ``parents`` / ``children`` N frame ids or one for every row (a
+        trajectory of one frame). Returns ``BatchResult(stored, old, invalid)``.
         """
-        result = store_rows(self, parents, children, stamps_ns, values, authority, is_static)
+        result = store_batch(self, transforms, *args, **kwargs)
         if result.stored:
             self._notify_new_data()
         return result
@@ -416,37 +423,8 @@ class BufferCore:
 
     # -- batch lookups --------------------------------------------------------------------
 
-    def lookup_transforms(self, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
-        """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
-        ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
-        or Times; zero = the latest common time).
-
-        One compiled walk per stamp, the same as ``lookup_transform``'s. Raises what
-        ``lookup_transform`` would raise for the first stamp (in the order given) that
-        cannot be looked up; times beyond 64-bit nanoseconds are never wrapped.
-        """
-        if times.__class__ is np.ndarray and times.dtype == np.float64 and times.ndim == 1:
-            # Float seconds, the common form: converted in the kernel as it goes.
-            try:
-                return self._kernel.lookup_many_seconds(target_frame, source_frame, times)
-            except KernelError as exc:
-                raise query_error(self._tree, exc.args, (target_frame, source_frame)) from None
-            except (TypeError, ValueError):
-                pass  # not finite, beyond int64 ns, not contiguous: converted below
-        try:
-            ts, huge = times_to_nanoseconds(times)
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentException("lookup_transforms: %s" % exc) from None
-        for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
-            if not isinstance(name, str):
-                raise frame_error(name, argument)
-        try:
-            return self._kernel.lookup_many(target_frame, source_frame, ts)
-        except KernelError as exc:
-            raise query_error(
-                self._tree, exc.args, (target_frame, source_frame), requested=huge.get(exc.args[7])
-            ) from None
-
-    # velocity_arguments.py's functions are these methods (the store is their first argument).
+    # batch.py's and velocity_arguments.py's functions are these methods (the store is their
+    # first argument).
+    lookup_transforms = _lookup_transforms
     lookup_velocity = _lookup_velocity
     lookup_velocities = _lookup_velocities

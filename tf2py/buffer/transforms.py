@@ -150,7 +150,7 @@ class Transforms:
                 parents.append(header.frame_id)
                 children.append(message.child_frame_id)
                 stamp = header.stamp
-                stamps.append(stamp._ns if type(stamp) is Time else
+                stamps.append(stamp.nanoseconds if type(stamp) is Time else
                               to_nanoseconds(stamp, "stamp"))
                 flat.extend((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
         except AttributeError as exc:

@@ -44,7 +44,7 @@ def wait_until_looked_up(
 ) -> _R:
     """``lookup(buffer, *args)`` until it succeeds or ``timeout`` (a Duration or seconds) runs
     out: then tf2's exception, its message saying how long it waited. Woken by inserts
-    (under the buffer's condition, counted in its ``_waiting``)."""
+    (under the buffer's condition, counted in its index's ``waiting``)."""
     timeout_s = _timeout_seconds(timeout)
     start = monotonic()
     deadline = start + timeout_s
