@@ -120,7 +120,7 @@ def test_cancel_removes_the_pending_request(buffer):
     assert buffer.pending_request_count == 1
     assert future.cancel()
     assert buffer.pending_request_count == 0
-    assert buffer._requests == {} and buffer._watch == {} and buffer._watch_any == {}
+    assert buffer._index.requests == {} and buffer._index._watch == {} and buffer._index._watch_any == {}
     buffer.set_transform(make_transform("map", "odom", stamp=3), "test")
     with pytest.raises(CancelledError):
         future.result(0)
@@ -362,7 +362,7 @@ def test_resolved_and_cancelled_requests_leave_nothing_behind(buffer):
         buffer.set_transform(make_transform("map", f"robot{i}", stamp=1), "test")
     assert all(f.done() for f in futures)
     assert buffer.pending_request_count == 0
-    assert buffer._requests == {} and buffer._watch == {} and buffer._watch_any == {}
+    assert buffer._index.requests == {} and buffer._index._watch == {} and buffer._index._watch_any == {}
 
 
 def test_clear_resolves_a_request_that_only_dynamic_data_blocked():

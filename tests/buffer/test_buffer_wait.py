@@ -28,7 +28,7 @@ def insert_when_waiting(buffer, *transforms, waiters=1, static=False):
     """A writer thread that inserts once ``waiters`` threads are waiting in the buffer."""
 
     def run():
-        wait_for(lambda: buffer._waiting >= waiters, timeout=QUICK, message="reader waiting")
+        wait_for(lambda: buffer._index.waiting >= waiters, timeout=QUICK, message="reader waiting")
         for t in transforms:
             if static:
                 buffer.set_transform_static(t, "writer")
@@ -67,10 +67,10 @@ def test_lookup_wait_for_newer_data_is_woken_by_the_insertion(buffer):
 def test_lookup_wait_keeps_waiting_through_unrelated_insertions(buffer):
     # Unrelated data wakes the waiter, which re-checks and waits on; the right data ends it.
     def run():
-        wait_for(lambda: buffer._waiting >= 1, timeout=QUICK, message="reader waiting")
+        wait_for(lambda: buffer._index.waiting >= 1, timeout=QUICK, message="reader waiting")
         buffer.set_transform(make_transform("map", "other", stamp=5), "writer")
         buffer.set_transform(make_transform("odom", "base", stamp=5), "writer")  # too new
-        wait_for(lambda: buffer._waiting >= 1, timeout=QUICK, message="reader waiting again")
+        wait_for(lambda: buffer._index.waiting >= 1, timeout=QUICK, message="reader waiting again")
         buffer.set_transform(make_transform("odom", "base", stamp=1), "writer")
 
     writer = threading.Thread(target=run, name="test-writer", daemon=True)

@@ -37,7 +37,7 @@ def _wake_once(buffer, call):
 
     thread = threading.Thread(target=reader, name="test-reader", daemon=True)
     thread.start()
-    wait_for(lambda: buffer._waiting >= 1, timeout=10.0, message="reader waiting")
+    wait_for(lambda: buffer._index.waiting >= 1, timeout=10.0, message="reader waiting")
     inserted = wall.monotonic()
     buffer.set_transform(make_transform("a", "b", stamp=1.0), "x")
     thread.join(LONG)
@@ -77,7 +77,7 @@ def test_unrelated_inserts_do_not_end_the_wait_early():
 
     thread = threading.Thread(target=reader, name="test-reader", daemon=True)
     thread.start()
-    wait_for(lambda: buffer._waiting >= 1, timeout=10.0, message="reader waiting")
+    wait_for(lambda: buffer._index.waiting >= 1, timeout=10.0, message="reader waiting")
     for k in range(3):
         buffer.set_transform(make_transform("x", "y", stamp=1.0 + k), "x")
         wait_for(lambda n=k: calls["n"] >= n + 2, timeout=10.0, message="reader re-checked")

@@ -12,6 +12,7 @@ import pytest
 from helpers import wait_for
 from tf2py import Buffer, BufferCore, InvalidArgumentException, make_transform
 from tf2py.buffer import _kernel_ext
+import tf2py.buffer.kernel as kernel_module
 
 
 class Routed(Buffer):
@@ -50,7 +51,7 @@ def test_a_waiting_thread_is_told_of_each_insert_and_the_route_ends_with_the_wai
         target=lambda: result.update(ok=buffer.can_transform("a", "c", 2.0, timeout=30.0)),
         name="test-waiter", daemon=True)
     thread.start()
-    wait_for(lambda: buffer._waiting == 1, message="the waiter counted")
+    wait_for(lambda: buffer._index.waiting == 1, message="the waiter counted")
     _insert(buffer, 1.0)  # another frame: the waiter is woken, re-checks, waits on
     assert buffer.after == 1 and thread.is_alive()
     _insert(buffer, 2.0, child="c")
@@ -113,9 +114,9 @@ def test_refusals_keep_their_errors_through_the_entry():
 def test_the_insert_mode_and_fallbacks_refuse_bad_values():
     store = BufferCore()
     with pytest.raises(ValueError, match="0, 1 or 2"):
-        store._k_set_insert_mode(3)
+        store._kernel.set_insert_mode(3)
     with pytest.raises(TypeError):
-        store._k_set_insert_mode("2")
-    with pytest.raises(TypeError, match="two callables"):
-        _kernel_ext.set_insert_fallbacks(5, print)
+        store._kernel.set_insert_mode("2")
+    with pytest.raises(TypeError, match="callables"):
+        _kernel_ext.configure(**{**kernel_module._kernel_configuration(), "insert_slow": 5})
     assert store.set_transform(make_transform("a", "b", stamp=1.0), "test") is True

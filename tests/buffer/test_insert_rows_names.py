@@ -9,6 +9,7 @@ import pytest
 
 from tf2py import InvalidArgumentException
 from tf2py.buffer import _kernel_ext
+import tf2py.buffer.kernel as kernel_module
 from tf2py.buffer.core import BatchResult, BufferCore
 from tf2py.buffer.time import Time
 
@@ -88,11 +89,12 @@ def test_str_subclass_names_and_garbage():
 def test_kernel_entry_point_refuses_bad_shapes():
     core = BufferCore()
     with pytest.raises(ValueError):
-        core._k_insert_rows(["a"], ["b", "c"], stamps(2, 1), rows(2), "m", False)
+        core._kernel.insert_rows(["a"], ["b", "c"], stamps(2, 1), rows(2), "m", False)
     with pytest.raises(TypeError):
-        core._k_insert_rows(["a"], ["b"], stamps(1, 1).astype(float), rows(1), "m", False)
-    with pytest.raises(TypeError):
-        _kernel_ext.set_batch_result(list)
+        core._kernel.insert_rows(["a"], ["b"], stamps(1, 1).astype(float), rows(1), "m", False)
+    with pytest.raises(TypeError, match="tuple subclass"):
+        _kernel_ext.configure(**{**kernel_module._kernel_configuration(), "batch_result": list})
+    assert core.set_transforms(["a"], ["b"], stamps(1, 1), rows(1), "m").stored == 1
 
 
 def test_authority_whose_del_shrinks_the_lists_does_not_crash():

@@ -161,32 +161,29 @@ GARBAGE = [None, 1, -1, 2**70, 1.5, math.nan, "x", "", "/x", b"x", [], ["a"], ()
 def _call_all(kernel, value):
     """Every binding entry point with ``value`` in every argument position."""
     calls = {
-        "_k_insert": 12, "_k_insert_batch": 7, "_k_lookup": 3, "_k_lookup_full": 5, "_k_can": 3,
-        "_k_can_full": 5, "_k_common_time": 2, "_k_chain": 5, "_k_lookup_many": 3,
-        "_k_ancestors": 2, "_k_get_parent": 2, "_k_exists": 1, "_k_registered": 1, "_k_samples": 1,
-        "_k_lookup_transform": 3, "_k_can_transform": 3, "_k_set_transform": 3,
-        "_k_insert_rows": 6, "_k_insert_trajectory": 6, "_k_lookup_transform_entry": 3,
-        "_k_lookup_transform_waiting": 4, "_k_can_transform_entry": 3,
-        "_k_can_transform_waiting": 4, "_k_set_transform_entry": 3, "_k_set_insert_mode": 1,
+        "insert": 12, "insert_batch": 7, "lookup": 3, "lookup_full": 5, "can": 3,
+        "can_full": 5, "common_time": 2, "chain": 5, "lookup_many": 3,
+        "ancestors": 2, "get_parent": 2, "exists": 1, "registered": 1, "samples": 1,
+        "insert_rows": 6, "insert_trajectory": 6, "lookup_transform": 3,
+        "lookup_transform_waiting": 4, "can_transform": 3,
+        "can_transform_waiting": 4, "set_transform": 3, "set_insert_mode": 1,
     }
     good = {
-        "_k_insert": ["p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False],
-        "_k_insert_batch": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
+        "insert": ["p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False],
+        "insert_batch": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
                          False, np.zeros(1, dtype=np.int32)],
-        "_k_lookup": ["p", "c", 0], "_k_lookup_full": ["p", 0, "c", 0, "p"],
-        "_k_can": ["p", "c", 0], "_k_can_full": ["p", 0, "c", 0, "p"],
-        "_k_common_time": ["p", "c"], "_k_chain": ["p", 0, "c", 0, "p"],
-        "_k_lookup_transform": ["p", "c", 0.0], "_k_can_transform": ["p", "c", 0.0],
-        "_k_set_transform": [make_transform("p", "c"), "x", False],
-        "_k_insert_rows": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x", False],
-        "_k_insert_trajectory": ["p", "c", np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
+        "lookup": ["p", "c", 0], "lookup_full": ["p", 0, "c", 0, "p"],
+        "can": ["p", "c", 0], "can_full": ["p", 0, "c", 0, "p"],
+        "common_time": ["p", "c"], "chain": ["p", 0, "c", 0, "p"],
+        "insert_rows": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x", False],
+        "insert_trajectory": ["p", "c", np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
                                  False],
-        "_k_lookup_transform_entry": ["p", "c", 0.0], "_k_can_transform_entry": ["p", "c", 0.0],
-        "_k_lookup_transform_waiting": ["p", "c", 0.0, 0.0],
-        "_k_can_transform_waiting": ["p", "c", 0.0, 0.0],
-        "_k_set_transform_entry": [make_transform("p", "c"), "x", False], "_k_set_insert_mode": [0],
-        "_k_lookup_many": ["p", "c", np.array([0, 1])], "_k_ancestors": [["c"], 0],
-        "_k_get_parent": ["c", 0], "_k_exists": ["c"], "_k_registered": ["c"], "_k_samples": ["c"],
+        "lookup_transform": ["p", "c", 0.0], "can_transform": ["p", "c", 0.0],
+        "lookup_transform_waiting": ["p", "c", 0.0, 0.0],
+        "can_transform_waiting": ["p", "c", 0.0, 0.0],
+        "set_transform": [make_transform("p", "c"), "x", False], "set_insert_mode": [0],
+        "lookup_many": ["p", "c", np.array([0, 1])], "ancestors": [["c"], 0],
+        "get_parent": ["c", 0], "exists": ["c"], "registered": ["c"], "samples": ["c"],
     }
     for name, n in calls.items():
         method = getattr(kernel, name)
@@ -197,17 +194,17 @@ def _call_all(kernel, value):
                 method(*args)
             except (TypeError, ValueError, _kernel_ext.KernelError):
                 pass
-    kernel._k_frame_table()
-    kernel._k_frames()
+    kernel.frame_table()
+    kernel.frames()
 
 
 @pytest.mark.parametrize("value", GARBAGE, ids=[repr(v)[:20] for v in GARBAGE])
 def test_garbage_at_every_binding_entry_point_is_refused_or_handled(value):
     kernel = _kernel_ext.Kernel(10 * S)
-    kernel._k_insert("p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False)
+    kernel.insert("p", "c", 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "x", False)
     _call_all(kernel, value)
     # The store still answers as before.
-    assert kernel._k_lookup("p", "c", 1)[:7] == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    assert kernel.lookup("p", "c", 1)[:7] == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
 
 def test_insert_batch_checks_sizes_and_types():
@@ -224,9 +221,9 @@ def test_insert_batch_checks_sizes_and_types():
         (["p"], ["c"], np.array([1]), np.zeros((1, 14))[:, ::2], "x", False, codes),
     ]:
         with pytest.raises((TypeError, ValueError)):
-            kernel._k_insert_batch(*args)
-    assert kernel._k_frames() == []
-    assert kernel._k_insert_batch([5], ["c"], np.array([1]), rows, "x", False, codes) == (0, 0)
+            kernel.insert_batch(*args)
+    assert kernel.frames() == []
+    assert kernel.insert_batch([5], ["c"], np.array([1]), rows, "x", False, codes) == (0, 0)
     assert codes[0] == _kernel_ext.NAME_TYPE
 
 
@@ -254,7 +251,7 @@ def test_a_subprocess_survives_a_garbage_storm():
         "import test_kernel as t\n"
         "from tf2py.buffer import _kernel_ext\n"
         "k = _kernel_ext.Kernel(10**10)\n"
-        "k._k_insert('p', 'c', 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 'x', False)\n"
+        "k.insert('p', 'c', 1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 'x', False)\n"
         "for v in t.GARBAGE: t._call_all(k, v)\n"
         "print('ok')\n" % (__file__.rsplit("/", 1)[0],)
     )

@@ -339,11 +339,11 @@ def test_statics_go_in_as_statics():
 def test_bad_arguments_raise_and_store_nothing():
     core = BufferCore(10.0)
     with pytest.raises(TypeError):
-        core._k_insert_cdr(["text"], [None], "a", False)
+        core._kernel.insert_cdr(["text"], [None], "a", False)
     with pytest.raises(TypeError):
-        core._k_insert_cdr([GOOD], ["not frame ids"], "a", False)  # type: ignore[list-item]
+        core._kernel.insert_cdr([GOOD], ["not frame ids"], "a", False)  # type: ignore[list-item]
     with pytest.raises(ValueError):
-        core._k_insert_cdr([GOOD, GOOD], [None], "a", False)
+        core._kernel.insert_cdr([GOOD, GOOD], [None], "a", False)
     ids = FrameIds("r/")
     assert ids.names() == frozenset()
     with pytest.raises(TypeError):
@@ -361,9 +361,9 @@ def test_a_buffer_insert_wakes_a_waiting_can_transform():
         buffer.can_transform("robot1/map", "robot1/base", Time(5), timeout=10.0)))
     waiter.start()
     deadline = time.monotonic() + 10.0
-    while not buffer._waiting and time.monotonic() < deadline:  # the waiter waits
+    while not buffer._index.waiting and time.monotonic() < deadline:  # the waiter waits
         threading.Event().wait(0.001)
-    assert buffer._waiting
+    assert buffer._index.waiting
     result = insert_cdr(buffer, [_sample(["map"], ["base"], [5_000_000_000])], [ids], "test")
     waiter.join(timeout=10.0)
     assert result.stored == 1 and answers == [True]

@@ -198,7 +198,7 @@ def test_buffer_wait_is_woken_by_a_batch_insert_on_another_thread():
     thread = threading.Thread(target=reader, daemon=True, name="reader")
     thread.start()
     deadline = time.monotonic() + 30.0
-    while buffer._waiting < 1 and time.monotonic() < deadline:
+    while buffer._index.waiting < 1 and time.monotonic() < deadline:
         time.sleep(0.001)
     fill(buffer, 2999, 200)  # covers 3000 s
     assert done.wait(30.0)

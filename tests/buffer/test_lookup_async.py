@@ -96,7 +96,7 @@ def test_cancelling_the_task_withdraws_the_request(buffer):
 
     asyncio.run(main())
     assert buffer.pending_request_count == 0
-    assert not buffer._requests and not buffer._watch and not buffer._watch_any
+    assert not buffer._index.requests and not buffer._index._watch and not buffer._index._watch_any
 
 
 def test_a_timeout_raises_what_tf2_raises_then_with_the_wait(buffer):

@@ -82,7 +82,7 @@ def _outcome(function, *args, **kwargs):
 
 def _checked_call(core, *arguments):
     """The kernel's checked call as core.py uses it: an error record becomes tf2's exception."""
-    result = core._k_lookup_velocity(*arguments)
+    result = core._kernel.lookup_velocity(*arguments)
     if result.__class__ is tuple:
         raise query_error(core, result, (result[6], result[5]))
     return result

@@ -7,8 +7,9 @@ expressed in ``transform.header.frame_id`` and carries ``transform.header`` (fra
 stamp), as tf2_geometry_msgs does. Inputs are never modified. Lengths are in the units of
 the transform (metres in ROS), angles in radians.
 
-Single objects use plain float arithmetic (numpy costs more than it saves on one 3-vector);
-``transform_point_array`` is vectorised over N points.
+Single objects go through the kernel's ``compose`` (one implementation of the maths, and
+cheaper than numpy on one 3-vector); ``transform_point_array`` is vectorised over N points
+with numpy.
 """
 
 from __future__ import annotations

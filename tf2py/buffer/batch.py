@@ -1,5 +1,5 @@
 """Batch inserts: ``BufferCore.set_transforms``' argument forms, checked and handed to the
-kernel, and the wording of the rows it refused.
+kernel, and the wording of the rows it refused; and the batch lookup, ``lookup_transforms``.
 
 The main form is a ``Transforms`` (``store_batch(core, transforms, authority, is_static)``);
 the column form (parents, children, stamps_ns, values, authority, is_static) stays. The
@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from ._kernel_ext import FrameIds, decode_tf_cdr
-from .errors import STAMP_MAX, check_insert
+from ._kernel_ext import FrameIds, KernelError, decode_tf_cdr
+from .errors import STAMP_MAX, check_insert, frame_error, query_error
 from .exceptions import InvalidArgumentException
+from .time import times_to_nanoseconds
 from .transforms import Transforms
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def store_rows(
     if type(parents) is str and type(children) is str:
         # One frame's trajectory (an (N, 7) array with N stamps): its names read once.
         try:
-            result: BatchResult = core._k_insert_trajectory(
+            result: BatchResult = core.kernel.insert_trajectory(
                 parents, children, stamps_ns, values, authority, is_static)
         except (TypeError, ValueError):
             pass  # arrays of other types or shapes: converted or refused below
@@ -119,7 +120,7 @@ def store_rows(
     # The listener's, the bag loader's and the array form (lists, int64 and float64 arrays):
     # straight into the kernel, which refuses anything else before storing a row.
     try:
-        result = core._k_insert_rows(names_p, names_c, stamps_ns, values, authority, is_static)
+        result = core.kernel.insert_rows(names_p, names_c, stamps_ns, values, authority, is_static)
     except (TypeError, ValueError):
         return _store_converted(core, names_p, names_c, stamps_ns, values, authority, is_static)
     return _with_row_errors(result, names_p, names_c, stamps_ns, values)
@@ -173,7 +174,7 @@ def _store_converted(
     codes = np.empty(n, dtype=np.int32)
     parents = parents if parents.__class__ is list else list(parents)
     children = children if children.__class__ is list else list(children)
-    stored, old = core._k_insert_batch(parents, children, stamps, values, authority, is_static, codes)
+    stored, old = core.kernel.insert_batch(parents, children, stamps, values, authority, is_static, codes)
     invalid = []
     if stored + old < n:
         for k in np.flatnonzero(codes < 0).tolist():
@@ -244,7 +245,7 @@ def _store_cdr(
     core: BufferCore, samples: list[Any], frame_ids: list[FrameIds | None], authority: str,
     is_static: bool, max_chars: int,
 ) -> CdrInsert:
-    stored, old, records = core._k_insert_cdr(samples, frame_ids, authority, is_static, max_chars)
+    stored, old, records = core.kernel.insert_cdr(samples, frame_ids, authority, is_static, max_chars)
     if stored:
         core._notify_new_data()
     return CdrInsert(stored, old, records)
@@ -271,3 +272,35 @@ def _cdr_frames(
             parents.update(decoded[0])
             children.update(decoded[1])
     return parents, children
+
+
+def lookup_transforms(core: BufferCore, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
+    """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
+    ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
+    or Times; zero = the latest common time).
+
+    One compiled walk per stamp, the same as ``lookup_transform``'s. Raises what
+    ``lookup_transform`` would raise for the first stamp (in the order given) that
+    cannot be looked up; times beyond 64-bit nanoseconds are never wrapped.
+    """
+    if times.__class__ is np.ndarray and times.dtype == np.float64 and times.ndim == 1:
+        # Float seconds, the common form: converted in the kernel as it goes.
+        try:
+            return core.kernel.lookup_many_seconds(target_frame, source_frame, times)
+        except KernelError as exc:
+            raise query_error(core._tree, exc.args, (target_frame, source_frame)) from None
+        except (TypeError, ValueError):
+            pass  # not finite, beyond int64 ns, not contiguous: converted below
+    try:
+        ts, huge = times_to_nanoseconds(times)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentException("lookup_transforms: %s" % exc) from None
+    for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
+        if not isinstance(name, str):
+            raise frame_error(name, argument)
+    try:
+        return core.kernel.lookup_many(target_frame, source_frame, ts)
+    except KernelError as exc:
+        raise query_error(
+            core._tree, exc.args, (target_frame, source_frame), requested=huge.get(exc.args[7])
+        ) from None

@@ -5,11 +5,11 @@ reader threads and a listener thread inserting data may share a buffer; batch lo
 batch inserts run without the GIL. The buffer's own lock orders what the kernel does not
 know about: waits, the index of waiting requests, the clock, insert listeners. Waiting is
 woken by the insertion itself: an insert that may concern a waiting thread or request
-(``_waiting`` or ``_requests``, read after the insert) notifies a ``threading.Condition``
-(tf2 instead polls every 10 ms in C++ and 20 ms in Python); a thread counts itself in
-``_waiting`` before its first check, so no insert between its check and its wait goes
-unseen. An insertion refused as too old counts too: tf2 prunes the cache before refusing,
-and pruning can change an answer.
+(``waiting`` or ``requests`` of the buffer's ``RequestIndex``, read after the insert)
+notifies a ``threading.Condition`` (tf2 instead polls every 10 ms in C++ and 20 ms in
+Python); a thread counts itself in ``waiting`` before its first check, so no insert between
+its check and its wait goes unseen. An insertion refused as too old counts too: tf2 prunes
+the cache before refusing, and pruning can change an answer.
 
 Asynchronous requests (``wait_for_transform_async`` and its full form, used by the buffer
 server) are futures, re-checked once per insertion call (not per transform), and only when
@@ -42,37 +42,33 @@ import threading
 import weakref
 from concurrent.futures import Future
 
-from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-from .apply import (
-    as_point_array,
-    transform_function,
-    transform_point_array,
-)
+from .apply import as_point_array, transform_function, transform_point_array
+from .batch import batch_frames
 from .core import BatchResult, BufferCore
 from .frame_tree import TimeLike
-from .pending import Ready, RequestKey, _cancel_all, _Request, _resolve, _Watchers
-from .requests import WaitingRequests
+from .kernel import bind_entries
+from .pending import Ready, _cancel_all, _resolve
+from .requests import RequestIndex
 from .messages import Header, TransformStamped
+from .transforms import Transforms
 from .time import Duration, Time, to_nanoseconds
 from .waits import wait_until_can, wait_until_looked_up
 from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
-
 # The BufferCore implementations Buffer calls under its lock (bound once, not per call).
 _core_lookup_transform = BufferCore.lookup_transform
 _core_lookup_transform_full = BufferCore.lookup_transform_full
 _core_can_transform = BufferCore.can_transform
 _core_can_transform_full = BufferCore.can_transform_full
-_core_get_latest_common_time = BufferCore.get_latest_common_time
-
 
 _R = TypeVar("_R")
 #: The frame ids an insertion call named: (parents, children).
@@ -99,7 +95,7 @@ def _named_by_transform(transform: TransformStamped) -> Callable[[], Named]:
     return lambda: ((transform.header.frame_id,), (transform.child_frame_id,))
 
 
-def _on_clock_jump(buffer_ref: weakref.ref[WaitingRequests]) -> Callable[..., None]:
+def _on_clock_jump(buffer_ref: weakref.ref[Buffer]) -> Callable[..., None]:
     """A clock's jump callback that clears the buffer (held weakly) at once."""
 
     def on_jump(*args: object, **kwargs: object) -> None:
@@ -110,7 +106,7 @@ def _on_clock_jump(buffer_ref: weakref.ref[WaitingRequests]) -> Callable[..., No
     return on_jump
 
 
-class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
+class Buffer(BufferCore):
     """A ``BufferCore`` that is safe to share between threads and can wait for data.
 
     Every ``BufferCore`` method is available and runs under one lock. Lookups and
@@ -123,40 +119,40 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
     leading '/') is raised at once, since no data can cure it.
     """
 
+    #: The public methods bound to the kernel's entries (see kernel.bind_entries): the
+    #: waiting forms; set_transform is BufferCore's.
+    _ENTRIES: ClassVar[Mapping[str, str]] = {
+        "lookup_transform": "lookup_transform_waiting", "can_transform": "can_transform_waiting",
+    }
+
     def __init__(self, cache_time: Duration | float | None = 10.0, clock: Any = None) -> None:
-        # Everything _notify_new_data uses exists before BufferCore starts.
+        if clock is not None and not callable(getattr(clock, "now", None)):
+            raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
         self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
         self._new_data = False  # set by _notify_new_data, consumed by _insert
-        self._requests: dict[RequestKey, _Request] = {}
-        # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
-        self._watch: dict[str, _Watchers] = {}
-        self._watch_any: dict[str, set[RequestKey]] = {}
-        self._self_ref = weakref.ref(self)
-        finalizer = weakref.finalize(self, _cancel_all, self._requests)
-        finalizer.atexit = False
-        self._waiting = 0  # threads in a timed wait or registering a request (see set_transform)
         super().__init__(cache_time)
-        self._window_ns = self.cache_time.nanoseconds  # for the too-old rule of requests
+        # The waiting requests and threads, and the kernel's insert mode that follows them.
+        self._index = RequestIndex(self, self._kernel, self._lock, self.cache_time.nanoseconds)
+        finalizer = weakref.finalize(self, _cancel_all, self._index.requests)
+        finalizer.atexit = False
         self._clock = clock
         self._clock_last: int | None = None  # the clock's last reading, ns
-        if clock is not None:
-            if not callable(getattr(clock, "now", None)):
-                raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
         self._insert_listeners: tuple[InsertListener, ...] = ()  # see add_insert_listener
-        self._direct = clock is None  # inserts skip the lock: no clock, no insert listener
-        self._sync_insert_mode()
+        self._index.direct = clock is None  # inserts skip the lock: no clock, no insert listener
+        self._index.sync_insert_mode()
+        bind_entries(self, Buffer, Buffer._ENTRIES)
         if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
             if callable(add_jump_callback):
-                add_jump_callback(_on_clock_jump(self._self_ref))
+                add_jump_callback(_on_clock_jump(weakref.ref(self)))
 
     # -- the hook BufferCore calls ---------------------------------------------------------
 
     def _notify_new_data(self) -> None:
         """Called by BufferCore once at the end of every insertion call that stored data."""
         self._new_data = True
-        if self._waiting:
+        if self._index.waiting:
             with self._condition:  # re-entrant: the inserting thread already holds it
                 self._condition.notify_all()
 
@@ -166,31 +162,32 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
     # without the lock, then calls _after_direct_insert when a thread waits; with requests
     # pending, a clock or an insert listener it calls _set_transform_slow, whose _insert sees
     # before the insert which touched frames were static, so the stamp bound skips the
-    # requests it cannot help. _sync_insert_mode tells the kernel which (requests.py).
+    # requests it cannot help. RequestIndex.sync_insert_mode tells the kernel which (requests.py).
 
     def _after_direct_insert(self, transform: Any, stored: bool) -> None:
         touched = ((transform.header.frame_id,), (transform.child_frame_id,))
         children = frozenset(c[1:] if c[:1] == "/" else c for c in touched[1])
+        index = self._index
         with self._lock:
-            if self._waiting:
+            if index.waiting:
                 self._condition.notify_all()
             # static_before = every touched child: the stamp bound never skips a request here.
             # An insert refused as too old stored nothing but pruned first (as tf2 does), and a
             # pruned sample can be what made a lookup fail (a loop through old data): then
             # every pending request is re-checked (rare: old data only).
-            ready = (self._recheck(touched if stored else None, children)
-                     if self._requests else None)
+            ready = (index.recheck(touched if stored else None, children)
+                     if index.requests else None)
         if ready:
             _resolve(ready)
 
     def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-        touched = _named_by_transform(transform)
-        return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static),
+                            _named_by_transform(transform))
 
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``BufferCore.set_transform_static`` under the lock; wakes the waits it can satisfy."""
-        touched = _named_by_transform(transform)
-        return self._insert(BufferCore._set_transform_slow, (transform, authority, True), touched)
+        return self._insert(BufferCore._set_transform_slow, (transform, authority, True),
+                            _named_by_transform(transform))
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,
@@ -203,16 +200,16 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
             lambda: ((parent,), (child,)),
         )
 
-    def set_transforms(
-        self, parents: Sequence[str], children: Sequence[str], stamps_ns: npt.ArrayLike,
-        values: npt.ArrayLike, authority: str, is_static: bool = False,
-    ) -> BatchResult:
-        """``BufferCore.set_transforms`` under the lock; wakes the waits it can satisfy."""
-        return self._insert(
-            BufferCore.set_transforms,
-            (parents, children, stamps_ns, values, authority, is_static),
-            lambda: (set(parents), set(children)),
-        )
+    @overload
+    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
+    @overload
+    def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
+                       values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
+
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
+        """``BufferCore.set_transforms`` (either form) under the lock; wakes the waits it serves."""
+        return self._insert(lambda store: BufferCore.set_transforms(store, transforms, *args, **kwargs), (),
+                            lambda: batch_frames(transforms, *args, **kwargs))
 
     def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]) -> _R:
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
@@ -221,17 +218,18 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         # The clock is read before the lock: a clock's now() may report a jump through the
         # jump callback, which clears and resolves requests (outside the lock, as always).
         now_ns = self._clock_ns() if self._clock is not None else None
+        index = self._index
         with self._lock:
             ready = None if now_ns is None else self._clock_moved(now_ns)
             touched: Named | None = None
             static_before: frozenset[str] = frozenset()  # (unused while touched is None)
-            if self._requests:
+            if index.requests:
                 try:
                     touched = named()
                 except Exception:  # an unusual call form: re-check everything
                     touched = None
                 else:
-                    static_before = self._static_before(touched[1])
+                    static_before = index.static_before(touched[1])
             self._new_data = False
             result = function(self, *args)
             stored = self._new_data
@@ -244,11 +242,11 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
                     if ready:
                         _resolve(ready)
                     return result
-                if self._waiting:
+                if index.waiting:
                     self._condition.notify_all()
             self._new_data = False
-            if self._requests:
-                ready = (ready or []) + self._recheck(touched, static_before)
+            if index.requests:
+                ready = (ready or []) + index.recheck(touched, static_before)
             listeners = self._insert_listeners if stored else ()
         if ready:
             _resolve(ready)
@@ -266,16 +264,16 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         own thread)."""
         with self._lock:
             self._insert_listeners = self._insert_listeners + (listener,)
-            self._direct = False
-            self._sync_insert_mode()
+            self._index.direct = False
+            self._index.sync_insert_mode()
 
     def remove_insert_listener(self, listener: InsertListener) -> None:
         """Stop calling ``listener`` (no error if it was not added)."""
         with self._lock:
             self._insert_listeners = tuple(
                 fn for fn in self._insert_listeners if fn is not listener)
-            self._direct = self._clock is None and not self._insert_listeners
-            self._sync_insert_mode()
+            self._index.direct = self._clock is None and not self._insert_listeners
+            self._index.sync_insert_mode()
 
     @staticmethod
     def _tell_insert_listeners(listeners: tuple[InsertListener, ...], named: Callable[[], Named]) -> None:
@@ -321,18 +319,20 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    # The kernel's own functions, as BufferCore's; waits come back through the fallbacks below.
-    if TYPE_CHECKING:
-        def lookup_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> TransformStamped:
-            """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
-            for the data, woken by its insertion; then tf2's exception, the wait in its message."""
-            ...
-        def can_transform(self, target_frame: str, source_frame: str, time: Any, timeout: Any = 0.0) -> bool:
-            """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to."""
-            ...
-    else:
-        lookup_transform = BufferCore._k_lookup_transform_waiting
-        can_transform = BufferCore._k_can_transform_waiting
+    # On each buffer these are the kernel's own functions (bound in __init__, as BufferCore's);
+    # waits come back through the fallbacks below.
+    def lookup_transform(
+        self, target_frame: str, source_frame: str, time: TimeLike, timeout: Timeout = 0.0,
+    ) -> TransformStamped:
+        """``BufferCore.lookup_transform``, waiting up to ``timeout`` (seconds or a Duration)
+        for the data, woken by its insertion; then tf2's exception, the wait in its message."""
+        return self._kernel.lookup_transform_waiting(target_frame, source_frame, time, timeout)
+
+    def can_transform(
+        self, target_frame: str, source_frame: str, time: TimeLike, timeout: Timeout = 0.0,
+    ) -> bool:
+        """Whether ``lookup_transform`` would succeed, waiting up to ``timeout`` for it to."""
+        return self._kernel.can_transform_waiting(target_frame, source_frame, time, timeout)
 
     def _lookup_transform_fallback(
         self, target_frame: str, source_frame: str, time: Any, timeout: Any, result: object,
@@ -426,15 +426,15 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
         )
 
     def _registered_request(self, *args: Any) -> Future[TransformStamped]:
-        """``_request``, counted in ``_waiting`` meanwhile: an insert that skipped the lock
+        """``RequestIndex.request``, counted in ``waiting`` meanwhile: an insert that skipped the lock
         (see set_transform) re-checks it once it is indexed."""
         with self._lock:
-            self._wait_begins()
+            self._index.wait_begins()
         try:
-            return self._request(*args)
+            return self._index.request(*args)
         finally:
             with self._lock:
-                self._wait_ends()
+                self._index.wait_ends()
 
     # Coroutines awaited from asyncio (lookup_async.py): woken by the insertion, cancelled
     # with their task.
@@ -445,7 +445,13 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
     def pending_request_count(self) -> int:
         """How many futures from ``wait_for_transform*_async`` are still waiting."""
         with self._lock:
-            return sum(len(request.futures) for request in self._requests.values())
+            return sum(len(request.futures) for request in self._index.requests.values())
+
+    @property
+    def recheck_count(self) -> int:
+        """How many times an insertion re-checked a waiting request (the index's work: a
+        request is only re-checked by an insertion that can have changed its answer)."""
+        return self._index.recheck_count
 
     # -- clearing --------------------------------------------------------------------------
 
@@ -464,9 +470,9 @@ class Buffer(WaitingRequests):  # WaitingRequests is a BufferCore
 
     def _clear_locked(self) -> Ready | None:
         BufferCore.clear(self)
-        if self._waiting:
+        if self._index.waiting:
             self._condition.notify_all()
-        return self._recheck(None) if self._requests else None
+        return self._index.recheck(None) if self._index.requests else None
 
     # -- applying transforms ---------------------------------------------------------------
 

@@ -7,30 +7,38 @@ Times are integer nanoseconds inside; every public time argument also takes a ``
 plain seconds. Translations are in the units given (metres in ROS); rotations are unit
 quaternions ``(x, y, z, w)``.
 
-This is the Python face of the compiled kernel (``_kernel/``, C++): the kernel holds the
-frames, their time caches and the one walk of the tree every query uses; this class keeps
-the contract (API.md): argument conversion, messages and tf2's exceptions (``errors.py``).
+A store holds its compiled kernel (``_kernel/``, C++; the table of its calls is in
+``kernel.py``) and a ``FrameTree`` over it as members: the kernel holds the frames, their time
+caches and the one walk of the tree every query uses; this class keeps the contract (API.md):
+argument conversion, messages and tf2's exceptions (``errors.py``). Its public
+``lookup_transform``, ``can_transform`` and ``set_transform`` are bound, per store, to the
+kernel's own entries (``kernel.bind_entries``), so a call that succeeds runs no Python frame;
+what the kernel does not answer comes back to this class through the fallbacks at the end of
+this module.
 The rules followed are tf2's (ROS 2 geometry2, tf2-reference.md §1-§5) with the departures
 of §13.2: invalid input raises ``InvalidArgumentException`` (NaN, infinity and denormalized
 quaternions included), a repeated stamp replaces the earlier sample, and ``chain`` follows
 ROS 1's tested ``_chainAsVector``.
 
-Not thread-safe: ``Buffer`` adds the lock.
+Every kernel call is atomic (the kernel has its own lock); ``Buffer`` adds waits and its lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Iterable, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _kernel_ext
+from .kernel import Kernel, bind_entries, configure_kernel
 from .errors import add_hints, can_frame_message, check_insert, frame_error, query_error
 from .exceptions import InvalidArgumentException, TransformException
-from .messages import Header, Quaternion, Transform, TransformStamped, Vector3, stamped
-from .batch import BatchResult, store_rows
+from .messages import TransformStamped, stamped
+from .batch import BatchResult, store_batch
+from .batch import lookup_transforms as _lookup_transforms
+from .transforms import Transforms
 from .frame_tree import FrameTree, TimeLike, _clamp, _time_ns
 from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
 from .velocity_arguments import lookup_velocities as _lookup_velocities
@@ -41,36 +49,42 @@ __all__ = ["BufferCore", "BatchResult", "MAX_GRAPH_DEPTH"]
 MAX_GRAPH_DEPTH = _kernel_ext.MAX_GRAPH_DEPTH  # tf2's: more links than this means a loop
 DEFAULT_CACHE_TIME_NS = 10_000_000_000
 KernelError = _kernel_ext.KernelError
-# The kernel builds lookup results straight into these classes' slots.
-_kernel_ext.set_message_types(Time, Header, Vector3, Quaternion, Transform, TransformStamped)
 _NAME_TYPE = _kernel_ext.NAME_TYPE
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 _NS_PER_S = 1_000_000_000
 
 
-class BufferCore(FrameTree):
+class BufferCore:
     """The transform store: per-frame caches, the frame tree and tf2's lookups.
 
     ``cache_time`` (a ``Duration`` or seconds, default 10 s) is how much history each
     non-static frame keeps.
     """
 
+    #: The public methods a store binds to its kernel's entries (see kernel.bind_entries).
+    _ENTRIES: ClassVar[Mapping[str, str]] = {
+        name: name for name in ("lookup_transform", "can_transform", "set_transform")}
+
     def __init__(self, cache_time: Duration | float | None = 10.0) -> None:
-        cache_time_ns = (
-            DEFAULT_CACHE_TIME_NS
-            if cache_time is None
-            else duration_to_nanoseconds(cache_time, "cache_time")
-        )
+        cache_time_ns = (DEFAULT_CACHE_TIME_NS if cache_time is None
+                         else duration_to_nanoseconds(cache_time, "cache_time"))
         if cache_time_ns < 0:
             raise InvalidArgumentException("cache_time must not be negative")
-        super().__init__(_clamp(cache_time_ns))
+        configure_kernel()
+        self._kernel = Kernel(_clamp(cache_time_ns), self)
+        self._tree = FrameTree(self._kernel)
         self._cache_time_ns = cache_time_ns
+        #: Callables ``() -> str | None`` whose sentences end a failed ``lookup_transform``'s
+        #: message (a listener that has heard nothing says so); see ``add_lookup_hint``.
+        self._lookup_hints: tuple[Callable[[], str | None], ...] = ()
         if type(self)._notify_new_data is not BufferCore._notify_new_data:
-            self._k_set_insert_mode(1)  # a subclass hears every insert that stored data
+            self._kernel.set_insert_mode(1)  # a subclass hears every insert that stored data
+        bind_entries(self, BufferCore, BufferCore._ENTRIES)
 
-    #: Callables ``() -> str | None`` whose sentences end a failed ``lookup_transform``'s
-    #: message (a listener that has heard nothing says so); see ``add_lookup_hint``.
-    _lookup_hints: tuple[Callable[[], str | None], ...] = ()
+    @property
+    def kernel(self) -> Kernel:
+        """The compiled kernel this store holds, for tf2py's batch paths (``kernel.py``)."""
+        return self._kernel
 
     def add_lookup_hint(self, hint: Callable[[], str | None]) -> None:
         """Have ``hint()`` (a sentence, or None for nothing to add) end the message of every
@@ -89,23 +103,18 @@ class BufferCore(FrameTree):
 
     # -- insertion ----------------------------------------------------------------------
 
-    # The contract's set_transform is the kernel's own function (_kernel/py_entry.hpp): a
-    # plain message is read and stored with no Python frame; the rest, and what a Buffer must
-    # see of an insert (its insert mode), come back through the fallbacks registered below.
-    if TYPE_CHECKING:
-        def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
-            """Store a TransformStamped (it maps data in ``child_frame_id`` into
-            ``header.frame_id``): True when stored, False when older than the cache window
-            (tf2's TF_OLD_DATA); a repeated stamp replaces the earlier sample.
-            ``InvalidArgumentException`` for invalid input (nothing stored). Also any object
-            of that shape (rclpy's messages)."""
-            ...
-    else:
-        set_transform = FrameTree._k_set_transform_entry
+    # On each store set_transform is the kernel's own function (bind_entries; what it does
+    # not store comes back through kernel.py's fallbacks): this method is the same call.
+    def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+        """Store a TransformStamped (it maps data in ``child_frame_id`` into
+        ``header.frame_id``): True when stored, False when older than the cache window
+        (tf2's TF_OLD_DATA); a repeated stamp replaces the earlier sample.
+        ``InvalidArgumentException`` for invalid input (nothing stored). Also any object
+        of that shape (rclpy's messages)."""
+        return self._kernel.set_transform(transform, authority, is_static)
 
     def _after_direct_insert(self, transform: Any, stored: bool) -> None:
-        """Called after a kernel insert when the insert mode is not 0: a subclass's
-        ``_notify_new_data`` (``Buffer`` overrides this for its waits and requests)."""
+        """After a kernel insert when the insert mode is not 0 (``Buffer`` overrides it)."""
         if stored:
             self._notify_new_data()
 
@@ -126,7 +135,7 @@ class BufferCore(FrameTree):
                 % (type(transform).__name__, exc)
             ) from None
         try:
-            stamp_ns = stamp._ns if stamp.__class__ is Time else to_nanoseconds(stamp, "stamp")
+            stamp_ns = stamp.nanoseconds if stamp.__class__ is Time else to_nanoseconds(stamp, "stamp")
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentException(
                 "header.stamp of frame \"%s\" (parent \"%s\") is invalid: %s" % (child, parent, exc)
@@ -158,7 +167,7 @@ class BufferCore(FrameTree):
     def _store(self, parent: object, child: object, stamp_ns: object, tx: object, ty: object, tz: object,
                qx: object, qy: object, qz: object, qw: object, authority: object, is_static: bool) -> bool:
         """Check and store one sample (no notification): True if stored, False if too old."""
-        r = self._k_insert(
+        r = self._kernel.insert(
             parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static
         )
         if r < 0:
@@ -166,25 +175,30 @@ class BufferCore(FrameTree):
             parent, child, values, stamp_ns = check_insert(
                 parent, child, (tx, ty, tz, qx, qy, qz, qw), stamp_ns
             )
-            r = self._k_insert(parent, child, stamp_ns, *values, authority, is_static)
+            r = self._kernel.insert(parent, child, stamp_ns, *values, authority, is_static)
             if r < 0:  # the kernel's own checks (its tolerance) refused what Python let pass
                 raise InvalidArgumentException(
                     "transform of frame \"%s\" (parent \"%s\") is invalid (%d)" % (child, parent, r)
                 )
         return r > 0
 
-    def set_transforms(
-        self, parents: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any, values: Any,
-        authority: str, is_static: bool = False,
-    ) -> BatchResult:
+    @overload
+    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
+    @overload
+    def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
+                       values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
+
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
         """Store N transforms at once; invalid rows are skipped, the rest stored.
 
-        ``values``: an ``(N, 7)`` array of rows ``[tx, ty, tz, qx, qy, qz, qw]`` (each row maps
-        data in its child frame into its parent); ``stamps_ns``: N int nanoseconds;
-        ``parents`` / ``children``: N frame ids, or one frame id for every row (a trajectory
-        of one frame). Returns ``BatchResult(stored, old, invalid)``.
+        ``set_transforms(transforms, authority, is_static=False)`` with a ``Transforms``, or
+        the same as columns: ``set_transforms(parents, children, stamps_ns, values, authority,
+        is_static=False)``, ``values`` an ``(N, 7)`` array of rows ``[tx, ty, tz, qx, qy, qz,
+        qw]`` (each maps data in its child frame into its parent), ``stamps_ns`` N int
+        nanoseconds, ``parents`` / ``children`` N frame ids or one for every row (a
+        trajectory of one frame). Returns ``BatchResult(stored, old, invalid)``.
         """
-        result = store_rows(self, parents, children, stamps_ns, values, authority, is_static)
+        result = store_batch(self, transforms, *args, **kwargs)
         if result.stored:
             self._notify_new_data()
         return result
@@ -195,34 +209,29 @@ class BufferCore(FrameTree):
 
     def clear(self) -> None:
         """Forget all non-static data; frames stay known and static transforms stay."""
-        self._k_clear()
+        self._kernel.clear()
 
     def drop_static(self, frames: Iterable[str]) -> int:
         """Forget the static transforms whose child frame is one of ``frames`` (dynamic data
         and other frames are untouched; the names stay known); returns how many were dropped.
         ``tf2py fleet`` calls it for the statics of a robot that has gone for good."""
-        return int(self._k_drop_static([f for f in frames if isinstance(f, str)]))
+        return int(self._kernel.drop_static([f for f in frames if isinstance(f, str)]))
 
     # -- lookups --------------------------------------------------------------------------
 
-    # The contract's lookup_transform and can_transform are the kernel's own functions
-    # (_kernel/py_entry.hpp): a lookup that succeeds runs no Python frame. What they do not
-    # answer comes back through the fallbacks registered below this class.
-    if TYPE_CHECKING:
-        def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
-            """The TransformStamped that maps data in ``source_frame`` into ``target_frame``
-            at ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp``
-            is the time used. Raises LookupException, ConnectivityException,
-            ExtrapolationException (Backward/Forward/NoData) or InvalidArgumentException
-            with tf2's messages."""
-            ...
+    # On each store these two are the kernel's own functions (bind_entries; what they do not
+    # answer comes back through kernel.py's fallbacks): these methods are the same calls.
+    def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
+        """The TransformStamped that maps data in ``source_frame`` into ``target_frame``
+        at ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp``
+        is the time used. Raises LookupException, ConnectivityException,
+        ExtrapolationException (Backward/Forward/NoData) or InvalidArgumentException
+        with tf2's messages."""
+        return self._kernel.lookup_transform(target_frame, source_frame, time)
 
-        def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
-            """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
-            ...
-    else:
-        lookup_transform = FrameTree._k_lookup_transform_entry
-        can_transform = FrameTree._k_can_transform_entry
+    def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
+        """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
+        return self._kernel.can_transform(target_frame, source_frame, time)
 
     def _lookup_transform_fallback(
         self, target_frame: str, source_frame: str, time: TimeLike, timeout: Any, result: object,
@@ -239,24 +248,24 @@ class BufferCore(FrameTree):
         arguments Python converts."""
         if result is None:
             return self._lookup_transform_slow(target_frame, source_frame, time)
-        raise query_error(self, result, (target_frame, source_frame))
+        raise query_error(self._tree, result, (target_frame, source_frame))
 
     def _lookup_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
         ids that are not str, times of other types or beyond 64-bit nanoseconds."""
         t = _time_ns(time)
         if target_frame == source_frame:
-            if t == 0 and isinstance(target_frame, str) and self._k_exists(target_frame):
-                t = self._k_common_time(target_frame, target_frame)
+            if t == 0 and isinstance(target_frame, str) and self._kernel.exists(target_frame):
+                t = self._kernel.common_time(target_frame, target_frame)
             return stamped(target_frame, source_frame, (*_IDENTITY, t), time)
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
         try:
-            r = self._k_lookup(target_frame, source_frame, _clamp(t))
+            r = self._kernel.lookup(target_frame, source_frame, _clamp(t))
         except KernelError as exc:
             raise query_error(
-                self, exc.args, (target_frame, source_frame), requested=None if t == _clamp(t) else t
+                self._tree, exc.args, (target_frame, source_frame), requested=None if t == _clamp(t) else t
             ) from None
         return stamped(target_frame, source_frame, r if t == _clamp(t) else (*r[:7], t), time)
 
@@ -267,7 +276,7 @@ class BufferCore(FrameTree):
             return True
         if not isinstance(target_frame, str) or not isinstance(source_frame, str):
             return False
-        return self._k_can(target_frame, source_frame, _clamp(t))
+        return self._kernel.can(target_frame, source_frame, _clamp(t))
 
     def lookup_transform_full(
         self, target_frame: str, target_time: TimeLike, source_frame: str, source_time: TimeLike,
@@ -295,14 +304,14 @@ class BufferCore(FrameTree):
             if not isinstance(name, str):
                 raise frame_error(name, argument)
         try:
-            r = self._k_lookup_full(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
+            r = self._kernel.lookup_full(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
         except KernelError as exc:
             error = exc.args
             # Which half failed is in the error's frames: the target half names target_frame.
             requested = tt if error[6] == target_frame and tt != _clamp(tt) else (
                 st if st != _clamp(st) else None
             )
-            raise query_error(self, error, frames, requested=requested)
+            raise query_error(self._tree, error, frames, requested=requested)
         if r[7] != _clamp(tt) or tt == _clamp(tt):
             return r
         return (*r[:7], tt)
@@ -323,7 +332,7 @@ class BufferCore(FrameTree):
             return True, ""
         _time_ns(time)  # an invalid time raises, as in tf2_py
         for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
-            message = can_frame_message(name, argument, self._k_exists)
+            message = can_frame_message(name, argument, self._kernel.exists)
             if message is not None:
                 return False, message
         error = self._transform_error(target_frame, source_frame, time)
@@ -339,7 +348,7 @@ class BufferCore(FrameTree):
             (source_frame, "source_frame"),
             (fixed_frame, "fixed_frame"),
         ):
-            message = can_frame_message(name, argument, self._k_exists)
+            message = can_frame_message(name, argument, self._kernel.exists)
             if message is not None:
                 return False, message
         error = self._transform_full_error(
@@ -369,119 +378,53 @@ class BufferCore(FrameTree):
         """What time zero resolves to for this pair: the latest time at which every dynamic
         link between the two frames is known (``Time()`` when all are static)."""
         for name in (target_frame, source_frame):
-            if not isinstance(name, str) or not self._k_exists(name):
-                error = frame_error(name, None, "get_latest_common_time", self._k_exists)
+            if not isinstance(name, str) or not self._kernel.exists(name):
+                error = frame_error(name, None, "get_latest_common_time", self._kernel.exists)
                 if error is not None:  # (None only if the frame appeared meanwhile)
                     raise error
         try:
-            t = self._k_common_time(target_frame, source_frame)
+            t = self._kernel.common_time(target_frame, source_frame)
         except KernelError as exc:
-            raise query_error(self, exc.args, (target_frame, source_frame)) from None
+            raise query_error(self._tree, exc.args, (target_frame, source_frame)) from None
         return Time.from_nanoseconds(t)
+
+    # -- the frame tree (FrameTree, the store's member) -------------------------------------
+
+    def get_parent(self, frame: str, time: TimeLike) -> str | None:
+        """The parent of ``frame`` at ``time`` or None (``FrameTree.get_parent``)."""
+        return self._tree.get_parent(frame, time)
+
+    def chain(
+        self, target_frame: str, target_time: TimeLike, source_frame: str, source_time: TimeLike,
+        fixed_frame: str,
+    ) -> list[str]:
+        """The frame ids a full lookup passes through, source first (``FrameTree.chain``)."""
+        return self._tree.chain(target_frame, target_time, source_frame, source_time, fixed_frame)
+
+    def samples(self, frame: str) -> list[tuple[Any, ...]]:
+        """Every stored sample of ``frame``, oldest first (``FrameTree.samples``)."""
+        return self._tree.samples(frame)
+
+    def get_frames(self) -> list[str]:
+        """Every known frame id, sorted."""
+        return self._tree.get_frames()
+
+    def all_frames_as_string(self) -> str:
+        """tf2's allFramesAsString: ``Frame <child> exists with parent <parent>.`` per frame."""
+        return self._tree.all_frames_as_string()
+
+    def all_frames_as_yaml(self) -> str:
+        """tf2's allFramesAsYAML (``[]`` when no frame was ever registered)."""
+        return self._tree.all_frames_as_yaml()
+
+    def frames_info(self) -> dict[str, dict[str, Any]]:
+        """Per child frame with data: its parent, rate, stamps... (``FrameTree.frames_info``)."""
+        return self._tree.frames_info()
 
     # -- batch lookups --------------------------------------------------------------------
 
-    def lookup_transforms(self, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
-        """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
-        ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
-        or Times; zero = the latest common time).
-
-        One compiled walk per stamp, the same as ``lookup_transform``'s. Raises what
-        ``lookup_transform`` would raise for the first stamp (in the order given) that
-        cannot be looked up; times beyond 64-bit nanoseconds are never wrapped.
-        """
-        if times.__class__ is np.ndarray and times.dtype == np.float64 and times.ndim == 1:
-            # Float seconds, the common form: converted in the kernel as it goes.
-            try:
-                return self._k_lookup_many_seconds(target_frame, source_frame, times)
-            except KernelError as exc:
-                raise query_error(self, exc.args, (target_frame, source_frame)) from None
-            except (TypeError, ValueError):
-                pass  # not finite, beyond int64 ns, not contiguous: converted below
-        try:
-            ts, huge = times_to_nanoseconds(times)
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentException("lookup_transforms: %s" % exc) from None
-        for name, argument in ((target_frame, "target_frame"), (source_frame, "source_frame")):
-            if not isinstance(name, str):
-                raise frame_error(name, argument)
-        try:
-            return self._k_lookup_many(target_frame, source_frame, ts)
-        except KernelError as exc:
-            raise query_error(
-                self, exc.args, (target_frame, source_frame), requested=huge.get(exc.args[7])
-            ) from None
-
-    def lookup_velocity(
-        self, tracking_frame: str, observation_frame: str, time: TimeLike, averaging_interval: Any,
-        reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
-        reference_point_frame: str | None = None, tf2_compatible: bool = False,
-    ) -> Any:
-        """The VelocityStamped of ``tracking_frame`` seen from ``observation_frame`` around
-        ``time`` (API.md "Velocity"; _kernel/velocity.hpp computes it): the angular velocity
-        of ``tracking_frame`` and the velocity of its point at ``reference_point`` (given in
-        ``reference_point_frame``, default ``tracking_frame``), in ``reference_frame``'s axes
-        (default ``observation_frame``); m/s and rad/s. ``tf2_compatible=True``: tf2 0.39's
-        numbers. Raises what ``lookup_transform`` raises."""
-        return _lookup_velocity(self, tracking_frame, observation_frame, time, averaging_interval,
-                                reference_frame, reference_point, reference_point_frame, tf2_compatible)
-
-    def lookup_velocities(
-        self, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,
-        reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
-        reference_point_frame: str | None = None, tf2_compatible: bool = False,
-    ) -> np.ndarray:
-        """Batch ``lookup_velocity`` over N times (seconds or Times): ``(N, 6)`` rows
-        (linear x, y, z in units/s, angular x, y, z in rad/s), in one kernel call."""
-        return _lookup_velocities(self, tracking_frame, observation_frame, times, averaging_interval,
-                                  reference_frame, reference_point, reference_point_frame,
-                                  tf2_compatible)
-
-
-_kernel_ext.set_batch_result(BatchResult)
-
-
-def _lookup_fallback(
-    store: BufferCore, target_frame: Any, source_frame: Any, time: Any, timeout: Any, result: object,
-) -> TransformStamped:
-    """Called by the kernel's lookup_transform for what it does not answer itself: an error
-    to word, arguments to convert, a wait (``Buffer``)."""
-    if not isinstance(store, BufferCore):
-        raise TypeError("lookup_transform needs a BufferCore, not a bare kernel")
-    hints = store._lookup_hints
-    if not hints:
-        return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
-    try:
-        return store._lookup_transform_fallback(target_frame, source_frame, time, timeout, result)
-    except InvalidArgumentException:
-        raise  # no data can cure it: nothing to hint
-    except TransformException as exc:
-        add_hints(exc, hints)
-        raise
-
-
-def _can_fallback(store: BufferCore, target_frame: Any, source_frame: Any, time: Any, timeout: Any) -> bool:
-    """Called by the kernel's can_transform for arguments to convert or a wait (``Buffer``)."""
-    if not isinstance(store, BufferCore):
-        raise TypeError("can_transform needs a BufferCore, not a bare kernel")
-    return store._can_transform_fallback(target_frame, source_frame, time, timeout)
-
-
-_kernel_ext.set_query_fallbacks(_lookup_fallback, _can_fallback)
-
-
-def _insert_slow(store: BufferCore, transform: Any, authority: Any, is_static: Any) -> bool:
-    """Called by the kernel's set_transform for what it does not store itself (a message to
-    read, a refusal to word) and for a ``Buffer`` that must see the insert first."""
-    if not isinstance(store, BufferCore):
-        raise TypeError("set_transform needs a BufferCore, not a bare kernel")
-    return store._set_transform_slow(transform, authority, is_static)
-
-
-def _insert_after(store: BufferCore, transform: Any, stored: bool) -> None:
-    """Called by the kernel's set_transform after its insert when the insert mode asks."""
-    if isinstance(store, BufferCore):
-        store._after_direct_insert(transform, stored)
-
-
-_kernel_ext.set_insert_fallbacks(_insert_slow, _insert_after)
+    # batch.py's and velocity_arguments.py's functions are these methods (the store is their
+    # first argument).
+    lookup_transforms = _lookup_transforms
+    lookup_velocity = _lookup_velocity
+    lookup_velocities = _lookup_velocities

@@ -262,7 +262,7 @@ def query_error(
     code, argument, kind, t, stamp, source, target, _ = cast("ErrorRecord", error)
     if code == _FRAME:
         name = frames[argument]
-        refused = frame_error(name, _ARGUMENTS[argument], function, core._k_exists, core._k_frames)
+        refused = frame_error(name, _ARGUMENTS[argument], function, core._kernel.exists, core._kernel.frames)
         if refused is not None:
             return refused
         # Another thread added the frame after the kernel looked: the answer stands as of

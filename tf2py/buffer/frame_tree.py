@@ -1,9 +1,10 @@
-"""``FrameTree``: what ``BufferCore`` tells about its frame tree rather than its transforms:
+"""``FrameTree``: what a store tells about its frame tree rather than its transforms:
 parents, the chain a full lookup passes through, the stored samples, the frame list and
 tf2's two frame reports (``allFramesAsString``, ``allFramesAsYAML``).
 
-``BufferCore`` (``core.py``) builds on it; both are the Python face of the one compiled kernel.
-The two time helpers here are shared by the two: a public time argument to int64 nanoseconds.
+A ``BufferCore`` holds one (``core.py``), over the same compiled kernel as its lookups, and
+answers these calls through it. The two time helpers here are shared by both: a public time
+argument to int64 nanoseconds.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _kernel_ext
+from ._kernel_ext import Kernel
 from .errors import STAMP_MAX, STAMP_MIN, frame_error, query_error
 from .exceptions import InvalidArgumentException
 from .report import frames_as_string, frames_as_yaml, frames_info
@@ -25,7 +27,7 @@ TimeLike = Any  # a Time, or a number of seconds (int or float)
 def _time_ns(time: object, name: str = "time") -> int:
     """Integer nanoseconds of a Time or seconds; InvalidArgumentException otherwise."""
     if type(time) is Time:
-        return time._ns
+        return time.nanoseconds
     try:
         return to_nanoseconds(time, name)
     except (TypeError, ValueError) as exc:
@@ -38,8 +40,14 @@ def _clamp(t: int) -> int:
     return STAMP_MAX if t > STAMP_MAX else STAMP_MIN if t < STAMP_MIN else t
 
 
-class FrameTree(_kernel_ext.Kernel):
-    """The frame-tree queries of ``BufferCore`` (not thread-safe: ``Buffer`` adds the lock)."""
+class FrameTree:
+    """The frame-tree queries of a store, answered by its kernel (each kernel call is atomic:
+    the kernel has its own lock)."""
+
+    __slots__ = ("_kernel",)
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
 
     def get_parent(self, frame: str, time: TimeLike) -> str | None:
         """The parent frame id of ``frame`` at ``time``, or None (unknown frame, a root, or
@@ -48,7 +56,7 @@ class FrameTree(_kernel_ext.Kernel):
         t = _clamp(_time_ns(time))
         if not isinstance(frame, str):
             return None
-        return self._k_get_parent(frame, t)
+        return self._kernel.get_parent(frame, t)
 
 
     def chain(
@@ -65,11 +73,11 @@ class FrameTree(_kernel_ext.Kernel):
             (source_frame, "source_frame"),
             (fixed_frame, "fixed_frame"),
         ):
-            error = frame_error(name, argument, "chain", self._k_exists)
+            error = frame_error(name, argument, "chain", self._kernel.exists)
             if error is not None:
                 raise error
         try:  # both halves in one kernel call (one state of the tree)
-            return self._k_chain(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
+            return self._kernel.chain(target_frame, _clamp(tt), source_frame, _clamp(st), fixed_frame)
         except KernelError as exc:
             record = exc.args
             first_half = record[5] == source_frame and record[6] == fixed_frame
@@ -81,29 +89,26 @@ class FrameTree(_kernel_ext.Kernel):
     def samples(self, frame: str) -> list[tuple[Any, ...]]:
         """Every stored sample of ``frame`` as ``(stamp_ns, (tx, ty, tz, qx, qy, qz, qw),
         parent)``, oldest first (for tests and tools; not a hot path)."""
-        return self._k_samples(frame) if isinstance(frame, str) else []
+        return self._kernel.samples(frame) if isinstance(frame, str) else []
 
     def get_frames(self) -> list[str]:
         """Every known frame id, sorted."""
-        return sorted(self._k_frames())
-
-    def _frame_exists(self, frame_id: str) -> bool:
-        return isinstance(frame_id, str) and self._k_registered(frame_id)
+        return sorted(self._kernel.frames())
 
     def all_frames_as_string(self) -> str:
         """tf2's allFramesAsString: ``Frame <child> exists with parent <parent>.`` per frame
         that has a cache, in registration order."""
-        return frames_as_string(self._k_frame_table())
+        return frames_as_string(self._kernel.frame_table())
 
     def frames_info(self) -> dict[str, dict[str, Any]]:
         """Per child frame with data: ``parent``, ``broadcaster`` (authority), ``rate`` (Hz,
         as tf2's yaml), ``most_recent_ns``, ``oldest_ns``, ``buffer_length`` (samples),
         ``buffer_seconds`` (latest - oldest, s, as tf2 computes it; what tf2's yaml calls
         buffer_length) and ``is_static``. In registration order."""
-        return frames_info(self._k_frame_table())
+        return frames_info(self._kernel.frame_table())
 
     def all_frames_as_yaml(self) -> str:
         """tf2's allFramesAsYAML (``[]`` when no frame was ever registered)."""
-        if not self._k_frames():
+        if not self._kernel.frames():
             return "[]"
         return frames_as_yaml(self.frames_info())

@@ -354,9 +354,9 @@ def stamped(
     time asked for, is reused as the stamp when it is that ``Time``."""
     t = values[7]
     stamp: Time
-    if type(time) is not Time or time._ns != t:
+    if type(time) is not Time or time.nanoseconds != t:
         stamp = _new(Time)
-        _set(stamp, "_ns", t)
+        _set(stamp, "nanoseconds", t)
     else:
         stamp = time
     header = _new(Header)

@@ -16,7 +16,7 @@ from .messages import TransformStamped
 from .time import Time
 
 if TYPE_CHECKING:
-    from .requests import WaitingRequests
+    from .requests import RequestIndex
 
 __all__ = ["RequestKey", "Outcome", "Ready"]
 
@@ -63,7 +63,7 @@ class _Request:
         # ... and requested frames that do not exist yet (created as a parent or a child).
         self.watch_any: frozenset[str] = frozenset()
         # Frames whose new data can change the answer only by giving them another parent:
-        # frame -> its parent when indexed (see WaitingRequests._watched_frames).
+        # frame -> its parent when indexed (see RequestIndex._watched_frames).
         self.watch_parent: dict[str, str | None] = {}
 
 
@@ -117,16 +117,16 @@ class _Watchers:
 
 
 def _forget_cancelled(
-    buffer_ref: weakref.ref[WaitingRequests], key: RequestKey
+    index_ref: weakref.ref[RequestIndex], key: RequestKey
 ) -> Callable[[Future[TransformStamped]], None]:
     """A done-callback that drops a cancelled future from its buffer's pending requests.
-    It holds the buffer weakly, so a pending future never keeps a buffer alive."""
+    It holds the index weakly, so a pending future never keeps a buffer alive."""
 
     def on_done(future: Future[TransformStamped]) -> None:
         if future.cancelled():
-            buffer = buffer_ref()
-            if buffer is not None:
-                buffer._forget(key, future)
+            index = index_ref()
+            if index is not None:
+                index.forget(key, future)
 
     return on_done
 

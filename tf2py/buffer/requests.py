@@ -1,9 +1,12 @@
 """The index of waiting requests of ``Buffer``: futures from ``wait_for_transform_async``
 (and its full form) and the frames each one watches, so that an insertion re-checks only
-the requests it can have affected (see the rules in ``buffer.py``'s docstring).
+the requests it can have affected (see the rules in ``buffer.py``'s docstring); and what
+the kernel's ``set_transform`` must do with an insert while threads wait or requests are
+pending (its insert mode).
 
-``WaitingRequests`` is a part of ``Buffer`` (a mixin over ``BufferCore``): every method
-here runs under the buffer's lock, and futures are resolved outside it.
+``RequestIndex`` is a member of ``Buffer``, sharing its lock: every method here runs under
+that lock (``request`` and ``forget`` take it), and futures are resolved outside it. It holds
+its buffer weakly (pending futures never keep a buffer alive) and asks it the core lookups.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 
 from .core import BufferCore, KernelError
+from .kernel import Kernel
 from .frame_tree import _clamp
 from .errors import _CONNECTIVITY
 from .messages import TransformStamped
@@ -37,10 +41,10 @@ from .pending import (
 )
 from .time import Time, format_seconds, to_nanoseconds
 
-__all__ = ["WaitingRequests"]
+__all__ = ["RequestIndex"]
 
 _INF = float("inf")
-_core_lookup_transform = BufferCore.lookup_transform
+_core_lookup_transform = BufferCore.lookup_transform  # (a Buffer's without the wait)
 _core_lookup_transform_full = BufferCore.lookup_transform_full
 _core_can_transform = BufferCore.can_transform
 _core_can_transform_full = BufferCore.can_transform_full
@@ -67,39 +71,50 @@ def _watchers_of(index: dict[str, _Watchers], name: str) -> _Watchers:
     return watchers
 
 
-class WaitingRequests(BufferCore):
-    """The pending requests of a ``Buffer`` and the frames they watch (``_requests``,
-    ``_watch``, ``_watch_any``, created by ``Buffer.__init__``)."""
+class RequestIndex:
+    """The pending requests of a ``Buffer`` (``requests``), the frames they watch, and the
+    threads waiting on it (``waiting``)."""
 
-    # Created by Buffer.__init__ (see there).
-    _lock: threading.RLock
-    _requests: dict[RequestKey, _Request]
-    _watch: dict[str, _Watchers]
-    _watch_any: dict[str, set[RequestKey]]
-    _self_ref: weakref.ref[WaitingRequests]
-    _window_ns: int
-    _waiting: int
-    _direct: bool
+    def __init__(self, store: BufferCore, kernel: Kernel, lock: threading.RLock, window_ns: int) -> None:
+        self._store = weakref.ref(store)
+        self._kernel = kernel
+        self._lock = lock
+        self._window_ns = window_ns  # for the too-old rule of requests
+        self.requests: dict[RequestKey, _Request] = {}
+        # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
+        self._watch: dict[str, _Watchers] = {}
+        self._watch_any: dict[str, set[RequestKey]] = {}
+        self._self_ref = weakref.ref(self)
+        self._rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
+        #: Threads in a timed wait or registering a request (see Buffer.set_transform).
+        self.waiting = 0
+        #: Inserts may skip the buffer's lock: no clock, no insert listener (Buffer sets it).
+        self.direct = True
 
-    _rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
+    @property
+    def _core(self) -> BufferCore:
+        """The buffer (alive whenever its index is used: the buffer calls it)."""
+        store = self._store()
+        assert store is not None, "a request index outlived its buffer"
+        return store
 
-    def _sync_insert_mode(self) -> None:
-        """Under the lock, after ``_requests``, ``_waiting`` or ``_direct`` changed: tell the
+    def sync_insert_mode(self) -> None:
+        """Under the lock, after ``requests``, ``waiting`` or ``direct`` changed: tell the
         kernel's set_transform what it must do with an insert (core.py: 2 through
         ``_set_transform_slow`` when requests are pending or the insert needs the lock, 1
         then ``_after_direct_insert`` when a thread waits, 0 alone)."""
-        self._k_set_insert_mode(2 if self._requests or not self._direct else 1 if self._waiting else 0)
+        self._kernel.set_insert_mode(2 if self.requests or not self.direct else 1 if self.waiting else 0)
 
-    def _wait_begins(self) -> None:
-        """Under the lock, before a thread's first check: count it in ``_waiting`` (an insert
+    def wait_begins(self) -> None:
+        """Under the lock, before a thread's first check: count it in ``waiting`` (an insert
         after this notifies it)."""
-        self._waiting += 1
-        self._sync_insert_mode()
+        self.waiting += 1
+        self.sync_insert_mode()
 
-    def _wait_ends(self) -> None:
-        """Under the lock: the thread counted by ``_wait_begins`` no longer waits."""
-        self._waiting -= 1
-        self._sync_insert_mode()
+    def wait_ends(self) -> None:
+        """Under the lock: the thread counted by ``wait_begins`` no longer waits."""
+        self.waiting -= 1
+        self.sync_insert_mode()
 
     @property
     def recheck_count(self) -> int:
@@ -107,7 +122,7 @@ class WaitingRequests(BufferCore):
         request is only re-checked by an insertion that can have changed its answer)."""
         return self._rechecks
 
-    def _request(
+    def request(
         self,
         key: RequestKey,
         full: bool,
@@ -122,7 +137,7 @@ class WaitingRequests(BufferCore):
         future: Future[TransformStamped] = Future()
         ready: Ready | None
         with self._lock:
-            request = self._requests.get(key)
+            request = self.requests.get(key)
             if request is None:
                 # Not pending yet, so it has not been checked against the current data.
                 request = _Request(key, full, frames, times, pairs, args)
@@ -130,9 +145,9 @@ class WaitingRequests(BufferCore):
                 if outcome is not None:
                     ready = [((future,), outcome)]
                 else:
-                    self._requests[key] = request
+                    self.requests[key] = request
                     self._index(request)
-                    self._sync_insert_mode()
+                    self.sync_insert_mode()
                     ready = None
             else:
                 # Pending: it failed at its last check and nothing it watches changed since.
@@ -149,8 +164,8 @@ class WaitingRequests(BufferCore):
         None while it is still worth waiting."""
         try:
             if request.full:
-                return _core_lookup_transform_full(self, *request.args)
-            return _core_lookup_transform(self, *request.args)
+                return _core_lookup_transform_full(self._core, *request.args)
+            return _core_lookup_transform(self._core, *request.args)
         except InvalidArgumentException as exc:
             return exc
         except BackwardExtrapolationException as exc:
@@ -176,9 +191,9 @@ class WaitingRequests(BufferCore):
         become too old (its times are all non-zero) needs the exception's kind."""
         try:
             if request.full:
-                possible = _core_can_transform_full(self, *request.args)
+                possible = _core_can_transform_full(self._core, *request.args)
             else:
-                possible = _core_can_transform(self, *request.args)
+                possible = _core_can_transform(self._core, *request.args)
         except Exception:  # let _attempt report it
             possible = True
         if not possible and (not request.earliest_ns or self._too_old(request) is None):
@@ -192,7 +207,7 @@ class WaitingRequests(BufferCore):
         common time, which no frame's newest data is behind), else None (not told)."""
         for frame_a, frame_b, _ in request.pairs:
             try:
-                self._k_common_time(frame_a, frame_b)
+                self._kernel.common_time(frame_a, frame_b)
             except TypeError:
                 return ConnectivityException
             except KernelError as exc:
@@ -212,7 +227,7 @@ class WaitingRequests(BufferCore):
             if time_ns == 0:
                 continue
             try:
-                latest_ns = to_nanoseconds(_core_get_latest_common_time(self, frame_a, frame_b))
+                latest_ns = to_nanoseconds(_core_get_latest_common_time(self._core, frame_a, frame_b))
             except TransformException:
                 continue
             if latest_ns != 0 and time_ns + self._window_ns < latest_ns:
@@ -221,7 +236,7 @@ class WaitingRequests(BufferCore):
 
     def _frame_usable(self, frame_id: object) -> bool:
         """Whether a lookup accepts this frame id now."""
-        return isinstance(frame_id, str) and self._k_exists(frame_id)
+        return isinstance(frame_id, str) and self._kernel.exists(frame_id)
 
     def _watched_frames(
         self, request: _Request
@@ -252,7 +267,7 @@ class WaitingRequests(BufferCore):
         for frame_a, frame_b, time_ns in request.pairs:
             if time_ns == 0:
                 try:
-                    common = self._k_common_time(frame_a, frame_b)
+                    common = self._kernel.common_time(frame_a, frame_b)
                 except (KernelError, TypeError):
                     continue
                 times.add(common)
@@ -261,7 +276,7 @@ class WaitingRequests(BufferCore):
         frames = [f for f in request.frames if isinstance(f, str)]
         for time_ns in times:
             # The kernel's walk upwards from each frame, as the lookup would walk.
-            names.update(self._k_ancestors(frames, _clamp(time_ns)))
+            names.update(self._kernel.ancestors(frames, _clamp(time_ns)))
         failure = self._failure_kind(request)
         if failure is ConnectivityException:
             held: set[str] = names
@@ -269,14 +284,14 @@ class WaitingRequests(BufferCore):
             held = {f for f in names if not 0 < self._newest_ns(f) <= latest[0]}
         else:
             return frozenset(names), frozenset(), {}
-        get_parent = self._k_get_parent
+        get_parent = self._kernel.get_parent
         watch_parent = {f: get_parent(f, 0) for f in held}
         return frozenset(names - held), frozenset(), watch_parent
 
     def _newest_ns(self, frame: str) -> int:
         """The newest stamp of ``frame``'s own link (0: static, a root, or unknown)."""
         try:
-            return _core_get_latest_common_time(self, frame, frame).nanoseconds
+            return _core_get_latest_common_time(self._core, frame, frame).nanoseconds
         except TransformException:
             return 0
 
@@ -312,7 +327,7 @@ class WaitingRequests(BufferCore):
                 any_index.setdefault(name, set()).add(key)
             request.watch_any = watch_any
 
-    def _recheck(
+    def recheck(
         self,
         touched: tuple[Iterable[str], Collection[str]] | None,
         static_before: frozenset[str] = frozenset(),
@@ -321,12 +336,12 @@ class WaitingRequests(BufferCore):
         unknown): try the pending requests it can have affected; return those now done."""
         keys: Iterable[RequestKey]
         if touched is None:
-            keys = list(self._requests)
+            keys = list(self.requests)
         else:
             keys = self._affected(touched[0], touched[1], static_before)
         ready: Ready = []
         for key in keys:
-            request = self._requests.get(key)
+            request = self.requests.get(key)
             if request is None:
                 continue
             self._rechecks += 1
@@ -334,14 +349,14 @@ class WaitingRequests(BufferCore):
             if outcome is None:
                 self._index(request)  # the tree may have changed shape
                 continue
-            del self._requests[key]
+            del self.requests[key]
             self._unindex(request)
             ready.append((list(request.futures), outcome))
         if ready:
-            self._sync_insert_mode()
+            self.sync_insert_mode()
         return ready
 
-    def _static_before(self, children: Iterable[str]) -> frozenset[str]:
+    def static_before(self, children: Iterable[str]) -> frozenset[str]:
         """Before an insertion: the touched children that timed requests watch and that hold
         a static sample (or one stamped 0) now. Such a frame answers at every time before the
         insertion; if it becomes dynamic, its new samples' stamps say nothing about what
@@ -357,8 +372,8 @@ class WaitingRequests(BufferCore):
             if watchers is None or not watchers.timed:
                 continue
             try:
-                latest = _core_get_latest_common_time(self, name, name).nanoseconds
-                if latest == 0 and BufferCore.get_parent(self, name, 0) is not None:
+                latest = _core_get_latest_common_time(self._core, name, name).nanoseconds
+                if latest == 0 and BufferCore.get_parent(self._core, name, 0) is not None:
                     static.add(name)
             except TransformException:
                 static.add(name)  # cannot tell: do not skip
@@ -394,7 +409,7 @@ class WaitingRequests(BufferCore):
                     # (its latest parent, or its parent at some other time: a sample under
                     # another parent, even older than the latest, may connect a lookup at
                     # that time)
-                    now = self._k_get_parent(name, 0)
+                    now = self._kernel.get_parent(name, 0)
                     if named_parents is None:
                         named_parents = {p[1:] if p and p[0] == "/" else p for p in parents}
                     for parent, held in watchers.parents.items():
@@ -403,7 +418,7 @@ class WaitingRequests(BufferCore):
                 timed = watchers.timed
                 if timed:
                     try:  # the child's newest stamp (0 when static)
-                        latest = _core_get_latest_common_time(self, name, name).nanoseconds
+                        latest = _core_get_latest_common_time(self._core, name, name).nanoseconds
                     except TransformException:
                         latest = 0
                     if latest == 0 or name in static_before:
@@ -420,14 +435,14 @@ class WaitingRequests(BufferCore):
                 keys |= watch_any.get(name, set())
         return keys
 
-    def _forget(self, key: RequestKey, future: Future[TransformStamped]) -> None:
+    def forget(self, key: RequestKey, future: Future[TransformStamped]) -> None:
         """Drop a cancelled future; the request goes when its last future does."""
         with self._lock:
-            request = self._requests.get(key)
+            request = self.requests.get(key)
             if request is None:
                 return
             request.futures.pop(future, None)
             if not request.futures:
-                del self._requests[key]
+                del self.requests[key]
                 self._unindex(request)
-                self._sync_insert_mode()
+                self.sync_insert_mode()

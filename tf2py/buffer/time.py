@@ -52,8 +52,9 @@ class _Nanoseconds:
     A Time never equals a Duration, and the two do not order against each other.
     """
 
-    __slots__ = ("_ns",)
-    _ns: int
+    __slots__ = ("nanoseconds",)
+    #: The value, in integer nanoseconds (read-only).
+    nanoseconds: int
 
     def __init__(self, sec: int = 0, nanosec: int = 0):
         if not isinstance(sec, int) or not isinstance(nanosec, int):
@@ -61,13 +62,13 @@ class _Nanoseconds:
             raise TypeError(
                 f"{name}(sec, nanosec) takes integers; use {name}.from_seconds(x) for a float"
             )
-        object.__setattr__(self, "_ns", sec * _NS_PER_S + nanosec)
+        object.__setattr__(self, "nanoseconds", sec * _NS_PER_S + nanosec)
 
     @classmethod
     def from_nanoseconds(cls: type[_N], nanoseconds: int) -> _N:
         """From an integer number of nanoseconds."""
         value = object.__new__(cls)
-        object.__setattr__(value, "_ns", int(nanoseconds))
+        object.__setattr__(value, "nanoseconds", int(nanoseconds))
         return value
 
     @classmethod
@@ -79,44 +80,40 @@ class _Nanoseconds:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __reduce__(self) -> tuple[Any, tuple[int]]:
-        return (type(self).from_nanoseconds, (self._ns,))
-
-    @property
-    def nanoseconds(self) -> int:
-        return self._ns
+        return (type(self).from_nanoseconds, (self.nanoseconds,))
 
     @property
     def sec(self) -> int:
-        return _split(self._ns)[0]
+        return _split(self.nanoseconds)[0]
 
     @property
     def nanosec(self) -> int:
-        return _split(self._ns)[1]
+        return _split(self.nanoseconds)[1]
 
     def to_seconds(self) -> float:
-        return self._ns / _NS_PER_S
+        return self.nanoseconds / _NS_PER_S
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _Nanoseconds) and other.__class__ is self.__class__:
-            return self._ns == other._ns
+            return self.nanoseconds == other.nanoseconds
         return NotImplemented
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, _Nanoseconds) and other.__class__ is self.__class__:
-            return self._ns < other._ns
+            return self.nanoseconds < other.nanoseconds
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, self._ns))
+        return hash((type(self).__name__, self.nanoseconds))
 
     def __bool__(self) -> bool:
-        return self._ns != 0
+        return self.nanoseconds != 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(sec={self.sec}, nanosec={self.nanosec})"
 
     def __str__(self) -> str:
-        return format_seconds(self._ns)
+        return format_seconds(self.nanoseconds)
 
 
 _N = TypeVar("_N", bound="_Nanoseconds")
@@ -138,9 +135,9 @@ class Time(_Nanoseconds):
 
     def __add__(self, other: object) -> Time:
         if isinstance(other, Duration):
-            return Time.from_nanoseconds(self._ns + other._ns)
+            return Time.from_nanoseconds(self.nanoseconds + other.nanoseconds)
         if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return Time.from_nanoseconds(self._ns + seconds_to_nanoseconds(other))
+            return Time.from_nanoseconds(self.nanoseconds + seconds_to_nanoseconds(other))
         return NotImplemented
 
     __radd__ = __add__
@@ -153,11 +150,11 @@ class Time(_Nanoseconds):
 
     def __sub__(self, other: object) -> Time | Duration:
         if isinstance(other, Time):
-            return Duration.from_nanoseconds(self._ns - other._ns)
+            return Duration.from_nanoseconds(self.nanoseconds - other.nanoseconds)
         if isinstance(other, Duration):
-            return Time.from_nanoseconds(self._ns - other._ns)
+            return Time.from_nanoseconds(self.nanoseconds - other.nanoseconds)
         if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return Time.from_nanoseconds(self._ns - seconds_to_nanoseconds(other))
+            return Time.from_nanoseconds(self.nanoseconds - seconds_to_nanoseconds(other))
         return NotImplemented
 
 
@@ -174,18 +171,18 @@ class Duration(_Nanoseconds):
 
     def __add__(self, other: object) -> Time | Duration:
         if isinstance(other, Duration):
-            return Duration.from_nanoseconds(self._ns + other._ns)
+            return Duration.from_nanoseconds(self.nanoseconds + other.nanoseconds)
         if isinstance(other, Time):
-            return Time.from_nanoseconds(self._ns + other._ns)
+            return Time.from_nanoseconds(self.nanoseconds + other.nanoseconds)
         return NotImplemented
 
     def __sub__(self, other: object) -> Duration:
         if isinstance(other, Duration):
-            return Duration.from_nanoseconds(self._ns - other._ns)
+            return Duration.from_nanoseconds(self.nanoseconds - other.nanoseconds)
         return NotImplemented
 
     def __neg__(self) -> Duration:
-        return Duration.from_nanoseconds(-self._ns)
+        return Duration.from_nanoseconds(-self.nanoseconds)
 
 
 def to_nanoseconds(value: object, name: str = "time") -> int:
@@ -195,13 +192,13 @@ def to_nanoseconds(value: object, name: str = "time") -> int:
     (builtin_interfaces' Time), as tf2_py does.
     """
     if type(value) is Time:
-        return value._ns
+        return value.nanoseconds
     if type(value) is float or type(value) is int:
         return seconds_to_nanoseconds(value)
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a Time or a number of seconds, got a bool")
     if isinstance(value, (Time, Duration)):
-        return value._ns
+        return value.nanoseconds
     if isinstance(value, (int, float)):
         return seconds_to_nanoseconds(value)
     try:
@@ -226,7 +223,7 @@ def to_nanoseconds(value: object, name: str = "time") -> int:
 def duration_to_nanoseconds(value: object, name: str = "duration") -> int:
     """Integer nanoseconds from a ``Duration``, or a plain number of seconds."""
     if type(value) is Duration:
-        return value._ns
+        return value.nanoseconds
     return to_nanoseconds(value, name)
 
 

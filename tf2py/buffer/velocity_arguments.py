@@ -18,7 +18,7 @@ from . import _kernel_ext
 from . import errors, time as times
 from .errors import STAMP_MAX, STAMP_MIN
 from .exceptions import InvalidArgumentException
-from .messages import Twist, VelocityStamped
+from .messages import VelocityStamped
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 
 __all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocity", "lookup_velocities"]
@@ -27,9 +27,6 @@ __all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocity", "look
 frame_error: Callable[..., Exception] = errors.frame_error
 query_error: Callable[..., Exception] = errors.query_error
 times_to_nanoseconds: Callable[[Any], tuple[np.ndarray, dict[int, int]]] = times.times_to_nanoseconds
-
-# The kernel builds VelocityStamped messages straight into these classes' slots.
-_kernel_ext.set_velocity_types(VelocityStamped, Twist, Duration)
 
 
 class ReferencePointError(InvalidArgumentException, ValueError):
@@ -140,34 +137,39 @@ def velocity_arguments(
 
 
 def lookup_velocity(
-    core: Any, tracking_frame: Any, observation_frame: Any, time: Any, averaging_interval: Any,
-    reference_frame: Any = None, reference_point: Any = (0.0, 0.0, 0.0),
-    reference_point_frame: Any = None, tf2_compatible: Any = False,
+    core: Any, tracking_frame: str, observation_frame: str, time: Any, averaging_interval: Any,
+    reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
+    reference_point_frame: str | None = None, tf2_compatible: bool = False,
 ) -> VelocityStamped:
-    """``BufferCore.lookup_velocity`` (see there): the kernel's plain form first, else the
-    arguments checked and converted here; a failed lookup's error record becomes tf2's
-    exception."""
-    result = core._k_lookup_velocity_plain(
+    """The VelocityStamped of ``tracking_frame`` seen from ``observation_frame`` around
+    ``time`` (API.md "Velocity"; _kernel/velocity.hpp computes it): the angular velocity
+    of ``tracking_frame`` and the velocity of its point at ``reference_point`` (given in
+    ``reference_point_frame``, default ``tracking_frame``), in ``reference_frame``'s axes
+    (default ``observation_frame``); m/s and rad/s. ``tf2_compatible=True``: tf2 0.39's
+    numbers. Raises what ``lookup_transform`` raises."""
+    # (BufferCore.lookup_velocity is this function: the kernel's plain form first, else the
+    # arguments checked and converted here; a failed lookup's error record becomes tf2's
+    # exception.)
+    result = core.kernel.lookup_velocity_plain(
         tracking_frame, observation_frame, time, averaging_interval, reference_frame,
         reference_point, reference_point_frame, tf2_compatible)
     if result is None:  # arguments Python checks and converts (and names what is wrong)
-        result = core._k_lookup_velocity(*velocity_arguments(
+        result = core.kernel.lookup_velocity(*velocity_arguments(
             tracking_frame, observation_frame, time, averaging_interval, reference_frame,
             reference_point, reference_point_frame, tf2_compatible))
     if result.__class__ is tuple:  # the failed lookup's error record (source, target at 5, 6)
-        raise errors.query_error(core, result, (result[6], result[5]))
+        raise errors.query_error(core._tree, result, (result[6], result[5]))
     velocity: VelocityStamped = result
     return velocity
 
 
 def lookup_velocities(
-    core: Any, tracking_frame: Any, observation_frame: Any, times: Any, averaging_interval: Any,
-    reference_frame: Any = None, reference_point: Any = (0.0, 0.0, 0.0),
-    reference_point_frame: Any = None, tf2_compatible: Any = False,
+    core: Any, tracking_frame: str, observation_frame: str, times: Any, averaging_interval: Any,
+    reference_frame: str | None = None, reference_point: Any = (0.0, 0.0, 0.0),
+    reference_point_frame: str | None = None, tf2_compatible: bool = False,
 ) -> np.ndarray:
-    """``lookup_velocity`` at N times in one kernel call: ``(N, 6)`` rows (linear x, y, z,
-    angular x, y, z), the values ``lookup_velocity`` gives at each time. Raises what
-    ``lookup_velocity`` raises, for the first time (in the order given) that fails."""
+    """Batch ``lookup_velocity`` over N times (seconds or Times): ``(N, 6)`` rows
+    (linear x, y, z in units/s, angular x, y, z in rad/s), in one kernel call."""
     tracking, observation, reference, point_frame, interval, point, flag = _common(
         tracking_frame, observation_frame, averaging_interval, reference_frame, reference_point,
         reference_point_frame, tf2_compatible,
@@ -177,10 +179,10 @@ def lookup_velocities(
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentException("lookup_velocities: %s" % exc) from None
     try:
-        rows: np.ndarray = core._k_lookup_velocities(
+        rows: np.ndarray = core.kernel.lookup_velocities(
             tracking, observation, reference, point_frame, ns, interval, *point, flag
         )
     except _kernel_ext.KernelError as exc:
         error = exc.args
-        raise query_error(core, error, (error[6], error[5])) from None
+        raise query_error(core._tree, error, (error[6], error[5])) from None
     return rows

@@ -44,13 +44,13 @@ def wait_until_looked_up(
 ) -> _R:
     """``lookup(buffer, *args)`` until it succeeds or ``timeout`` (a Duration or seconds) runs
     out: then tf2's exception, its message saying how long it waited. Woken by inserts
-    (under the buffer's condition, counted in its ``_waiting``)."""
+    (under the buffer's condition, counted in its index's ``waiting``)."""
     timeout_s = _timeout_seconds(timeout)
     start = monotonic()
     deadline = start + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._wait_begins()  # before the first check: an insert after it notifies
+        buffer._index.wait_begins()  # before the first check: an insert after it notifies
         try:
             while True:
                 try:
@@ -65,7 +65,7 @@ def wait_until_looked_up(
                         raise
                 condition.wait(remaining)
         finally:
-            buffer._wait_ends()
+            buffer._index.wait_ends()
 
 
 def wait_until_can(
@@ -77,7 +77,7 @@ def wait_until_can(
     deadline = monotonic() + timeout_s
     condition = buffer._condition
     with condition:
-        buffer._wait_begins()  # before the first check: an insert after it notifies
+        buffer._index.wait_begins()  # before the first check: an insert after it notifies
         try:
             if can(buffer, *args):
                 return True
@@ -91,4 +91,4 @@ def wait_until_can(
                 if can(buffer, *args):
                     return True
         finally:
-            buffer._wait_ends()
+            buffer._index.wait_ends()

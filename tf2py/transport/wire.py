@@ -162,7 +162,7 @@ def encode_transforms(
             add_parent(h.frame_id)
             add_child(ts.child_frame_id)
             stamp = h.stamp
-            add_stamp(stamp._ns if type(stamp) is Time else stamp_ns(stamp))
+            add_stamp(stamp.nanoseconds if type(stamp) is Time else stamp_ns(stamp))
             add_values((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
     except AttributeError as exc:
         raise TypeError(f"send_transform takes TransformStamped objects: {exc}") from None

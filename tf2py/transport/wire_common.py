@@ -178,7 +178,7 @@ def unpack(data: bytes) -> object:
 
 def stamp_ns(stamp: object) -> int:
     """Integer nanoseconds of a header stamp (a ``Time``, or anything ``to_nanoseconds`` takes)."""
-    return stamp._ns if type(stamp) is Time else to_nanoseconds(stamp, "stamp")
+    return stamp.nanoseconds if type(stamp) is Time else to_nanoseconds(stamp, "stamp")
 
 
 def transform_to_wire(ts: TransformStamped) -> list[Any]:

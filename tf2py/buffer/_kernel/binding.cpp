@@ -6,8 +6,9 @@
 // typed arguments (nanobind refuses anything else with a TypeError) or checks them itself, so
 // no input from Python can crash the process, and returns results, error records (the
 // KernelError tuple) or None for "Python must convert these arguments". No C++ code here
-// calls a Python method; the only Python it calls is what Python registered for it (the
-// fallbacks of the public lookup_transform / can_transform, py_entry.hpp).
+// calls a Python method; the only Python it calls is what Python registered for it with
+// configure() (the fallbacks of the public entries, py_entry.hpp, and the constructor of
+// set_transforms' result). The table of what Python calls is in tf2py/buffer/kernel.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -57,6 +58,27 @@ namespace {
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
 #include "py_cdr.hpp"       // TFMessage CDR samples decoded, or inserted a round at a time
 
+// The one configuration call (tf2py/buffer/kernel.py makes it once, before the first kernel):
+// the message classes the kernel reads and builds through their slots, set_transforms'
+// result type, and the functions the public entries hand what they do not answer.
+void configure(nb::handle time, nb::handle duration, nb::handle header, nb::handle vector3, nb::handle quaternion,
+               nb::handle transform, nb::handle stamped, nb::handle velocity_stamped, nb::handle twist,
+               nb::handle batch_result, nb::handle lookup_fallback, nb::handle can_fallback, nb::handle insert_slow,
+               nb::handle insert_after) {
+    // Everything is checked before anything is set: a refused call changes nothing.
+    for (nb::handle f : {lookup_fallback, can_fallback, insert_slow, insert_after})
+        if (!PyCallable_Check(f.ptr())) throw nb::type_error("configure: the fallbacks must be callables");
+    if (!PyType_Check(batch_result.ptr()) ||
+        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(batch_result.ptr()), &PyTuple_Type))
+        throw nb::type_error("configure: batch_result must be a tuple subclass");
+    slots_of(time, {"nanoseconds"});
+    slots_of(duration, {"nanoseconds"});
+    set_message_types(time, header, vector3, quaternion, transform, stamped);
+    set_velocity_types(velocity_stamped, twist, duration);
+    set_batch_result(batch_result);
+    set_fallbacks(lookup_fallback, can_fallback, insert_slow, insert_after);
+}
+
 }  // namespace
 
 NB_MODULE(_kernel_ext, m) {
@@ -89,48 +111,44 @@ NB_MODULE(_kernel_ext, m) {
     g_kernel_error = PyErr_NewException("tf2py.buffer._kernel_ext.KernelError", PyExc_Exception, nullptr);
     m.attr("KernelError") = nb::handle(g_kernel_error);
     intern_names();
-    m.def("set_batch_result", &set_batch_result, "type"_a);
     m.def("build_transform", &build_transform, "parent"_a.none(), "child"_a.none(), "translation"_a.none(),
           "rotation"_a.none(), "stamp"_a.none(),
           "make_transform's TransformStamped for plain arguments (tuples or lists of numbers, a Time\n"
           "or seconds), or None: Python then checks and converts them.");
-    m.def("set_message_types", &set_message_types, "time"_a, "header"_a, "vector3"_a, "quaternion"_a,
-          "transform"_a, "stamped"_a);
+    m.def("configure", &configure, "time"_a, "duration"_a, "header"_a, "vector3"_a, "quaternion"_a, "transform"_a,
+          "stamped"_a, "velocity_stamped"_a, "twist"_a, "batch_result"_a, "lookup_fallback"_a, "can_fallback"_a,
+          "insert_slow"_a, "insert_after"_a,
+          "Register the classes the kernel builds and reads and the fallbacks of its public entries\n"
+          "(tf2py/buffer/kernel.py calls it once).");
 
-    // Methods are private (_k_name): BufferCore, a Python subclass, is the public face.
+    // A store's member (BufferCore._kernel): its methods are the table in tf2py/buffer/kernel.py.
     nb::class_<PyKernel> kernel(m, "Kernel", nb::is_weak_referenceable());
-    kernel.def(nb::init<int64_t>(), "cache_time_ns"_a)
-        .def("_k_lookup_transform", &PyKernel::lookup_transform, "target_frame"_a.none(), "source_frame"_a.none(),
-             "time"_a.none(),
-             "lookup_transform for plain arguments: the TransformStamped, the error tuple when the lookup\n"
-             "fails, or None when Python must convert the arguments.")
-        .def("_k_can_transform", &PyKernel::can_transform_plain, "target_frame"_a.none(), "source_frame"_a.none(),
-             "time"_a.none(), "can_transform for plain arguments: a bool, or None.")
-        .def("_k_lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
-        .def("_k_lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
+    kernel.def(nb::init<int64_t, nb::handle>(), "cache_time_ns"_a, "owner"_a.none() = nb::none())
+        .def("lookup", &PyKernel::lookup, "target"_a, "source"_a, "t"_a)
+        .def("lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
              "fixed"_a)
-        .def("_k_can", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
-        .def("_k_can_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
+        .def("can", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
+        .def("can_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
              "source_time"_a, "fixed"_a)
-        .def("_k_common_time", &PyKernel::common_time, "target"_a, "source"_a)
-        .def("_k_chain", &PyKernel::chain, "target"_a, "target_time"_a, "source"_a, "source_time"_a, "fixed"_a)
-        .def("_k_lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
-        .def("_k_lookup_many_seconds", &PyKernel::lookup_many_seconds, "target"_a, "source"_a,
+        .def("common_time", &PyKernel::common_time, "target"_a, "source"_a)
+        .def("chain", &PyKernel::chain, "target"_a, "target_time"_a, "source"_a, "source_time"_a, "fixed"_a)
+        .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
+        .def("lookup_many_seconds", &PyKernel::lookup_many_seconds, "target"_a, "source"_a,
              "ts"_a.noconvert())
-        .def("_k_ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
-        .def("_k_get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
-        .def("_k_exists", &PyKernel::exists, "name"_a)
-        .def("_k_registered", &PyKernel::registered, "name"_a)
-        .def("_k_frames", &PyKernel::frames)
-        .def("_k_frame_table", &PyKernel::frame_table)
-        .def("_k_samples", &PyKernel::samples, "frame"_a)
-        .def("_k_memory_bytes", &PyKernel::memory_bytes)
-        .def("_k_clear", &PyKernel::clear)
-        .def("_k_drop_static", &PyKernel::drop_static, "names"_a);
+        .def("ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
+        .def("get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
+        .def("exists", &PyKernel::exists, "name"_a)
+        .def("registered", &PyKernel::registered, "name"_a)
+        .def("frames", &PyKernel::frames)
+        .def("frame_table", &PyKernel::frame_table)
+        .def("samples", &PyKernel::samples, "frame"_a)
+        .def("memory_bytes", &PyKernel::memory_bytes)
+        .def("clear", &PyKernel::clear)
+        .def("drop_static", &PyKernel::drop_static, "names"_a);
     InsertBinding::bind(kernel);
     ForwardBinding::bind(m);
-    EntryBinding::bind(m, kernel);
-    VelocityBinding::bind(m);
+    EntryBinding::bind(kernel);
+    VelocityBinding::bind();
     CdrBinding::bind(m, kernel);
 
     nb::class_<PyTimeCache>(m, "TimeCache")

@@ -151,7 +151,7 @@ struct CdrBinding {
         nb::tuple all_samples = nb::steal<nb::tuple>(PySequence_Tuple(samples.ptr()));
         nb::tuple all_ids = nb::steal<nb::tuple>(PySequence_Tuple(frame_ids.ptr()));
         const size_t count = all_samples.size();
-        if (all_ids.size() != count) throw nb::value_error("_k_insert_cdr: one frame_ids (or None) per sample");
+        if (all_ids.size() != count) throw nb::value_error("insert_cdr: one frame_ids (or None) per sample");
         std::vector<Sample> held;
         held.reserve(count);
         std::vector<FrameIds*> ids(count, nullptr);
@@ -164,13 +164,13 @@ struct CdrBinding {
             nb::handle h = all_ids[s];
             if (h.is_none()) continue;
             FrameIds* f = nullptr;
-            if (!nb::try_cast<FrameIds*>(h, f) || !f) throw nb::type_error("_k_insert_cdr: frame_ids holds FrameIds or None");
+            if (!nb::try_cast<FrameIds*>(h, f) || !f) throw nb::type_error("insert_cdr: frame_ids holds FrameIds or None");
             if (!f->busy_) {
                 f->busy_ = token;
                 busy.held.push_back(f);
                 f->use_kernel(k.serial_);
             } else if (f->busy_ != token) {
-                throw nb::value_error("_k_insert_cdr: frame ids in use by another insert");
+                throw nb::value_error("insert_cdr: frame ids in use by another insert");
             }
             ids[s] = f;
         }
@@ -209,7 +209,7 @@ struct CdrBinding {
         m.def("decode_tf_cdr_one", &decode_one, "data"_a);
         m.attr("CDR_UNKNOWN_FRAMES") = kUnknownFrames;
         m.attr("CDR_MAX_TRANSFORMS") = tf2k::kCdrMaxTransforms;
-        kernel.def("_k_insert_cdr", &insert, "samples"_a, "frame_ids"_a, "authority"_a.none(), "is_static"_a,
+        kernel.def("insert_cdr", &insert, "samples"_a, "frame_ids"_a, "authority"_a.none(), "is_static"_a,
                    "max_chars"_a = 0);
     }
 

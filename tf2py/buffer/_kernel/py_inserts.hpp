@@ -6,11 +6,11 @@
 // cause of a refusal and decides whom an insert concerns (Buffer's waits and requests).
 #pragma once
 
-PyObject* g_batch_result = nullptr;  // BatchResult (set_transforms' result type)
+PyObject* g_batch_result = nullptr;  // BatchResult (set_transforms' result type; configure())
 
 void set_batch_result(nb::handle type) {
     if (!PyType_Check(type.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()), &PyTuple_Type))
-        throw nb::type_error("set_batch_result needs a tuple subclass");
+        throw nb::type_error("configure: batch_result must be a tuple subclass");
     Py_XDECREF(g_batch_result);
     g_batch_result = type.inc_ref().ptr();
 }
@@ -78,7 +78,7 @@ struct InsertBinding {
         const size_t n = stamps.shape(0);
         if (nb::len(parents) != n || nb::len(children) != n || rows.shape(0) != n || rows.shape(1) != 7)
             throw nb::value_error("insert_rows: parents, children, stamps and rows (N, 7) must agree in N");
-        if (!g_batch_result) throw nb::type_error("insert_rows: no result type (set_batch_result)");
+        if (!g_batch_result) throw nb::type_error("insert_rows: the kernel is not configured");
         Batch batch;
         insert_rows_into(k, parents, children, stamps.data(), rows.data(), n, authority, is_static, batch);
         return batch_result(batch, n);
@@ -91,7 +91,7 @@ struct InsertBinding {
         const size_t n = stamps.shape(0);
         if (rows.shape(0) != n || rows.shape(1) != 7)
             throw nb::value_error("insert_trajectory: stamps and rows (N, 7) must agree in N");
-        if (!g_batch_result) throw nb::type_error("insert_trajectory: no result type (set_batch_result)");
+        if (!g_batch_result) throw nb::type_error("insert_trajectory: the kernel is not configured");
         Batch batch;
         batch.codes.assign(n, kNameType);
         std::string_view p, c;
@@ -158,17 +158,15 @@ struct InsertBinding {
     }
 
     static void bind(nb::class_<PyKernel>& cls) {
-        cls.def("_k_insert", &insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
+        cls.def("insert", &insert, "parent"_a.none(), "child"_a.none(), "stamp"_a.none(), "tx"_a.none(),
                 "ty"_a.none(), "tz"_a.none(), "qx"_a.none(), "qy"_a.none(), "qz"_a.none(), "qw"_a.none(),
                 "authority"_a.none(), "is_static"_a)
-            .def("_k_set_transform", &set_transform, "transform"_a.none(), "authority"_a.none(),
-                 "is_static"_a.none() = false)
             // Arrays exactly as given (no silent conversion of float stamps to integers).
-            .def("_k_insert_batch", &insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+            .def("insert_batch", &insert_batch, "parents"_a, "children"_a, "stamps"_a.noconvert(),
                  "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a, "codes"_a.noconvert())
-            .def("_k_insert_rows", &insert_rows, "parents"_a, "children"_a, "stamps"_a.noconvert(),
+            .def("insert_rows", &insert_rows, "parents"_a, "children"_a, "stamps"_a.noconvert(),
                  "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a)
-            .def("_k_insert_trajectory", &insert_trajectory, "parent"_a, "child"_a, "stamps"_a.noconvert(),
+            .def("insert_trajectory", &insert_trajectory, "parent"_a, "child"_a, "stamps"_a.noconvert(),
                  "rows"_a.noconvert(), "authority"_a.none(), "is_static"_a);
     }
 
@@ -189,17 +187,14 @@ struct InsertBinding {
     static constexpr int32_t kUnread = std::numeric_limits<int32_t>::min();
     static constexpr size_t kRunRows = 128;  // rows of a trajectory checked, then stored at once
 
-    // The BatchResult (the type set_batch_result registered), its invalid list holding the
-    // indices of refused rows (Python replaces them by (index, exception)).
+    // The BatchResult (the type configure() registered, made by its constructor), its invalid
+    // list holding the indices of refused rows (Python replaces them by (index, exception)).
     static nb::object batch_result(const Batch& batch, size_t n) {
         nb::list invalid;
         if (batch.stored + batch.old < n)
             for (size_t i = 0; i < n; ++i)
                 if (batch.codes[i] < 0) invalid.append(i);
-        nb::object args = nb::make_tuple(nb::make_tuple(batch.stored, batch.old, invalid));
-        PyObject* result = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(g_batch_result), args.ptr(), nullptr);
-        if (!result) throw nb::python_error();
-        return nb::steal(result);
+        return nb::borrow(g_batch_result)(batch.stored, batch.old, invalid);
     }
 
     // Row k's name: a known id (>= 0), or -(1 + index into pending), or kUnread (not a str).

@@ -10,12 +10,32 @@
 
 class PyKernel {
   public:
-    explicit PyKernel(int64_t cache_time_ns) : k_(cache_time_ns < 0 ? 0 : cache_time_ns) {
+    // owner: the store this kernel is a member of (held weakly; None for a bare kernel), the
+    // first argument of the fallbacks the public entries call (py_entry.hpp).
+    PyKernel(int64_t cache_time_ns, nb::handle owner) : k_(cache_time_ns < 0 ? 0 : cache_time_ns) {
         authority_.emplace_back(nb::none());
+        if (!owner.is_none()) {
+            owner_ = PyWeakref_NewRef(owner.ptr(), nullptr);
+            if (!owner_) throw nb::python_error();
+        }
     }
 
     ~PyKernel() {
         for (NameSlot& slot : name_slots_) Py_XDECREF(slot.name);
+        Py_XDECREF(owner_);
+    }
+
+    // The store that owns this kernel (a new reference); TypeError for a bare kernel,
+    // ReferenceError once the store is gone.
+    nb::object owner(const char* call) const {
+        if (!owner_) throw nb::type_error((std::string(call) + " needs a BufferCore, not a bare kernel").c_str());
+        PyObject* o = PyWeakref_GetObject(owner_);  // borrowed
+        if (!o || o == Py_None) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ReferenceError, "the store of this kernel is gone");
+            throw nb::python_error();
+        }
+        return nb::borrow(o);
     }
 
     PyKernel(const PyKernel&) = delete;
@@ -430,6 +450,7 @@ class PyKernel {
         return ++serials;
     }
     std::vector<nb::object> authority_;  // by child id; touched with the GIL held only
+    PyObject* owner_ = nullptr;           // a weak reference to the owning store, or null
 
   public:
     // What the public set_transform does with an insert (py_entry.hpp), set by Python, which

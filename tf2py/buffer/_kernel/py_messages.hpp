@@ -57,7 +57,7 @@ void intern_names() {
 void set_message_types(nb::handle time, nb::handle header, nb::handle vector3, nb::handle quaternion,
                        nb::handle transform, nb::handle stamped) {
     MessageTypes t;
-    t.time = slots_of(time, {"_ns"});
+    t.time = slots_of(time, {"nanoseconds"});
     t.header = slots_of(header, {"stamp", "frame_id"});
     t.vector3 = slots_of(vector3, {"x", "y", "z"});
     t.quaternion = slots_of(quaternion, {"x", "y", "z", "w"});

@@ -13,7 +13,7 @@ void set_velocity_types(nb::handle velocity_stamped, nb::handle twist, nb::handl
     VelocityTypes t;
     t.stamped = slots_of(velocity_stamped, {"header", "body_frame_id", "reference_frame_id", "velocity"});
     t.twist = slots_of(twist, {"linear", "angular"});
-    t.duration = slots_of(duration, {"_ns"});
+    t.duration = slots_of(duration, {"nanoseconds"});
     for (PyTypeObject* type : {t.stamped.type, t.twist.type, t.duration.type}) Py_INCREF(type);  // for good
     t.ready = true;
     g_velocity_types = t;
@@ -101,11 +101,10 @@ struct VelocityBinding {
         return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(data, {n, 6}, owner));
     }
 
-    static void bind(nb::module_& m) {
-        m.def("set_velocity_types", &set_velocity_types, "velocity_stamped"_a, "twist"_a, "duration"_a);
+    static void bind() {
         nb::handle cls = nb::type<PyKernel>();
         nb::cpp_function_def(
-            &lookup_velocity, nb::scope(cls), nb::name("_k_lookup_velocity_plain"), nb::is_method(), "tracking_frame"_a.none(),
+            &lookup_velocity, nb::scope(cls), nb::name("lookup_velocity_plain"), nb::is_method(), "tracking_frame"_a.none(),
             "observation_frame"_a.none(), "time"_a.none(), "averaging_interval"_a.none(),
             "reference_frame"_a.none() = nb::none(), "reference_point"_a.none() = nb::make_tuple(0.0, 0.0, 0.0),
             "reference_point_frame"_a.none() = nb::none(), "tf2_compatible"_a.none() = false,
@@ -115,10 +114,10 @@ struct VelocityBinding {
             "(given in reference_point_frame, default tracking_frame), both in reference_frame's axes\n"
             "(default observation_frame); m/s and rad/s. tf2_compatible=True: tf2 0.39's numbers.\n"
             "Raises what lookup_transform raises.");
-        nb::cpp_function_def(&lookup_velocity_checked, nb::scope(cls), nb::name("_k_lookup_velocity"),
+        nb::cpp_function_def(&lookup_velocity_checked, nb::scope(cls), nb::name("lookup_velocity"),
                              nb::is_method(), "tracking"_a, "observation"_a, "reference"_a, "point_frame"_a,
                              "time_ns"_a, "interval_ns"_a, "px"_a, "py"_a, "pz"_a, "tf2_compatible"_a);
-        nb::cpp_function_def(&lookup_velocities, nb::scope(cls), nb::name("_k_lookup_velocities"), nb::is_method(),
+        nb::cpp_function_def(&lookup_velocities, nb::scope(cls), nb::name("lookup_velocities"), nb::is_method(),
                              "tracking"_a, "observation"_a, "reference"_a, "point_frame"_a, "times"_a.noconvert(),
                              "interval_ns"_a, "px"_a, "py"_a, "pz"_a, "tf2_compatible"_a);
     }

@@ -32,10 +32,8 @@ class FleetHealth:
     def check(self) -> None:
         """Measure the caches against their share of the budget; watch the router."""
         fleet = self._fleet
-        measure = getattr(fleet.buffer, "_k_memory_bytes", None)  # the kernel's own count
-        if measure is not None:
-            self.cache_bytes = int(measure())
-            fleet.slots.caches_full = self.cache_bytes > fleet.budget_bytes * 3 // 4
+        self.cache_bytes = int(fleet.buffer.kernel.memory_bytes())  # the kernel's own count
+        fleet.slots.caches_full = self.cache_bytes > fleet.budget_bytes * 3 // 4
         if self._locator is not None:
             self._watch_router()
 
