@@ -4,12 +4,12 @@ What each call is for, and who makes it: tf2py/buffer/kernel.py (the kernel boun
 contract is BufferCore's and Buffer's; a store holds its Kernel as a member.
 """
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .messages import TransformStamped, VelocityStamped
-from .time import Duration, Time
 
 MAX_GRAPH_DEPTH: int
 NAME_TYPE: int
@@ -128,7 +128,10 @@ class Kernel:
 
 class TimeCache:
     def __init__(self, cache_time_ns: int, is_static: bool = False) -> None: ...
-    def insert(self, stamp: int, tx: float, ty: float, tz: float, qx: float, qy: float, qz: float, qw: float, parent: int) -> bool: ...
+    def insert(
+        self, stamp: int, tx: float, ty: float, tz: float, qx: float, qy: float, qz: float,
+        qw: float, parent: int,
+    ) -> bool: ...
     def get(self, t: int) -> tuple[Any, ...] | None: ...
     def parent_at(self, t: int) -> int: ...
     def error(self, t: int) -> tuple[int, int]: ...

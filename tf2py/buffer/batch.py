@@ -274,7 +274,9 @@ def _cdr_frames(
     return parents, children
 
 
-def lookup_transforms(core: BufferCore, target_frame: str, source_frame: str, times: Any) -> npt.NDArray[np.float64]:
+def lookup_transforms(
+    core: BufferCore, target_frame: str, source_frame: str, times: Any,
+) -> npt.NDArray[np.float64]:
     """Batch ``lookup_transform``: ``(N, 4, 4)`` matrices mapping data in
     ``source_frame`` into ``target_frame`` at each of N times (seconds as float or int,
     or Times; zero = the latest common time).

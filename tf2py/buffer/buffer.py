@@ -40,27 +40,26 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from concurrent.futures import Future
-
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+from . import lookup_async as _lookup_async
 from .apply import as_point_array, transform_function, transform_point_array
 from .batch import batch_frames
 from .core import BatchResult, BufferCore
 from .frame_tree import TimeLike
 from .kernel import bind_entries
-from .pending import Ready, _cancel_all, _resolve
-from .requests import RequestIndex
 from .messages import Header, TransformStamped
-from .transforms import Transforms
+from .pending import Ready, _cancel_all, _Request, _resolve
+from .requests import RequestIndex
 from .time import Duration, Time, to_nanoseconds
+from .transforms import Transforms
 from .waits import wait_until_can, wait_until_looked_up
-from . import lookup_async as _lookup_async
 
 __all__ = ["Buffer"]
 
@@ -180,7 +179,8 @@ class Buffer(BufferCore):
         if ready:
             _resolve(ready)
 
-    def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+    def _set_transform_slow(self, transform: TransformStamped, authority: str,
+                            is_static: bool = False) -> bool:
         return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static),
                             _named_by_transform(transform))
 
@@ -200,14 +200,10 @@ class Buffer(BufferCore):
             lambda: ((parent,), (child,)),
         )
 
-    @overload
-    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
-    @overload
-    def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
-                       values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
-
-    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
-        """``BufferCore.set_transforms`` (either form) under the lock; wakes the waits it serves."""
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any,
+                       **kwargs: Any) -> BatchResult:
+        """``BufferCore.set_transforms`` (either form, the same overloads) under the lock; wakes
+        the waits it serves."""
         return self._insert(lambda store: BufferCore.set_transforms(store, transforms, *args, **kwargs), (),
                             lambda: batch_frames(transforms, *args, **kwargs))
 
@@ -375,7 +371,7 @@ class Buffer(BufferCore):
         args = (target_frame, target_time, source_frame, source_time, fixed_frame)
         if not timeout:
             return _core_can_transform_full(self, *args)
-        return wait_until_can(self, 
+        return wait_until_can(self,
             _core_can_transform_full, args, (target_frame, source_frame, fixed_frame), timeout
         )
 
@@ -395,14 +391,10 @@ class Buffer(BufferCore):
         time_ns = to_nanoseconds(time, "time")
         key = ("simple", target_frame, source_frame, time_ns)
         stamp = Time.from_nanoseconds(time_ns)
-        return self._registered_request(
-            key,
-            False,
-            (target_frame, source_frame),
-            (stamp,),
-            ((target_frame, source_frame, time_ns),),
-            (target_frame, source_frame, stamp),
-        )
+        return self._registered_request(_Request(
+            key, False, (target_frame, source_frame), (stamp,),
+            ((target_frame, source_frame, time_ns),), (target_frame, source_frame, stamp),
+        ))
 
     def wait_for_transform_full_async(
         self, target_frame: str, target_time: TimeLike, source_frame: str,
@@ -416,22 +408,19 @@ class Buffer(BufferCore):
         key = ("full", target_frame, target_ns, source_frame, source_ns, fixed_frame)
         target_stamp = Time.from_nanoseconds(target_ns)
         source_stamp = Time.from_nanoseconds(source_ns)
-        return self._registered_request(
-            key,
-            True,
-            (target_frame, source_frame, fixed_frame),
-            (target_stamp, source_stamp),
+        return self._registered_request(_Request(
+            key, True, (target_frame, source_frame, fixed_frame), (target_stamp, source_stamp),
             ((target_frame, fixed_frame, target_ns), (fixed_frame, source_frame, source_ns)),
             (target_frame, target_stamp, source_frame, source_stamp, fixed_frame),
-        )
+        ))
 
-    def _registered_request(self, *args: Any) -> Future[TransformStamped]:
-        """``RequestIndex.request``, counted in ``waiting`` meanwhile: an insert that skipped the lock
-        (see set_transform) re-checks it once it is indexed."""
+    def _registered_request(self, request: _Request) -> Future[TransformStamped]:
+        """``RequestIndex.request``, counted in ``waiting`` meanwhile: an insert that skipped
+        the lock (see set_transform) re-checks it once it is indexed."""
         with self._lock:
             self._index.wait_begins()
         try:
-            return self._index.request(*args)
+            return self._index.request(request)
         finally:
             with self._lock:
                 self._index.wait_ends()

@@ -25,22 +25,19 @@ Every kernel call is atomic (the kernel has its own lock); ``Buffer`` adds waits
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Iterable, Sequence, overload
-
-import numpy as np
-import numpy.typing as npt
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, overload
 
 from . import _kernel_ext
-from .kernel import Kernel, bind_entries, configure_kernel
-from .errors import add_hints, can_frame_message, check_insert, frame_error, query_error
-from .exceptions import InvalidArgumentException, TransformException
-from .messages import TransformStamped, stamped
 from .batch import BatchResult, store_batch
 from .batch import lookup_transforms as _lookup_transforms
-from .transforms import Transforms
+from .errors import can_frame_message, check_insert, frame_error, query_error, unusable_frame
+from .exceptions import InvalidArgumentException, TransformException
 from .frame_tree import FrameTree, TimeLike, _clamp, _time_ns
-from .time import Duration, Time, duration_to_nanoseconds, times_to_nanoseconds, to_nanoseconds
+from .kernel import Kernel, bind_entries, configure_kernel
+from .messages import TransformStamped, stamped
+from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+from .transforms import Transforms
 from .velocity_arguments import lookup_velocities as _lookup_velocities
 from .velocity_arguments import lookup_velocity as _lookup_velocity
 
@@ -118,7 +115,8 @@ class BufferCore:
         if stored:
             self._notify_new_data()
 
-    def _set_transform_slow(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
+    def _set_transform_slow(self, transform: TransformStamped, authority: str,
+                            is_static: bool = False) -> bool:
         """``set_transform`` for what the kernel does not read itself, and its refusals."""
         try:
             header = transform.header
@@ -183,12 +181,14 @@ class BufferCore:
         return r > 0
 
     @overload
-    def set_transforms(self, transforms: Transforms, authority: str, is_static: bool = False) -> BatchResult: ...
+    def set_transforms(self, transforms: Transforms, authority: str,
+                       is_static: bool = False) -> BatchResult: ...
     @overload
     def set_transforms(self, transforms: Sequence[str] | str, children: Sequence[str] | str, stamps_ns: Any,
                        values: Any, authority: str, is_static: bool = False) -> BatchResult: ...
 
-    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> BatchResult:
+    def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any,
+                       **kwargs: Any) -> BatchResult:
         """Store N transforms at once; invalid rows are skipped, the rest stored.
 
         ``set_transforms(transforms, authority, is_static=False)`` with a ``Transforms``, or
@@ -239,18 +239,21 @@ class BufferCore:
         """What the kernel's lookup_transform did not answer (a BufferCore never waits)."""
         return self._lookup_transform_other(target_frame, source_frame, time, result)
 
-    def _can_transform_fallback(self, target_frame: str, source_frame: str, time: TimeLike, timeout: Any) -> bool:
+    def _can_transform_fallback(self, target_frame: str, source_frame: str, time: TimeLike,
+                                timeout: Any) -> bool:
         """What the kernel's can_transform did not answer: arguments Python converts."""
         return self._can_transform_slow(target_frame, source_frame, time)
 
-    def _lookup_transform_other(self, target_frame: str, source_frame: str, time: TimeLike, result: object) -> TransformStamped:
+    def _lookup_transform_other(self, target_frame: str, source_frame: str, time: TimeLike,
+                                result: object) -> TransformStamped:
         """What the kernel's lookup handed back: an error record to word, or None for
         arguments Python converts."""
         if result is None:
             return self._lookup_transform_slow(target_frame, source_frame, time)
         raise query_error(self._tree, result, (target_frame, source_frame))
 
-    def _lookup_transform_slow(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
+    def _lookup_transform_slow(self, target_frame: str, source_frame: str,
+                               time: TimeLike) -> TransformStamped:
         """``lookup_transform`` for arguments the kernel does not take as they are: frame
         ids that are not str, times of other types or beyond 64-bit nanoseconds."""
         t = _time_ns(time)
@@ -311,7 +314,7 @@ class BufferCore:
             requested = tt if error[6] == target_frame and tt != _clamp(tt) else (
                 st if st != _clamp(st) else None
             )
-            raise query_error(self._tree, error, frames, requested=requested)
+            raise query_error(self._tree, error, frames, requested=requested) from None
         if r[7] != _clamp(tt) or tt == _clamp(tt):
             return r
         return (*r[:7], tt)
@@ -356,7 +359,8 @@ class BufferCore:
         )
         return (True, "") if error is None else (False, str(error))
 
-    def _transform_error(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformException | None:
+    def _transform_error(self, target_frame: str, source_frame: str,
+                         time: TimeLike) -> TransformException | None:
         """The exception ``lookup_transform`` would raise now, or None if it would succeed
         (for ``Buffer``: an ``InvalidArgumentException`` cannot be cured by waiting)."""
         try:
@@ -379,7 +383,7 @@ class BufferCore:
         link between the two frames is known (``Time()`` when all are static)."""
         for name in (target_frame, source_frame):
             if not isinstance(name, str) or not self._kernel.exists(name):
-                error = frame_error(name, None, "get_latest_common_time", self._kernel.exists)
+                error = unusable_frame(name, None, "get_latest_common_time", self._kernel.exists)
                 if error is not None:  # (None only if the frame appeared meanwhile)
                     raise error
         try:

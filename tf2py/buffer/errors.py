@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from math import sqrt
-from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex, cast, overload
+from typing import TYPE_CHECKING, SupportsFloat, SupportsIndex, cast
 
 from .exceptions import (
     BackwardExtrapolationException,
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 #: The seven values of a transform: tx, ty, tz, qx, qy, qz, qw.
 Values7 = tuple[float, float, float, float, float, float, float]
 
-__all__ = ["check_insert", "frame_error", "can_frame_message", "query_error", "cache_error",
-           "add_hints"]
+__all__ = ["check_insert", "frame_error", "unusable_frame", "can_frame_message", "query_error",
+           "cache_error", "add_hints"]
 
 NO_PARENT = "NO_PARENT"  # tf2's reserved name of frame id 0: "no parent"
 QUATERNION_TOLERANCE = 0.01  # |x²+y²+z²+w² - 1| must stay below this (ROS 1 rule)
@@ -153,36 +153,25 @@ def did_you_mean_sentence(name: str, frames: Collection[str]) -> str:
     return f"Did you mean '{close[0]}'?" if close else ""
 
 
-@overload
 def frame_error(
-    name: object,
-    argument: str | None,
-    function: str = "lookupTransform",
-    exists: None = None,
+    name: object, argument: str | None, function: str = "lookupTransform",
     frames: Callable[[], Collection[str]] | None = None,
-) -> TransformException: ...
+) -> TransformException:
+    """The exception tf2 raises for a frame id a lookup cannot use or that does not exist
+    (``frames()``, if given, lists the known ones for a "did you mean")."""
+    error = unusable_frame(name, argument, function, None, frames)
+    assert error is not None  # (without ``exists``, every name is unusable)
+    return error
 
 
-@overload
-def frame_error(
-    name: object,
-    argument: str | None,
-    function: str = "lookupTransform",
-    exists: Callable[[str], bool] | None = None,
-    frames: Callable[[], Collection[str]] | None = None,
-) -> TransformException | None: ...
-
-
-def frame_error(
-    name: object,
-    argument: str | None,
-    function: str = "lookupTransform",
-    exists: Callable[[str], bool] | None = None,
-    frames: Callable[[], Collection[str]] | None = None,
+def unusable_frame(
+    name: object, argument: str | None, function: str,
+    exists: Callable[[str], bool] | None, frames: Callable[[], Collection[str]] | None = None,
 ) -> TransformException | None:
     """The exception tf2 raises for a frame id a lookup cannot use (``exists(name)``
     says whether it is known; ``frames()``, if given, lists the known ones for a "did you
-    mean"); ``argument`` None names no argument (tf2_py's get_latest_common_time)."""
+    mean"), or None when it is usable; ``argument`` None names no argument (tf2_py's
+    get_latest_common_time)."""
     where = function if argument is None else "%s argument %s" % (function, argument)
     if not isinstance(name, str):
         return InvalidArgumentException(
@@ -262,12 +251,13 @@ def query_error(
     code, argument, kind, t, stamp, source, target, _ = cast("ErrorRecord", error)
     if code == _FRAME:
         name = frames[argument]
-        refused = frame_error(name, _ARGUMENTS[argument], function, core._kernel.exists, core._kernel.frames)
+        kernel = core._kernel
+        refused = unusable_frame(name, _ARGUMENTS[argument], function, kernel.exists, kernel.frames)
         if refused is not None:
             return refused
         # Another thread added the frame after the kernel looked: the answer stands as of
         # the query (the frame did not exist then), worded as for any missing frame.
-        return frame_error(name, _ARGUMENTS[argument], function, None)
+        return frame_error(name, _ARGUMENTS[argument], function)
     if code == _LOOP:
         return LookupException(
             "The tf tree is invalid because it contains a loop.\n"

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import _kernel_ext
 from ._kernel_ext import Kernel
-from .errors import STAMP_MAX, STAMP_MIN, frame_error, query_error
+from .errors import STAMP_MAX, STAMP_MIN, query_error, unusable_frame
 from .exceptions import InvalidArgumentException
 from .report import frames_as_string, frames_as_yaml, frames_info
 from .time import Time, to_nanoseconds
@@ -73,7 +73,7 @@ class FrameTree:
             (source_frame, "source_frame"),
             (fixed_frame, "fixed_frame"),
         ):
-            error = frame_error(name, argument, "chain", self._kernel.exists)
+            error = unusable_frame(name, argument, "chain", self._kernel.exists)
             if error is not None:
                 raise error
         try:  # both halves in one kernel call (one state of the tree)

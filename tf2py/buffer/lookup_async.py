@@ -12,9 +12,10 @@ at once; a timeout does the same, then raises what tf2 raises at that moment.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import Future
 from time import monotonic
-from typing import Any, Callable
+from typing import Any
 
 from .exceptions import InvalidArgumentException, TransformException
 from .time import duration_to_nanoseconds

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import CancelledError, Future
 from functools import partial
 from time import monotonic
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from .exceptions import BackwardExtrapolationException
@@ -385,7 +385,7 @@ class MessageFilter(_Delivery):
         if timer is not None and timer is not threading.current_thread():
             timer.join(5.0)
 
-    def __enter__(self) -> "MessageFilter":
+    def __enter__(self) -> MessageFilter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -9,7 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .time import Time, format_seconds
 
@@ -65,7 +65,7 @@ class _Entry:
 
 #: What became of a message in the outbox: its entry (to re-check, then pass on), None (pass
 #: on), or the reason it is dropped.
-_Outcome = Union[_Entry, str, None]
+_Outcome = _Entry | str | None
 
 
 class _Delivery:
@@ -203,8 +203,8 @@ class _Delivery:
             self.callback_errors += 1
             first = self.callback_errors == 1
         if first:
-            logger.exception("MessageFilter: a callback raised %s (further errors "
-                             "are only counted)", type(exc).__name__)
+            logger.error("MessageFilter: a callback raised %s (further errors "
+                         "are only counted)", type(exc).__name__, exc_info=exc)
 
     def _still_possible(self, entry: _Entry) -> bool:
         try:

@@ -14,22 +14,22 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from typing import Any, TypeVar
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
+from typing import TypeVar
 
 from .core import BufferCore, KernelError
-from .kernel import Kernel
-from .frame_tree import _clamp
 from .errors import _CONNECTIVITY
-from .messages import TransformStamped
 from .exceptions import (
     BackwardExtrapolationException,
     ConnectivityException,
     InvalidArgumentException,
     TransformException,
 )
+from .frame_tree import _clamp
+from .kernel import Kernel
+from .messages import TransformStamped
 from .pending import (
     Outcome,
     Ready,
@@ -39,7 +39,7 @@ from .pending import (
     _resolve,
     _Watchers,
 )
-from .time import Time, format_seconds, to_nanoseconds
+from .time import format_seconds, to_nanoseconds
 
 __all__ = ["RequestIndex"]
 
@@ -122,25 +122,20 @@ class RequestIndex:
         request is only re-checked by an insertion that can have changed its answer)."""
         return self._rechecks
 
-    def request(
-        self,
-        key: RequestKey,
-        full: bool,
-        frames: Sequence[str],
-        times: Sequence[Time],
-        pairs: Sequence[tuple[str, str, int]],
-        args: tuple[Any, ...],  # the core lookup's positional arguments
-    ) -> Future[TransformStamped]:
-        for frame in frames:
+    def request(self, new: _Request) -> Future[TransformStamped]:
+        """A future of ``new``'s lookup, sharing the check of a pending request for the same
+        frames and times (``new`` itself is indexed only when none is pending)."""
+        for frame in new.frames:
             if not isinstance(frame, str):
                 raise TypeError(f"frame ids are strings, got {frame!r}")
+        key = new.key
         future: Future[TransformStamped] = Future()
         ready: Ready | None
         with self._lock:
             request = self.requests.get(key)
             if request is None:
                 # Not pending yet, so it has not been checked against the current data.
-                request = _Request(key, full, frames, times, pairs, args)
+                request = new
                 outcome = self._attempt(request)
                 if outcome is not None:
                     ready = [((future,), outcome)]
@@ -308,7 +303,8 @@ class RequestIndex:
         index = self._watch
         if watch_parent != request.watch_parent:
             for name, parent in request.watch_parent.items():
-                _discard(index, name, lambda watchers: watchers.remove_parent(request, parent))
+                # (_discard calls it at once, in this iteration)
+                _discard(index, name, lambda watchers: watchers.remove_parent(request, parent))  # noqa: B023
             for name, parent in watch_parent.items():
                 _watchers_of(index, name).add_parent(request, parent)
             request.watch_parent = watch_parent

@@ -129,7 +129,7 @@ class Time(_Nanoseconds):
     __slots__ = ()
 
     @classmethod
-    def now(cls) -> "Time":
+    def now(cls) -> Time:
         """The wall-clock time now."""
         return cls.from_nanoseconds(_time.time_ns())
 

@@ -10,16 +10,17 @@ batch form (``lookup_velocities``) converts its times here before one kernel cal
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from . import _kernel_ext
-from . import errors, time as times
+from . import _kernel_ext, errors
+from . import time as times
 from .errors import STAMP_MAX, STAMP_MIN
 from .exceptions import InvalidArgumentException
 from .messages import VelocityStamped
-from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
+from .time import Time, duration_to_nanoseconds, to_nanoseconds
 
 __all__ = ["ReferencePointError", "velocity_arguments", "lookup_velocity", "lookup_velocities"]
 

@@ -3,8 +3,9 @@ possible, until it succeeds or its timeout runs out (tf2_ros polls instead)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import monotonic
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .exceptions import InvalidArgumentException, TransformException
 from .time import duration_to_nanoseconds
