@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
+import tf2py.buffer.kernel as kernel_module
 from helpers import wait_for
 from tf2py import Buffer, BufferCore, InvalidArgumentException, make_transform
 from tf2py.buffer import _kernel_ext
-import tf2py.buffer.kernel as kernel_module
 
 
 class Routed(Buffer):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tf2py.buffer.kernel as kernel_module
 from tf2py import InvalidArgumentException
 from tf2py.buffer import _kernel_ext
-import tf2py.buffer.kernel as kernel_module
 from tf2py.buffer.core import BatchResult, BufferCore
 from tf2py.buffer.time import Time
 
