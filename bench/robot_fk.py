@@ -35,11 +35,11 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from bench.harness import Missing, Run, version_of
+from simulators.joints import pinocchio_configuration
 from simulators.joints import random_configurations as configurations
 from tf2py import RobotModel, Time
 
@@ -53,25 +53,6 @@ def published(folder: str, name: str) -> Path:
         if parts[-1] == name and folder in parts:
             return Path(str(file.locate()))
     raise SystemExit(f"example-robot-data has no {folder}/{name}")
-
-
-def pinocchio_q(model: RobotModel, pin: Any, pin_model: Any, positions: np.ndarray) -> np.ndarray:
-    """pinocchio's q of our positions (mimics resolved: pinocchio builds them as joints)."""
-    q = pin.neutral(pin_model)
-    value = dict(zip(model.joint_names, positions.tolist()))
-    for joint in model.joints:
-        if joint.type not in ("revolute", "continuous", "prismatic"):
-            continue
-        p = value.get(joint.name)
-        if joint.mimic is not None:
-            p = joint.mimic.multiplier * value[joint.mimic.joint] + joint.mimic.offset
-        assert p is not None
-        j = pin_model.joints[pin_model.getJointId(joint.name)]
-        if j.nq == 2:
-            q[j.idx_q], q[j.idx_q + 1] = np.cos(p), np.sin(p)
-        else:
-            q[j.idx_q] = p
-    return q
 
 
 CLOCK = pc
@@ -118,7 +99,7 @@ def main(run: Run, argv: list[str]) -> None:
     pin_model = pin.buildModelFromUrdf(str(path))
     data = pin_model.createData()
     q = configurations(model, n)
-    pin_q = [pinocchio_q(model, pin, pin_model, row) for row in q]
+    pin_q = [pinocchio_configuration(model, pin, pin_model, row) for row in q]
     frames = [pin_model.getFrameId(link, pin.BODY) for link in model.links]
 
     # The same poses on both sides, before anything is timed.

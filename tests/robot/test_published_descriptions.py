@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulators.joints import random_configurations
+from simulators.joints import pinocchio_configuration, random_configurations
 from tf2py import RobotModel
 
 pinocchio = pytest.importorskip("pinocchio")
@@ -73,38 +73,6 @@ def load(path: Path) -> RobotModel:
         return RobotModel.from_urdf(path)
 
 
-def pinocchio_configuration(model: RobotModel, pin_model, positions: np.ndarray) -> np.ndarray:
-    """Pinocchio's q for our positions: mimics get ``multiplier × master + offset`` resolved
-    along their chain (pinocchio builds them as ordinary joints), continuous joints are
-    (cos, sin), joints we leave undriven stay at pinocchio's neutral."""
-    joints = {j.name: j for j in model.joints}
-    value = dict(zip(model.joint_names, positions.tolist()))
-
-    def position(name: str) -> float | None:
-        joint = joints[name]
-        if joint.mimic is None:
-            return value.get(name)
-        master = joints.get(joint.mimic.joint)
-        if master is None or master.type not in ("revolute", "continuous", "prismatic"):
-            return None
-        base = position(master.name)
-        return None if base is None else joint.mimic.multiplier * base + joint.mimic.offset
-
-    q = pinocchio.neutral(pin_model)
-    for joint in model.joints:
-        if joint.type not in ("revolute", "continuous", "prismatic"):
-            continue
-        p = position(joint.name)
-        if p is None:
-            continue
-        pin_joint = pin_model.joints[pin_model.getJointId(joint.name)]
-        if pin_joint.nq == 2:
-            q[pin_joint.idx_q], q[pin_joint.idx_q + 1] = np.cos(p), np.sin(p)
-        else:
-            q[pin_joint.idx_q] = p
-    return q
-
-
 @pytest.mark.parametrize("folder,name", DESCRIPTIONS, ids=[n for _, n in DESCRIPTIONS])
 def test_forward_kinematics_equal_pinocchio(published, folder, name):
     path = published[(folder, name)]
@@ -121,7 +89,7 @@ def test_forward_kinematics_equal_pinocchio(published, folder, name):
     worst = 0.0
     for i, positions in enumerate(configurations):
         pinocchio.framesForwardKinematics(pin_model, data,
-                                          pinocchio_configuration(model, pin_model, positions))
+                                          pinocchio_configuration(model, pinocchio, pin_model, positions))
         theirs = np.array([data.oMf[f].homogeneous for f in frames])
         worst = max(worst, float(np.abs(ours[i] - theirs).max()))
         if i == 0:  # one configuration takes its own path
