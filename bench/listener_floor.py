@@ -34,46 +34,9 @@ import time
 
 from bench.harness import PY, Run, load_average, start_core
 from bench.transport import NullSink, RawLoop, _spawn
+from simulators.bus_processes import SENDER
 from tf2py.buffer.buffer import Buffer
 from tf2py.transport.listener import TransformListener
-
-# A broadcaster that stays up: on each line "go N" it sends N messages of BATCH transforms
-# (children c_j, one new stamp per message, stamps increasing across rounds) at RATE
-# messages/s and prints "done"; on "stop" (or end of input) it closes.
-SENDER = r"""
-import sys, time
-from tf2py import make_transform
-from tf2py.buffer.time import Time
-from tf2py.transport.broadcaster import TransformBroadcaster
-address, batch, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-rotation = tuple(float(v) for v in sys.argv[4].split(","))
-b = TransformBroadcaster(address)
-ts = [make_transform("world", "c%d" % j, (1.0, 2.0, 3.0), rotation) for j in range(batch)]
-print("ready", flush=True)
-period = 1.0 / rate
-stamp_ms = 0
-for line in sys.stdin:
-    words = line.split()
-    if not words or words[0] != "go":
-        break
-    count = int(words[1])
-    t0 = time.perf_counter()
-    for i in range(1, count + 1):
-        target = t0 + i * period
-        while True:
-            now = time.perf_counter()
-            if now >= target:
-                break
-            if target - now > 0.0003:
-                time.sleep(target - now - 0.0002)
-        stamp_ms += 1
-        stamp = Time.from_nanoseconds(1_000_000_000_000 + stamp_ms * 1_000_000)
-        for t in ts:
-            t.header.stamp = stamp
-        b.send_transform(ts if batch > 1 else ts[0])
-    print("done", flush=True)
-b.close()
-"""
 
 
 def receivers(address):

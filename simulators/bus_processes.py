@@ -1,13 +1,29 @@
-"""The processes of the bus benchmarks (bench/transport.py) as scripts for ``python -c``: a
-broadcaster, a raw pyzmq publisher and a fan-out listener. Each talks in turns: "ready" on
+"""The processes of the bus benchmarks (bench/transport.py, listener_floor.py, foxglove_view.py)
+as scripts for ``python -c`` (with the repository on PYTHONPATH): broadcasters, a raw pyzmq
+publisher and a fan-out listener, paced by ``sleep_until``. Each talks in turns: "ready" on
 stdout, then a line on stdin starts it; bench.harness.Child starts, talks to and stops them."""
 
 from __future__ import annotations
+
+import time
+
+
+def sleep_until(target: float) -> None:
+    """Waits until ``time.perf_counter()`` reaches ``target`` (s): a sleep, then a spin for the
+    last 0.2 ms, so that a paced sender keeps its rate without taking a core."""
+    while True:
+        now = time.perf_counter()
+        if now >= target:
+            return
+        if target - now > 0.0003:
+            time.sleep(target - now - 0.0002)
+
 
 # A broadcaster process: connects, waits for "go" on stdin, sends COUNT messages of BATCH
 # transforms (children c{ID}_{j}) at RATE messages/s (0 = flat out), prints "done".
 BROADCASTER = r"""
 import sys, time
+from simulators.bus_processes import sleep_until
 from tf2py import make_transform
 from tf2py.transport.broadcaster import TransformBroadcaster
 address, ident = sys.argv[1], sys.argv[2]
@@ -29,13 +45,7 @@ k = 0
 while i < count:
     if tick:
         k += 1
-        target = t0 + k * tick
-        while True:
-            now = time.perf_counter()
-            if now >= target:
-                break
-            if target - now > 0.0003:
-                time.sleep(target - now - 0.0002)
+        sleep_until(t0 + k * tick)
     for _ in range(min(per_tick, count - i)):
         i += 1
         stamp = Time.from_nanoseconds(time.time_ns() if stamp_now else i * 1_000_000)
@@ -50,6 +60,7 @@ b.close()
 # Bare pyzmq one-way: PUB sends packed time_ns at RATE to ENDPOINT (connect or bind).
 RAW_PUB = r"""
 import sys, time, zmq, msgpack
+from simulators.bus_processes import sleep_until
 endpoint, mode, count, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 topic = sys.argv[5].encode()
 s = zmq.Context.instance().socket(zmq.PUB)
@@ -60,13 +71,7 @@ sys.stdin.readline()
 period = 1.0 / rate
 t0 = time.perf_counter()
 for i in range(1, count + 1):
-    target = t0 + i * period
-    while True:
-        now = time.perf_counter()
-        if now >= target:
-            break
-        if target - now > 0.0003:
-            time.sleep(target - now - 0.0002)
+    sleep_until(t0 + i * period)
     s.send_multipart([topic, msgpack.packb(time.time_ns())])
 print("done", flush=True)
 sys.stdin.readline()
@@ -87,4 +92,37 @@ sys.stdin.readline()
 c1, n1 = time.process_time(), listener.received_transforms
 print("cpu", c1 - c0, n1 - n0, listener.stats()["dropped"], flush=True)
 listener.close()
+"""
+
+# A broadcaster that stays up: on each line "go N" it sends N messages of BATCH transforms
+# (children c_j, one new stamp per message, stamps increasing across rounds) at RATE
+# messages/s and prints "done"; on "stop" (or end of input) it closes.
+SENDER = r"""
+import sys, time
+from simulators.bus_processes import sleep_until
+from tf2py import make_transform
+from tf2py.buffer.time import Time
+from tf2py.transport.broadcaster import TransformBroadcaster
+address, batch, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+rotation = tuple(float(v) for v in sys.argv[4].split(","))
+b = TransformBroadcaster(address)
+ts = [make_transform("world", "c%d" % j, (1.0, 2.0, 3.0), rotation) for j in range(batch)]
+print("ready", flush=True)
+period = 1.0 / rate
+stamp_ms = 0
+for line in sys.stdin:
+    words = line.split()
+    if not words or words[0] != "go":
+        break
+    count = int(words[1])
+    t0 = time.perf_counter()
+    for i in range(1, count + 1):
+        sleep_until(t0 + i * period)
+        stamp_ms += 1
+        stamp = Time.from_nanoseconds(1_000_000_000_000 + stamp_ms * 1_000_000)
+        for t in ts:
+            t.header.stamp = stamp
+        b.send_transform(ts if batch > 1 else ts[0])
+    print("done", flush=True)
+b.close()
 """
