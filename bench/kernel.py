@@ -82,6 +82,7 @@ from bench.kernel_trees import (
     same_matrices,
     same_transform,
     tf_tree,
+    timed_pushes,
 )
 from tf2py import Buffer, BufferCore, Time, make_transform
 
@@ -213,11 +214,7 @@ def section_inserts(clock):
             set_transform(m, AUTHORITY)
         return pc() - t0 + clock.overhead_ns * len(msgs)  # per_call subtracts one timer
 
-    def run_peer(items, push=chain.pubs[0].push):
-        t0 = pc()
-        for stamp, pose in items:
-            push(stamp, pose)
-        return pc() - t0 + clock.overhead_ns * len(items)
+    run_peer = timed_pushes(chain.pubs[0].push, clock.overhead_ns)
 
     figs = clock.per_call([(partial(shared.take, who="ours"), run_ours),
                            (partial(shared.take, who="peer"), run_peer)])

@@ -21,6 +21,7 @@ from bench.kernel_trees import (
     link_rows,
     report,
     same_matrices,
+    timed_pushes,
 )
 from tf2py import BufferCore, Time, make_transform
 
@@ -49,11 +50,7 @@ def section_messages(clock):
             set_transform(make_transform(parent, child, xyz, q, stamp), AUTHORITY)
         return pc() - t0 + clock.overhead_ns * len(items)
 
-    def run_peer(items, push=chain.pubs[0].push):
-        t0 = pc()
-        for stamp, pose in items:
-            push(stamp, pose)
-        return pc() - t0 + clock.overhead_ns * len(items)
+    run_peer = timed_pushes(chain.pubs[0].push, clock.overhead_ns)
 
     figs = clock.per_call([(partial(shared.take, who="ours"), run_ours),
                            (partial(shared.take, who="peer"), run_peer)])
