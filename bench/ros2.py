@@ -20,6 +20,7 @@ tf2py -> ROS 2: a tf2py broadcaster vs an rclpy publisher, each to an rclpy subs
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -116,8 +117,8 @@ def peer_python() -> str:
 
 
 def main(run_: Run, argv: list[str]) -> None:
-    if argv:
-        raise SystemExit("python -m bench ros2 takes no arguments but --quick")
+    argparse.ArgumentParser(prog="python -m bench ros2",
+                            description=__doc__.splitlines()[0]).parse_args(argv)
     peer = peer_python()
     run_.peer("rclpy (ROS 2 Jazzy, Fast DDS)", peer)
     decode_figures(run_)
