@@ -27,12 +27,12 @@ def run_one(name: str, argv: list[str]) -> int:
         print("\nthe benchmark's own options:")
     module = importlib.import_module(f"bench.{name}")
     run = Run(name, ours.quick, rest)
+    path = ours.json or (RESULTS_DIR / f"{name}.json" if ours.save else None)
     try:
         module.main(run, rest)
     except Missing as missing:
         print(f"bench {name}: skipped: {missing}")
-        return 0
-    path = ours.json or (RESULTS_DIR / f"{name}.json" if ours.save else None)
+        run.notes.append(f"Not measured: {missing}.")
     if path:
         run.write(path)
         print(f"bench {name}: wrote {path}")

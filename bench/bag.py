@@ -18,13 +18,11 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
-from bench.harness import REPO, Missing, Run
+from bench.harness import REPO, Missing, Run, version_of
 
 DEFAULT_BAG = REPO.parent / "shared" / "data" / "nav2_turtlebot.mcap"
 TOPICS = ("/tf", "/tf_static")
@@ -100,11 +98,8 @@ def main(run: Run, argv: list[str]) -> None:
 
     data = read_transforms(path)
     n_transforms, n_messages = len(data), data.message_count
-    print(f"bag: {path.name}: {n_transforms} transforms in {n_messages} /tf + /tf_static "
-          f"messages, {path.stat().st_size / 1e6:.2f} MB")
-    print(f"python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; "
-          f"median of {args.repeat} runs")
+    run.peer("rosbags", version_of("rosbags"))
+    run.peer("mcap-ros2-support", version_of("mcap-ros2-support"))
     rows = [
         ("rosbags raw read (bytes only)", rosbags_raw),
         ("rosbags read + deserialize", rosbags_deserialize),
@@ -114,22 +109,25 @@ def main(run: Run, argv: list[str]) -> None:
     ]
     results = {}
     bests = {}
-    print(f"{'loop':34} {'median ms':>10} {'best ms':>9} {'transforms/s':>14} {'us/transform':>13}")
+    table = run.table(f"{path.name}: {n_transforms} transforms in {n_messages} /tf + /tf_static "
+                      f"messages, {path.stat().st_size / 1e6:.2f} MB; median and best of "
+                      f"{args.repeat} runs", ["loop", "median ms", "best ms", "transforms/s",
+                                             "µs/transform"], [34, 10, 9, 14, 13])
     for name, fn in rows:
         median, best = measure(fn, path, args.repeat)
         results[name] = median
         bests[name] = best
-        print(f"{name:34} {median * 1e3:10.2f} {best * 1e3:9.2f} "
-              f"{n_transforms / median:14,.0f} {median / n_transforms * 1e6:13.2f}")
-    print()
-    print("ratios (median runs | best runs; on a shared machine the best runs are the steadier)")
+        table.add(name, f"{median * 1e3:.2f}", f"{best * 1e3:.2f}", f"{n_transforms / median:,.0f}",
+                  f"{median / n_transforms * 1e6:.2f}", median_s=median, best_s=best)
+    ratios = run.table("tf2py.bag.load against each (median runs | best runs; on a shared machine "
+                       "the best runs are the steadier)", ["ratio", "median", "best", "target"],
+                       [34, 8, 8, 8])
     load = "tf2py.bag.load (into a Buffer)"
-    for label, other, note in [
-        ("load / rosbags read + deserialize", "rosbags read + deserialize", "   (target <= 2x)"),
-        ("load / rosbags raw read          ", "rosbags raw read (bytes only)", ""),
-        ("load / mcap-ros2 decode          ", "mcap + mcap-ros2-support decode", ""),
+    for label, other, target in [
+        ("load / rosbags read + deserialize", "rosbags read + deserialize", "≤ 2x"),
+        ("load / rosbags raw read", "rosbags raw read (bytes only)", ""),
+        ("load / mcap-ros2 decode", "mcap + mcap-ros2-support decode", ""),
     ]:
-        print(f"{label}: {results[load] / results[other]:.2f}x | "
-              f"{bests[load] / bests[other]:.2f}x{note}")
-    return 0
-
+        ratios.add(label, f"{results[load] / results[other]:.2f}x",
+                   f"{bests[load] / bests[other]:.2f}x", target,
+                   ratio=results[load] / results[other], ratio_best=bests[load] / bests[other])

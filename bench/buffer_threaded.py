@@ -25,15 +25,12 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import statistics
 import threading
 import time
 
 import numpy as np
 
-from bench.harness import Run
+from bench.harness import Run, best_per_op, percentile
 from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.core import BufferCore
 from tf2py.buffer.time import Time
@@ -52,22 +49,11 @@ def fill(core, n=SECONDS * HZ, chain=CHAIN):
     return n * STEP_NS
 
 
-def per_call(function, loops, repeat):
-    """Best-of-``repeat`` seconds per call of ``function()`` over ``loops`` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(loops):
-            function()
-        best = min(best, (time.perf_counter() - start) / loops)
-    return best
-
-
 def us(seconds):
     return f"{seconds * 1e6:8.2f} µs"
 
 
-def bench_lookups(repeat):
+def bench_lookups(run, repeat):
     rows = []
     core = BufferCore()
     buffer = Buffer()
@@ -86,16 +72,16 @@ def bench_lookups(repeat):
     ):
         c = b = float("inf")
         for _ in range(repeat):  # interleaved, so both see the same machine load
-            c = min(c, per_call(make(core), 20000, 1))
-            b = min(b, per_call(make(buffer), 20000, 1))
+            c = min(c, best_per_op(make(core), 20000, 1))
+            b = min(b, best_per_op(make(buffer), 20000, 1))
         rows.append((label, c, b))
-    print("\n== single calls: BufferCore vs Buffer ==")
-    print(f"{'call':48s} {'BufferCore':>12s} {'Buffer':>12s} {'added':>12s}")
+    table = run.table("single calls: BufferCore vs Buffer (best of interleaved repeats)",
+                      ["call", "BufferCore", "Buffer", "added"], [48, 12, 12, 12])
     for label, c, b in rows:
-        print(f"{label:48s} {us(c):>12s} {us(b):>12s} {us(b - c):>12s}")
+        table.add(label, us(c), us(b), us(b - c), core_us=c * 1e6, buffer_us=b * 1e6)
 
 
-def bench_inserts(repeat):
+def bench_inserts(run, repeat):
     """Steady state: the frames exist before the requests are made (a first sample is in),
     so the one-off re-check when a missing frame appears is not in the figures."""
     far = 10 ** 6  # seconds: never reached, so these requests stay pending
@@ -171,15 +157,24 @@ def bench_inserts(repeat):
             target = cls()
             setup(target)
             best_batch[i] = min(best_batch[i], batched(target, 300))
-    print("\n== insert cost per call (set_transform_values, one transform) ==")
+    table = run.table("insert cost per call (set_transform_values, one transform)",
+                      ["store", "per call", "calls/s"], [58, 12, 12])
     for (label, *_), cost in zip(single_rows, best_single):
-        print(f"{label:58s} {us(cost)}  ({1 / cost:,.0f} calls/s)")
-    print(f"\n== set_transforms, {batch} transforms per call ==")
+        table.add(label, us(cost), f"{1 / cost:,.0f}", us_per_call=cost * 1e6)
+    table = run.table(f"set_transforms, {batch} transforms per call",
+                      ["store", "per call", "per transform"], [58, 12, 14])
     for (label, *_), cost in zip(batch_rows, best_batch):
-        print(f"{label:58s} {us(cost)} per call  ({us(cost / batch)} per transform)")
+        table.add(label, us(cost), us(cost / batch), us_per_call=cost * 1e6)
 
 
-def bench_wakeup(rounds=200):
+def _waiting(buffer) -> int:
+    """Threads waiting in a lookup (no public count yet: the request index's, or before the
+    index the buffer's own)."""
+    index = getattr(buffer, "_index", None)
+    return index.waiting if index is not None else buffer._waiting
+
+
+def bench_wakeup(run, rounds=200):
     buffer = Buffer()
     fill(buffer, n=10)
     latencies = []
@@ -199,7 +194,7 @@ def bench_wakeup(rounds=200):
         thread = threading.Thread(target=waiter, daemon=True, name="bench-waiter")
         thread.start()
         ready.wait(5.0)
-        while buffer._waiting == 0:  # make sure it is waiting, not still checking
+        while _waiting(buffer) == 0:  # make sure it is waiting, not still checking
             time.sleep(0.0002)
         start = time.perf_counter()
         buffer.set_transforms(
@@ -209,13 +204,14 @@ def bench_wakeup(rounds=200):
         done.wait(5.0)
         thread.join(5.0)
         latencies.append(box["end"] - start)
-    latencies.sort()
-    print("\n== wake-up latency: insert -> waiting lookup returns (another thread) ==")
-    print(f"median {us(statistics.median(latencies))}   p90 {us(latencies[int(0.9 * rounds)])}"
-          f"   (tf2 polls: 10 ms C++, 20 ms Python)")
+    table = run.table(f"wake-up latency: insert -> waiting lookup returns (another thread), "
+                      f"{rounds} rounds", ["figure", "median", "p90", "note"], [36, 12, 12, 10])
+    median, p90 = percentile(latencies, 50), percentile(latencies, 90)
+    table.add("insert -> waiting lookup returns", us(median), us(p90),
+              "tf2 polls: 10 ms C++, 20 ms Python", median_us=median * 1e6, p90_us=p90 * 1e6)
 
 
-def bench_async(repeat):
+def bench_async(run, repeat):
     n = 2000
     best = float("inf")
     for _ in range(repeat):
@@ -229,8 +225,8 @@ def bench_async(repeat):
         b.set_transform_values("map", "odom", last + (n + 1) * 1000, 0, 0, 0, 0, 0, 0, 1, "b")
         assert all(f.done() for f in futures)
         best = min(best, (time.perf_counter() - start) / n)
-    print("\n== async requests: create + resolve, 2000 distinct pending, one insertion ==")
-    print(f"per request {us(best)}")
+    run.note(f"async requests, create + resolve, {n} distinct pending, one insertion: "
+             f"{us(best).strip()} per request")
 
 
 def main(run: Run, argv: list[str]) -> None:
@@ -238,11 +234,8 @@ def main(run: Run, argv: list[str]) -> None:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1 if run.quick else 5)
     args = parser.parse_args(argv)
-    print(f"tf2py Buffer vs BufferCore  |  {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}")
-    bench_lookups(args.repeat)
-    bench_inserts(args.repeat)
-    bench_wakeup()
-    bench_async(args.repeat)
+    bench_lookups(run, args.repeat)
+    bench_inserts(run, args.repeat)
+    bench_wakeup(run, 40 if run.quick else 200)
+    bench_async(run, args.repeat)
 

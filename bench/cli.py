@@ -33,7 +33,7 @@ def wall(argv, repeats=7) -> float:
     return statistics.median(times)
 
 
-def demo(seconds: float) -> None:
+def demo(run: Run, seconds: float) -> None:
     core = free_port(pair=True)
     server = free_port()
     while server in (core, core + 1):
@@ -73,11 +73,14 @@ def demo(seconds: float) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    print(f"demo: first echo block {shown:.2f} s after `tf2py launch launch/demo.yaml`")
-    print(f"demo: Ctrl-C to every process stopped: {stopped:.2f} s (launch exit code {rc})")
+    table = run.table("the demo, `tf2py launch launch/demo.yaml`", ["figure", "value"], [44, 24])
+    table.add("first echo block after the launch", f"{shown:.2f} s", seconds=shown)
+    table.add("Ctrl-C to every process stopped", f"{stopped:.2f} s (exit code {rc})",
+              seconds=stopped)
     for name in pids:
-        print(f"demo: CPU of {name:<6} {100 * (after[name] - before[name]) / elapsed:5.1f} % "
-              f"of one core (over {elapsed:.1f} s)")
+        share = 100 * (after[name] - before[name]) / elapsed
+        table.add(f"CPU of {name} over {elapsed:.1f} s", f"{share:.1f} % of one core",
+                  percent=share)
 
 
 def main(run: Run, argv: list[str]) -> None:
@@ -85,9 +88,11 @@ def main(run: Run, argv: list[str]) -> None:
     parser.add_argument("--seconds", type=float, default=1.0 if run.quick else 5.0,
                         help="how long to measure the demo's CPU (default 5)")
     args = parser.parse_args(argv)
-    print(f"tf2py --help:       {1000 * wall([*TF2PY, '--help']):6.0f} ms (median of 7)")
-    print(f"tf2py echo --help:  {1000 * wall([*TF2PY, 'echo', '--help']):6.0f} ms")
-    print(f"python -c pass:     {1000 * wall([sys.executable, '-c', 'pass']):6.0f} ms "
-          "(the interpreter alone)")
-    demo(args.seconds)
+    table = run.table("start-up, wall time to completion (median of 7)", ["command", "ms"], [44, 8])
+    for label, argv_ in (("tf2py --help", [*TF2PY, "--help"]),
+                         ("tf2py echo --help", [*TF2PY, "echo", "--help"]),
+                         ("python -c pass (the interpreter alone)", [sys.executable, "-c", "pass"])):
+        ms = 1000 * wall(argv_)
+        table.add(label, f"{ms:.0f}", ms=ms)
+    demo(run, args.seconds)
 

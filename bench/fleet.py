@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from bench.harness import (
+    CLK_TCK,
     PY,
     REPO,
     Child,
@@ -69,6 +70,31 @@ def last_stats(child: Child) -> dict[str, Any]:
     return {}
 
 
+def threads_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a process's threads, summed by thread name (Zenoh's runtime names its
+    threads, e.g. ``rx-0``, ``net-0``; Python threads keep the process's name). A Zenoh
+    subscriber's Python callback runs on the Zenoh thread that received the sample."""
+    out: dict[str, float] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = head.split("(", 1)[1].rstrip("0123456789-")
+        fields = rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
+def window_stats(child: Child, first: dict[str, Any], last: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fleet's stats lines from ``first`` to ``last`` (its 0.5 s reports in the window)."""
+    lines = [json.loads(line[6:]) for line in list(child.lines) if line.startswith("stats ")]
+    inside = [st for st in lines
+              if first.get("received", 0) <= st.get("received", 0) <= last.get("received", 0)]
+    return inside
+
+
 def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float]) -> None:
     from tf2py import Time
 
@@ -87,7 +113,7 @@ def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float])
             stop.wait(0.005)
 
 
-def run_size(core: str, locator: str, n: int, duration: float) -> dict[str, Any]:
+def run_size(core: str, locator: str, n: int, duration: float, router_pid: int) -> dict[str, Any]:
     fleet = Child([PY, "-m", "bench.fleet", "--fleet-child", core, str(n)], ready="ready")
     processes = 1 if n <= 10 else 2 if n <= 100 else 4
     per = n // processes
@@ -113,6 +139,9 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict[str, Any]
         world = [f"robot{i}" for i in range(n)]
         with_frames = last_stats(fleet)
         pid = fleet.popen.pid
+        others = [router_pid] + [sim.popen.pid for sim in sims]  # the router, the simulators
+        others0 = [cpu_seconds(p) for p in others]
+        threads0 = threads_cpu(pid)
         cpu0, t0, stats0 = cpu_seconds(pid), time.monotonic(), last_stats(fleet)
         latencies: list[float] = []
         stop = threading.Event()
@@ -123,6 +152,9 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict[str, Any]
         asker.join(30)
         client.close()
         cpu1, t1, stats1 = cpu_seconds(pid), time.monotonic(), last_stats(fleet)
+        others1 = [cpu_seconds(p) for p in others]
+        threads1 = threads_cpu(pid)
+        load = os.getloadavg()[0]
         rss = rss_mib(pid)
         for sim in sims:
             sim.wait_line("sent", duration + 60)
@@ -143,6 +175,13 @@ def run_size(core: str, locator: str, n: int, duration: float) -> dict[str, Any]
         "n": n, "processes": processes, "sent": sent, "inserted": inserted,
         "loss": max(0.0, 1 - inserted / sent) if sent else float("nan"),
         "rate": window / (t1 - t0), "cores": cores, "rss_mb": rss,
+        "router_cores": (others1[0] - others0[0]) / (t1 - t0),
+        "sim_cores": sum(b - a for a, b in zip(others0[1:], others1[1:])) / (t1 - t0),
+        "threads_cores": {name: round((threads1[name] - threads0.get(name, 0.0)) / (t1 - t0), 3)
+                          for name in threads1},
+        "load": load, "worst_lag_s": max((float(st.get("worst_lag_s", 0.0))
+                                          for st in window_stats(fleet, stats0, stats1)),
+                                         default=0.0),
         "us_per_transform": (cpu1 - cpu0) / window * 1e6 if window else float("nan"),
         "dropped": final.get("dropped_by_cause", {}),
         "lookups": len(latencies), "lookup_failures": failed,
@@ -234,7 +273,7 @@ def main(run: Run, argv: list[str]) -> None:
     try:
         router.wait_line("ready")
         for n in sizes:
-            result = run_size(core, locator, n, args.duration)
+            result = run_size(core, locator, n, args.duration, router.popen.pid)
             results.append(result)
             print(json.dumps(result), flush=True)
     finally:
@@ -244,13 +283,15 @@ def main(run: Run, argv: list[str]) -> None:
     table = run.table(f"fleet: N robots x {FRAMES} frames x {RATE:.0f} Hz over Zenoh, "
                       f"{args.duration:.0f} s window",
                       ["N", "transforms/s", "loss", "cores", "RSS MiB", "µs/transform",
-                       f"vs N={sizes[0]}", "lookups/s", "p50 ms", "p99 ms"],
-                      [6, 13, 8, 6, 8, 13, 8, 10, 8, 8])
+                       f"vs N={sizes[0]}", "lookups/s", "p50 ms", "p99 ms", "lag s",
+                       "sims cores", "router cores", "load"],
+                      [6, 13, 8, 6, 8, 13, 8, 10, 8, 8, 7, 11, 13, 6])
     for r in results:
         table.add(r["n"], f"{r['rate']:.0f}", f"{r['loss']:.2%}", f"{r['cores']:.2f}",
                   f"{r['rss_mb']:.0f}", f"{r['us_per_transform']:.2f}",
                   f"{r['us_per_transform'] / base:.2f}", f"{r['lookup_rate']:.0f}",
-                  f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}",
+                  f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['worst_lag_s']:.3f}",
+                  f"{r['sim_cores']:.2f}", f"{r['router_cores']:.2f}", f"{r['load']:.1f}",
                   **{k: v for k, v in r.items() if not isinstance(v, dict)})
     if run.quick:  # the ingest alone as well: a second figure for the smoke run's seconds
         ingest_only(run, sizes, 1.0)

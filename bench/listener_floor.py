@@ -172,17 +172,16 @@ def main(run: Run, argv: list[str]) -> None:
         return statistics.median(us for us, _ in figures[name])
 
     ratios = [lst[0] / fl[0] for lst, fl in zip(figures["listener"], figures["floor"])]
-    sink_ratios = [s[0] / fl[0] for s, fl in zip(figures["sink"], figures["floor"])]
     tight_ratios = [lst[0] / fl[0]
                     for lst, fl in zip(figures["listener"], figures["tight floor"])]
-    ratio = statistics.median(ratios)
-    print("\nmedian CPU per received transform (us): floor %.2f, tight floor %.2f, "
-          "listener->no-op sink %.2f (%.2fx floor), listener->Buffer %.2f"
-          % (med("floor"), med("tight floor"), med("sink"), statistics.median(sink_ratios),
-             med("listener")))
-    print("listener / floor = %.2fx (target <= 2.0x: %s); rounds: %s; listener / tight floor "
-          "%.2fx; %s at the end"
-          % (ratio, "met" if ratio <= 2.0 else "NOT met", " ".join("%.2f" % x for x in ratios),
-             statistics.median(tight_ratios), "load average " + load_average()))
-    return 0
-
+    table = run.table(f"listener CPU per received transform, batches of {args.batch} at "
+                      f"{args.rate} messages/s, median of {rounds} round(s)",
+                      ["receiver", "µs per transform", "vs floor", "target"], [44, 17, 9, 8])
+    for name, label in (("floor", "floor: bare SUB + recv_multipart + unpackb"),
+                        ("tight floor", "tight floor (copy=False frames)"),
+                        ("sink", "listener -> no-op sink"), ("listener", "listener -> Buffer")):
+        vs = statistics.median(a[0] / b[0] for a, b in zip(figures[name], figures["floor"]))
+        table.add(label, f"{med(name):.2f}", f"{vs:.2f}x", "≤ 2.0x" if name == "listener" else "",
+                  us=med(name), ratio=vs)
+    run.note("listener / floor per round: " + " ".join("%.2f" % x for x in ratios)
+             + "; listener / tight floor %.2fx" % statistics.median(tight_ratios))

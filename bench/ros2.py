@@ -71,7 +71,7 @@ def ladder(peer_python, publisher, subscribers, batch):
     return best
 
 
-def decode_figures() -> None:
+def decode_figures(run_: Run) -> None:
     """tf2py's hand-written CDR decoder vs cyclonedds-python's IdlStruct deserialisation of
     the same TFMessage samples (the alternative: an object per transform)."""
     import timeit
@@ -80,7 +80,9 @@ def decode_figures() -> None:
 
     from tf2py.transport.ros2 import cdr, types
 
-    print("decoding one TFMessage sample (best of 3):")
+    table = run_.table("decoding one TFMessage sample (best of 3)",
+                       ["transforms", "tf2py cdr µs", "same frames again µs",
+                        "IdlStruct.deserialize µs", "ratio"], [11, 13, 21, 25, 6])
     for n in (1, 50):
         sample = cdr.encode_tf_columns(["map"] * n, [f"frame_{j}" for j in range(n)],
                                        list(range(n)), np.tile([1.0, 2, 3, 0, 0, 0, 1], (n, 1)))
@@ -91,16 +93,15 @@ def decode_figures() -> None:
         idl = best(lambda: types.TFMessage.deserialize(sample))
         if n == 1:
             own = best(lambda: cdr.decode_tf_single(sample))
-            print(f"  {n:>2} transform:  tf2py cdr {own:7.1f} us, IdlStruct.deserialize "
-                  f"{idl:7.1f} us ({idl / own:.0f}x)", flush=True)
+            table.add(n, f"{own:.1f}", "", f"{idl:.1f}", f"{idl / own:.0f}x", tf2py_us=own,
+                      peer_us=idl)
             continue
         own = best(lambda: cdr.decode_tf(sample))
         decoder = cdr.TfDecoder()
         decoder.decode(sample)
         again = best(lambda: decoder.decode(sample))
-        print(f"  {n:>2} transforms: tf2py cdr {own:7.1f} us (the same frames again: "
-              f"{again:.1f} us), IdlStruct.deserialize {idl:7.1f} us ({idl / again:.0f}x)",
-              flush=True)
+        table.add(n, f"{own:.1f}", f"{again:.1f}", f"{idl:.1f}", f"{idl / again:.0f}x",
+                  tf2py_us=own, again_us=again, peer_us=idl)
 
 
 def peer_python() -> str:
@@ -119,57 +120,62 @@ def main(run_: Run, argv: list[str]) -> None:
         raise SystemExit("python -m bench ros2 takes no arguments but --quick")
     peer = peer_python()
     run_.peer("rclpy (ROS 2 Jazzy, Fast DDS)", peer)
-    decode_figures()
+    decode_figures(run_)
     if run_.quick:
-        quick(peer)
+        quick(run_, peer)
         return
-    full(peer)
+    full(run_, peer)
 
 
-def quick(peer_python: str) -> None:
+def receiving(run_: Run, peer_python: str, shapes: list[tuple[int, int, int]]) -> None:
+    """An rclpy publisher; a tf2py Listener+Buffer and a no-op rclpy subscriber receive at once.
+    ``shapes``: (messages, transforms per message, messages/s)."""
+    table = run_.table("ROS 2 -> tf2py: an rclpy publisher, both receivers at once",
+                       ["shape", "receiver", "received", "p50 µs", "p99 µs", "CPU µs/tf",
+                        "tf2py / rclpy CPU"], [16, 26, 10, 8, 8, 10, 18])
+    for count, batch, rate in shapes:
+        _, (mine, theirs) = run(peer_python, "rclpy", ["tf2py", "rclpy"], count, batch, rate)
+        ratio = mine["cpu_us_per_tf"] / max(theirs["cpu_us_per_tf"], 1e-9)
+        for name, r in (("tf2py Listener+Buffer", mine), ("rclpy subscriber (no-op)", theirs)):
+            table.add(f"{rate} Hz x {batch}", name, f"{r['received']}/{count}",
+                      f"{r['p50_us']:.0f}", f"{r['p99_us']:.0f}", f"{r['cpu_us_per_tf']:.1f}",
+                      f"{ratio:.2f}" if name.startswith("tf2py") else "", **r)
+
+
+def sending(run_: Run, peer_python: str, shapes: list[tuple[int, int, int]]) -> None:
+    """A tf2py broadcaster, then an rclpy publisher, each to an rclpy subscriber."""
+    table = run_.table("tf2py -> ROS 2: an rclpy subscriber receives, one sender at a time",
+                       ["shape", "sender", "received", "p50 µs", "p99 µs", "sender CPU µs/tf",
+                        "tf2py / rclpy CPU"], [16, 8, 10, 8, 8, 17, 18])
+    for count, batch, rate in shapes:
+        out = {sender: run(peer_python, sender, ["rclpy"], count, batch, rate)
+               for sender in ("tf2py", "rclpy")}
+        ratio = out["tf2py"][0]["cpu_us_per_tf"] / max(out["rclpy"][0]["cpu_us_per_tf"], 1e-9)
+        for sender, (s, (r,)) in out.items():
+            table.add(f"{rate} Hz x {batch}", sender, f"{r['received']}/{count}",
+                      f"{r['p50_us']:.0f}", f"{r['p99_us']:.0f}", f"{s['cpu_us_per_tf']:.1f}",
+                      f"{ratio:.2f}" if sender == "tf2py" else "",
+                      sender_cpu_us_per_tf=s["cpu_us_per_tf"], **r)
+
+
+def quick(run_: Run, peer_python: str) -> None:
     """The 1 kHz runs both ways, 300 messages each: a smoke run of every process kind."""
-    _, (mine, theirs) = run(peer_python, "rclpy", ["tf2py", "rclpy"], 300, 1, 1000)
-    for name, r in (("tf2py Listener+Buffer", mine), ("rclpy subscriber (no-op)", theirs)):
-        print(f"  1 kHz, {name:<26} received {r['received']}/300  p50 {r['p50_us']:>6.0f} us  "
-              f"p99 {r['p99_us']:>6.0f} us  CPU {r['cpu_us_per_tf']:>6.1f} us/tf", flush=True)
-    s, (r,) = run(peer_python, "tf2py", ["rclpy"], 300, 1, 1000)
-    print(f"  1 kHz from tf2py: received {r['received']}/300, sender CPU "
-          f"{s['cpu_us_per_tf']:.1f} us/tf", flush=True)
+    receiving(run_, peer_python, [(300, 1, 1000)])
+    sending(run_, peer_python, [(300, 1, 1000)])
 
 
-def full(peer_python: str) -> None:
-
+def full(run_: Run, peer_python: str) -> None:
     print("\nROS 2 -> tf2py (an rclpy publisher; both receivers at once)")
     for batch in (1, 50):
         tf2py_rate, rclpy_rate = ladder(peer_python, "rclpy", ["tf2py", "rclpy"], batch)
-        print(f"  without loss, {batch:>2} tf/msg: tf2py Listener+Buffer {tf2py_rate:>8.0f} tf/s, "
-              f"rclpy subscriber {rclpy_rate:>8.0f} tf/s  (ratio {tf2py_rate / max(rclpy_rate, 1):.2f})",
-              flush=True)
-    _, (mine, theirs) = run(peer_python, "rclpy", ["tf2py", "rclpy"], 3000, 1, 1000)
-    for name, r in (("tf2py Listener+Buffer", mine), ("rclpy subscriber (no-op)", theirs)):
-        print(f"  1 kHz, {name:<26} received {r['received']}/3000  p50 {r['p50_us']:>6.0f} us  "
-              f"p99 {r['p99_us']:>6.0f} us  CPU {r['cpu_us_per_tf']:>6.1f} us/tf", flush=True)
-    print(f"  -> receiver CPU per transform at 1 kHz, tf2py / rclpy: "
-          f"{mine['cpu_us_per_tf'] / max(theirs['cpu_us_per_tf'], 1e-9):.2f}")
-    _, (mine, theirs) = run(peer_python, "rclpy", ["tf2py", "rclpy"], 1000, 50, 200)
-    print(f"  200 Hz x 50 tf: receiver CPU per transform tf2py {mine['cpu_us_per_tf']:.1f} us, "
-          f"rclpy {theirs['cpu_us_per_tf']:.1f} us (ratio "
-          f"{mine['cpu_us_per_tf'] / max(theirs['cpu_us_per_tf'], 1e-9):.2f})", flush=True)
-
+        run_.note(f"without loss, {batch} tf/msg: tf2py Listener+Buffer {tf2py_rate:.0f} tf/s, "
+                  f"rclpy subscriber {rclpy_rate:.0f} tf/s (ratio "
+                  f"{tf2py_rate / max(rclpy_rate, 1):.2f})")
+    receiving(run_, peer_python, [(3000, 1, 1000), (1000, 50, 200)])
     print("\ntf2py -> ROS 2 (an rclpy subscriber receives; one sender at a time)")
     for batch in (1, 50):
         (from_tf2py,) = ladder(peer_python, "tf2py", ["rclpy"], batch)
         (from_rclpy,) = ladder(peer_python, "rclpy", ["rclpy"], batch)
-        print(f"  without loss, {batch:>2} tf/msg: from tf2py {from_tf2py:>8.0f} tf/s, "
-              f"from rclpy {from_rclpy:>8.0f} tf/s", flush=True)
-    for batch, rate in ((1, 1000), (50, 200)):
-        out = {}
-        for sender in ("tf2py", "rclpy"):
-            out[sender] = run(peer_python, sender, ["rclpy"], 3000 if batch == 1 else 1000,
-                              batch, rate)
-        for sender, (s, (r,)) in out.items():
-            print(f"  {rate} Hz x {batch:>2} tf, from {sender:<5}: received {r['received']}  "
-                  f"p50 {r['p50_us']:>6.0f} us  p99 {r['p99_us']:>6.0f} us  "
-                  f"sender CPU {s['cpu_us_per_tf']:>6.1f} us/tf", flush=True)
-        print(f"  -> sender CPU per transform, tf2py / rclpy: "
-              f"{out['tf2py'][0]['cpu_us_per_tf'] / max(out['rclpy'][0]['cpu_us_per_tf'], 1e-9):.2f}")
+        run_.note(f"without loss, {batch} tf/msg: from tf2py {from_tf2py:.0f} tf/s, "
+                  f"from rclpy {from_rclpy:.0f} tf/s")
+    sending(run_, peer_python, [(3000, 1, 1000), (1000, 50, 200)])

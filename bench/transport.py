@@ -18,7 +18,6 @@ Sections:
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
@@ -30,6 +29,7 @@ from bench.harness import (
     PY,
     Child,
     Run,
+    Table,
     cpu_seconds,
     load_average,
     percentile,
@@ -40,6 +40,12 @@ from tf2py.buffer.buffer import Buffer
 from tf2py.transport.listener import TransformListener
 
 QUICK = {"on": False}
+_TABLE: dict[str, Table] = {}
+
+
+def _row(section: str, figure: str, value: str, **figures: float) -> None:
+    """One figure of a section, printed and kept for the JSON."""
+    _TABLE["t"].add(section, figure, value, **figures)
 
 
 def _spawn(args: list[str]) -> Child:
@@ -102,16 +108,17 @@ def section_ingest():
             for rate in rates:  # messages/s per broadcaster process
                 seconds = 0.2 if QUICK["on"] else 2.0  # per broadcaster, paced
                 res = run_ingest(address, batch, int(rate * seconds), rate, core_pid=core.pid)
-                print(f"   batch {batch:>2} offered {rate * batch * 2:>8,}/s: received "
-                      f"{res['per_s']:>9,.0f}/s, loss {res['loss']:6.2%} "
-                      f"({res['received']:,}/{res['expected']:,}), listener CPU "
-                      f"{res['cpu_per_transform_us']:.2f} us/transform, core CPU "
-                      f"{res['core_us_per_message']:.2f} us/message  (load average {load_average()})")
+                _row("ingest", f"batch {batch}, {rate * batch * 2:,}/s offered",
+                     f"{res['per_s']:,.0f}/s, loss {res['loss']:.2%}, listener "
+                     f"{res['cpu_per_transform_us']:.2f} µs/transform, core "
+                     f"{res['core_us_per_message']:.2f} µs/message", per_s=res["per_s"],
+                     loss=res["loss"], listener_us=res["cpu_per_transform_us"])
             flat_count = 150_000 // batch * 2 if batch > 1 else 150_000
             flat = run_ingest(address, batch, flat_count // (20 if QUICK["on"] else 1), 0)
-            print(f"   batch {batch:>2} flat out       : received {flat['per_s']:>9,.0f}/s, "
-                  f"loss {flat['loss']:6.2%} ({flat['received']:,}/{flat['expected']:,}), "
-                  f"listener CPU {flat['cpu_per_transform_us']:.2f} us/transform")
+            _row("ingest", f"batch {batch}, flat out",
+                 f"{flat['per_s']:,.0f}/s, loss {flat['loss']:.2%}, listener "
+                 f"{flat['cpu_per_transform_us']:.2f} µs/transform", per_s=flat["per_s"],
+                 loss=flat["loss"], listener_us=flat["cpu_per_transform_us"])
     finally:
         core.stop()
 
@@ -182,15 +189,18 @@ def section_latency(count=5000):
             sender.stop()
             listener.close()
         lat = np.array(buffer.latencies) / 1e3
-        print(f"   send_transform -> in Buffer (via core): p50 {percentile(lat, 50):7.1f} us  "
-              f"p99 {percentile(lat, 99):7.1f} us  max {lat.max():7.1f} us  (n={len(lat)})")
+        _row("latency", "send_transform -> in Buffer (via core)",
+             f"p50 {percentile(lat, 50):.1f} µs, p99 {percentile(lat, 99):.1f} µs, max "
+             f"{lat.max():.1f} µs (n={len(lat)})", p50_us=percentile(lat, 50),
+             p99_us=percentile(lat, 99))
         port = int(address.rsplit(":", 1)[1])
         via = raw_latency(f"tcp://127.0.0.1:{port + 1}", address, "connect-core", count)
     finally:
         core.stop()
     via = np.array(via) / 1e3
-    print(f"   bare pyzmq PUB -> core -> SUB:          p50 {percentile(via, 50):7.1f} us  "
-          f"p99 {percentile(via, 99):7.1f} us  (n={len(via)})")
+    _row("latency", "bare pyzmq PUB -> core -> SUB",
+         f"p50 {percentile(via, 50):.1f} µs, p99 {percentile(via, 99):.1f} µs (n={len(via)})",
+         p50_us=percentile(via, 50), p99_us=percentile(via, 99))
 
 
 def _free_endpoint():
@@ -205,8 +215,9 @@ def section_latency_bare(count=5000):
     endpoint = _free_endpoint()
     bare = raw_latency(endpoint, endpoint, "connect", count)
     bare = np.array(bare) / 1e3
-    print(f"   bare pyzmq PUB -> SUB (no core):        p50 {percentile(bare, 50):7.1f} us  "
-          f"p99 {percentile(bare, 99):7.1f} us  (n={len(bare)})")
+    _row("latency", "bare pyzmq PUB -> SUB (no core)",
+         f"p50 {percentile(bare, 50):.1f} µs, p99 {percentile(bare, 99):.1f} µs (n={len(bare)})",
+         p50_us=percentile(bare, 50), p99_us=percentile(bare, 99))
 
 
 # -- fan-out ---------------------------------------------------------------------------------
@@ -242,17 +253,18 @@ def section_fanout(listeners=10, window=5.0):
             results.append((float(cpu), int(n), rest[0].strip() if rest else ""))
         sender.stop()
         core_pct = (core1 - core0) / window * 100
-        print(f"   core process CPU: {core_pct:.1f} % of one core "
-              f"({(core1 - core0) / window / 1000 * 1e6:.1f} us per 20-transform message "
-              f"forwarded to {listeners})")
-        print(f"   broadcaster CPU: {(send1 - send0) / window * 100:.1f} %")
+        _row("fanout", f"core process CPU, {listeners} listeners",
+             f"{core_pct:.1f} % of one core ({(core1 - core0) / window / 1000 * 1e6:.1f} µs per "
+             "20-transform message)", core_percent=core_pct)
+        _row("fanout", "broadcaster CPU", f"{(send1 - send0) / window * 100:.1f} %")
         cpus = [c / window * 100 for c, _, _ in results]
         rates = [n / window for _, n, _ in results]
-        print(f"   listener CPU: mean {np.mean(cpus):.1f} %, min {min(cpus):.1f} %, "
-              f"max {max(cpus):.1f} % of one core; received mean {np.mean(rates):,.0f} "
-              f"transforms/s each (sent 20,000/s); "
-              f"{np.mean([c for c, _, _ in results]) / max(np.mean([n for _, n, _ in results]), 1) * 1e6:.2f}"
-              f" us CPU per transform")
+        per_tf = (np.mean([c for c, _, _ in results])
+                  / max(np.mean([n for _, n, _ in results]), 1) * 1e6)
+        _row("fanout", "each listener's CPU",
+             f"mean {np.mean(cpus):.1f} % (min {min(cpus):.1f}, max {max(cpus):.1f}) of one core; "
+             f"{np.mean(rates):,.0f} transforms/s each of 20,000/s sent; {per_tf:.2f} µs/transform",
+             listener_percent=float(np.mean(cpus)), listener_us=float(per_tf))
     finally:
         for p in procs:
             p.stop()
@@ -366,12 +378,11 @@ def section_floor():
             sink, n1 = measure_receiver(address, batch, count, rate, listener_with(NullSink()))
             real, n2 = measure_receiver(address, batch, count, rate,
                                         listener_with(Buffer(cache_time=1e6)))
-            print(f"   batch {batch:>2} at {rate * batch:>6,}/s: floor (recv_multipart+unpackb) "
-                  f"{floor:.2f} us/transform, tight floor (copy=False frames) {tight:.2f} us; "
-                  f"listener->no-op sink {sink:.2f} us ({sink / floor:.2f}x floor, "
-                  f"{sink / tight:.2f}x tight); listener->Buffer {real:.2f} us "
-                  f"({real / floor:.2f}x, {real / tight:.2f}x tight)  "
-                  f"[n={n0:,}/{n3:,}/{n1:,}/{n2:,}]")
+            _row("floor", f"batch {batch} at {rate * batch:,}/s, µs CPU per transform",
+                 f"floor {floor:.2f}, tight floor {tight:.2f}, listener->no-op sink {sink:.2f} "
+                 f"({sink / floor:.2f}x), listener->Buffer {real:.2f} ({real / floor:.2f}x floor, "
+                 f"{real / tight:.2f}x tight) [n={n0:,}/{n3:,}/{n1:,}/{n2:,}]", floor_us=floor,
+                 tight_us=tight, sink_us=sink, buffer_us=real, ratio=real / floor)
     finally:
         core.stop()
 
@@ -393,6 +404,7 @@ def main(run: Run, argv: list[str]) -> None:
             raise SystemExit(f"unknown section {name!r} (choose from {', '.join(SECTIONS)})")
     run.peer("pyzmq", zmq.__version__)
     run.peer("libzmq", zmq.zmq_version())
-    print(f"tf2py transport bench: python {sys.version.split()[0]}, load average {load_average()}")
+    _TABLE["t"] = run.table("bus: broadcasters -> core -> listener", ["section", "figure", "value"],
+                            [8, 42, 60])
     for name in chosen:
         SECTIONS[name]()

@@ -7,6 +7,12 @@ rmw_zenoh does for transient-local), and ``--frames`` transforms per TFMessage o
 ``<domain>/<ns>/tf/<type>/<hash>`` at ``--rate`` Hz (CDR, little-endian; the stamps are written
 into a prepared message, as a robot's broadcaster fills the same frames every cycle).
 
+Cheap enough that the generators are never what a fleet benchmark measures: every robot of the
+process is in ONE Zenoh session; their messages are encoded once, side by side in one buffer
+(``Block``), and a cycle writes every robot's stamps with one numpy assignment, then hands each
+robot's bytes to its publisher (measured: ``python -m bench fleet`` prints the simulators' CPU,
+``--sim-only`` the cost per robot alone).
+
     python simulators/fleet_robots.py --connect tcp/127.0.0.1:7447 --robots 100 --prefix robot
 
 It prints ``ready`` once every robot is declared, then per second nothing; on SIGINT/SIGTERM
@@ -26,9 +32,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tf2py.transport.ros2.cdr import encode_tf_columns  # noqa: E402
+from tf2py.transport.ros2.cdr import encode_tf_columns
 
 TF_TYPE = "tf2_msgs::msg::dds_::TFMessage_"
 TF_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
@@ -92,6 +98,40 @@ class Template:
         return bytes(raw)
 
 
+class Block:
+    """Every robot's TFMessage encoded once, side by side (8-byte aligned) in one buffer; a
+    cycle's stamps go into all of them with one numpy assignment (``stamp``), then
+    ``message(k)`` is robot k's bytes. Robot k's transforms sit at x = ``xs[k]``."""
+
+    def __init__(self, parents: list[str], children: list[str], xs: list[float]):
+        first = Template(parents, children, 0.0)
+        size = len(first.raw)
+        self.size = size
+        self.stride = (size + 7) // 8 * 8
+        self.raw = bytearray(self.stride * len(xs))
+        for k, x in enumerate(xs):
+            self.raw[k * self.stride:k * self.stride + size] = Template(parents, children, x).raw
+        # CDR aligns each stamp's int32 seconds to 4 (after the 4-byte header): int32 indices.
+        words = np.asarray(first.offsets, dtype=np.int64) // 4
+        assert all(offset % 4 == 0 for offset in first.offsets)
+        per_robot = (np.arange(len(xs), dtype=np.int64) * (self.stride // 4))[:, None]
+        self._sec = (per_robot + words[None, :]).ravel()
+        self._nsec = self._sec + 1
+        self._words = np.frombuffer(self.raw, dtype="<i4")
+        self._view = memoryview(self.raw)
+
+    def stamp(self, stamp_ns: int) -> None:
+        """Write ``stamp_ns`` into every transform of every robot."""
+        sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+        self._words[self._sec] = sec
+        self._words[self._nsec] = np.int32(np.uint32(nanosec).view(np.int32))
+
+    def message(self, k: int) -> bytes:
+        """Robot k's message as stamped last."""
+        start = k * self.stride
+        return self._view[start:start + self.size].tobytes()
+
+
 def run_router(locator: str) -> int:
     """A Zenoh router on ``locator``, multicast scouting off; ``ready`` once listening."""
     import zenoh
@@ -129,8 +169,9 @@ def main() -> int:
                         help="also send this many garbage and wrong-typed samples first")
     args = parser.parse_args()
 
-    import zenoh
     from zenoh.ext import CacheConfig, declare_advanced_publisher
+
+    import zenoh
 
     config = zenoh.Config()
     config.insert_json5("mode", '"client"')
@@ -145,7 +186,6 @@ def main() -> int:
     tokens = []
     publishers = []
     static_publishers = []
-    templates = []
     parents, children = robot_frames(args.frames)
     for index, ns in enumerate(namespaces):
         if not args.no_tokens:
@@ -165,7 +205,8 @@ def main() -> int:
             values[:, 6] = 1.0
             static.put(encode_tf_columns(s_parents, s_children,
                                          np.zeros(args.statics, dtype=np.int64), values))
-        templates.append(Template(parents, children, float(index)))
+    block = Block(parents, children, [float(k) for k in range(len(namespaces))])
+    message = block.message
     for _ in range(args.garbage):
         publishers[0].put(b"\x00\x01\x00\x00\x01\x00\x00\x00garbage")
         session.put(f"{args.domain}/{namespaces[0] or 'x'}/tf/std_msgs::msg::dds_::String_/"
@@ -181,10 +222,10 @@ def main() -> int:
     while not stop.is_set():
         if args.duration and time.monotonic() - start >= args.duration:
             break
-        stamp = time.time_ns()
-        for publisher, template in zip(publishers, templates):
-            publisher.put(template.message(stamp))
-            messages += 1
+        block.stamp(time.time_ns())
+        for k, publisher in enumerate(publishers):
+            publisher.put(message(k))
+        messages += len(publishers)
         if period:
             next_cycle += period
             delay = next_cycle - time.monotonic()

@@ -393,7 +393,7 @@ def test_woken_by_a_listener_on_a_real_bus(core, rec):  # noqa: F811
 
 
 def test_ten_thousand_messages_pass_without_growth():
-    """(The rate itself is measured in bench/bench_time.py, not timed here.)"""
+    """(The rate itself is measured in bench/times.py, not timed here.)"""
     buffer = Buffer()
     put(buffer, "map", "laser", 0.0)
     n = 10_000

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tf2py
-from tf2py import BufferCore, Time, Transforms, TransformStamped, make_transform
+from tf2py import Buffer, BufferCore, Time, Transforms, TransformStamped, make_transform
 from tf2py.buffer.batch import batch_frames, store_batch
 
 STAMP = 1_700_000_000_123_456_789  # beyond float64's exact integers
@@ -265,3 +265,25 @@ def test_batch_frames_names_the_frames_of_either_form():
                                        {"odom", "base_link", "laser"})
     assert batch_frames(Transforms("m", "r", [1], np.zeros((1, 7)))) == ({"m"}, {"r"})
     assert batch_frames(["a"], ["b"], [1], np.zeros((1, 7)), "x") == ({"a"}, {"b"})
+
+
+@pytest.mark.parametrize("store", [BufferCore, Buffer])
+def test_set_transforms_takes_a_transforms_with_its_authority(store):
+    buffer = store()
+    t = three()
+    statics = Transforms(t.parents, t.children, STAMP, t.values)
+    result = buffer.set_transforms(statics, "test", is_static=True)
+    assert (result.stored, result.old, result.invalid) == (3, 0, [])
+    got = buffer.lookup_transform("map", "laser", Time.from_nanoseconds(STAMP + 99))
+    assert got.transform.translation.z == pytest.approx(3.0)  # static: valid at every time
+    assert "test" in buffer.all_frames_as_yaml()
+
+
+def test_a_buffer_wait_is_woken_by_a_transforms_insert():
+    buffer = Buffer()
+    future = buffer.wait_for_transform_async("map", "robot", Time(2))
+    rows = np.tile([0.0, 0, 0, 0, 0, 0, 1], (3, 1))
+    rows[:, 0] = [1.0, 2.0, 3.0]
+    buffer.set_transforms(Transforms("map", "robot", np.arange(1, 4) * 1_000_000_000, rows),
+                          authority="test")
+    assert future.result(timeout=5).transform.translation.x == pytest.approx(2.0)

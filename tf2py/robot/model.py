@@ -296,13 +296,10 @@ class RobotModel:
         statics = self.static_rows(frame_prefix, int(stamps_ns.min()) if len(stamps_ns) else 0)
         stored = 0
         if len(statics):
-            stored += buffer.set_transforms(statics.parents, statics.children,
-                                            statics.stamps_ns, statics.values, authority,
-                                            True).stored
+            stored += buffer.set_transforms(statics, authority, True).stored
         rows = self.movable_rows(array, stamps_ns, frame_prefix)
         if len(rows):
-            stored += buffer.set_transforms(rows.parents, rows.children, rows.stamps_ns,
-                                            rows.values, authority, False).stored
+            stored += buffer.set_transforms(rows, authority, False).stored
         return int(stored)
 
 

@@ -33,8 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..buffer.messages import TransformStamped
-from ..buffer.time import Time
-from ..buffer.transforms import Transforms
+from ..buffer.transforms import Transforms, message_rows
 from .wire_common import (
     MAX_FRAME_ID_LENGTH,
     MAX_MESSAGE_BYTES,
@@ -145,27 +144,7 @@ def encode_transforms(
         items = (cast(TransformStamped, transforms),)
     else:
         items = transforms
-    parents: list[str] = []
-    children: list[str] = []
-    stamps: list[int] = []
-    flat: list[float] = []
-    add_parent = parents.append
-    add_child = children.append
-    add_stamp = stamps.append
-    add_values = flat.extend
-    try:
-        for ts in items:
-            h = ts.header
-            transform = ts.transform
-            t = transform.translation
-            r = transform.rotation
-            add_parent(h.frame_id)
-            add_child(ts.child_frame_id)
-            stamp = h.stamp
-            add_stamp(stamp.nanoseconds if type(stamp) is Time else stamp_ns(stamp))
-            add_values((t.x, t.y, t.z, r.x, r.y, r.z, r.w))
-    except AttributeError as exc:
-        raise TypeError(f"send_transform takes TransformStamped objects: {exc}") from None
+    parents, children, stamps, flat = message_rows(items, "send_transform")
     n = len(parents)
     for name in parents:
         if name.__class__ is not str:
