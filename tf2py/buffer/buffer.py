@@ -40,9 +40,9 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,7 +53,7 @@ from .apply import as_point_array, transform_function, transform_point_array
 from .batch import batch_frames
 from .core import BatchResult, BufferCore
 from .frame_tree import TimeLike
-from .kernel import bind_entries
+from .kernel import kernel_entry
 from .messages import Header, TransformStamped
 from .pending import Ready, _cancel_all, _Request, _resolve
 from .requests import RequestIndex
@@ -118,12 +118,6 @@ class Buffer(BufferCore):
     leading '/') is raised at once, since no data can cure it.
     """
 
-    #: The public methods bound to the kernel's entries (see kernel.bind_entries): the
-    #: waiting forms; set_transform is BufferCore's.
-    _ENTRIES: ClassVar[Mapping[str, str]] = {
-        "lookup_transform": "lookup_transform_waiting", "can_transform": "can_transform_waiting",
-    }
-
     def __init__(self, cache_time: Duration | float | None = 10.0, clock: Any = None) -> None:
         if clock is not None and not callable(getattr(clock, "now", None)):
             raise TypeError("Buffer(clock=...) needs an object with now(), got %r" % (clock,))
@@ -140,7 +134,6 @@ class Buffer(BufferCore):
         self._insert_listeners: tuple[InsertListener, ...] = ()  # see add_insert_listener
         self._index.direct = clock is None  # inserts skip the lock: no clock, no insert listener
         self._index.sync_insert_mode()
-        bind_entries(self, Buffer, Buffer._ENTRIES)
         if clock is not None:
             add_jump_callback = getattr(clock, "add_jump_callback", None)
             if callable(add_jump_callback):
@@ -315,8 +308,9 @@ class Buffer(BufferCore):
 
     # -- lookups that wait -----------------------------------------------------------------
 
-    # On each buffer these are the kernel's own functions (bound in __init__, as BufferCore's);
-    # waits come back through the fallbacks below.
+    # The kernel's own functions (kernel_entry, as BufferCore's); waits come back through the
+    # fallbacks below.
+    @kernel_entry("lookup_transform_waiting")
     def lookup_transform(
         self, target_frame: str, source_frame: str, time: TimeLike, timeout: Timeout = 0.0,
     ) -> TransformStamped:
@@ -324,6 +318,7 @@ class Buffer(BufferCore):
         for the data, woken by its insertion; then tf2's exception, the wait in its message."""
         return self._kernel.lookup_transform_waiting(target_frame, source_frame, time, timeout)
 
+    @kernel_entry("can_transform_waiting")
     def can_transform(
         self, target_frame: str, source_frame: str, time: TimeLike, timeout: Timeout = 0.0,
     ) -> bool:

@@ -11,10 +11,10 @@ A store holds its compiled kernel (``_kernel/``, C++; the table of its calls is 
 ``kernel.py``) and a ``FrameTree`` over it as members: the kernel holds the frames, their time
 caches and the one walk of the tree every query uses; this class keeps the contract (API.md):
 argument conversion, messages and tf2's exceptions (``errors.py``). Its public
-``lookup_transform``, ``can_transform`` and ``set_transform`` are bound, per store, to the
-kernel's own entries (``kernel.bind_entries``), so a call that succeeds runs no Python frame;
-what the kernel does not answer comes back to this class through the fallbacks at the end of
-this module.
+``lookup_transform``, ``can_transform`` and ``set_transform`` are the kernel's own entries
+(``kernel.kernel_entry``), so a call that succeeds runs no Python frame; what the kernel does
+not answer comes back to this class through ``kernel.py``'s fallbacks.
+
 The rules followed are tf2's (ROS 2 geometry2, tf2-reference.md §1-§5) with the departures
 of §13.2: invalid input raises ``InvalidArgumentException`` (NaN, infinity and denormalized
 quaternions included), a repeated stamp replaces the earlier sample, and ``chain`` follows
@@ -25,8 +25,8 @@ Every kernel call is atomic (the kernel has its own lock); ``Buffer`` adds waits
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, overload
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, overload
 
 from . import _kernel_ext
 from .batch import BatchResult, store_batch
@@ -34,7 +34,7 @@ from .batch import lookup_transforms as _lookup_transforms
 from .errors import can_frame_message, check_insert, frame_error, query_error, unusable_frame
 from .exceptions import InvalidArgumentException, TransformException
 from .frame_tree import FrameTree, TimeLike, _clamp, _time_ns
-from .kernel import Kernel, bind_entries, configure_kernel
+from .kernel import Kernel, configure_kernel, kernel_entry
 from .messages import TransformStamped, stamped
 from .time import Duration, Time, duration_to_nanoseconds, to_nanoseconds
 from .transforms import Transforms
@@ -58,10 +58,6 @@ class BufferCore:
     non-static frame keeps.
     """
 
-    #: The public methods a store binds to its kernel's entries (see kernel.bind_entries).
-    _ENTRIES: ClassVar[Mapping[str, str]] = {
-        name: name for name in ("lookup_transform", "can_transform", "set_transform")}
-
     def __init__(self, cache_time: Duration | float | None = 10.0) -> None:
         cache_time_ns = (DEFAULT_CACHE_TIME_NS if cache_time is None
                          else duration_to_nanoseconds(cache_time, "cache_time"))
@@ -76,7 +72,6 @@ class BufferCore:
         self._lookup_hints: tuple[Callable[[], str | None], ...] = ()
         if type(self)._notify_new_data is not BufferCore._notify_new_data:
             self._kernel.set_insert_mode(1)  # a subclass hears every insert that stored data
-        bind_entries(self, BufferCore, BufferCore._ENTRIES)
 
     @property
     def kernel(self) -> Kernel:
@@ -100,8 +95,9 @@ class BufferCore:
 
     # -- insertion ----------------------------------------------------------------------
 
-    # On each store set_transform is the kernel's own function (bind_entries; what it does
-    # not store comes back through kernel.py's fallbacks): this method is the same call.
+    # set_transform is the kernel's own function (kernel_entry; what it does not store comes
+    # back through kernel.py's fallbacks): the body is the same call, through Python.
+    @kernel_entry("set_transform")
     def set_transform(self, transform: TransformStamped, authority: str, is_static: bool = False) -> bool:
         """Store a TransformStamped (it maps data in ``child_frame_id`` into
         ``header.frame_id``): True when stored, False when older than the cache window
@@ -219,8 +215,9 @@ class BufferCore:
 
     # -- lookups --------------------------------------------------------------------------
 
-    # On each store these two are the kernel's own functions (bind_entries; what they do not
-    # answer comes back through kernel.py's fallbacks): these methods are the same calls.
+    # These two are the kernel's own functions (kernel_entry; what they do not answer comes
+    # back through kernel.py's fallbacks): the bodies are the same calls, through Python.
+    @kernel_entry("lookup_transform")
     def lookup_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> TransformStamped:
         """The TransformStamped that maps data in ``source_frame`` into ``target_frame``
         at ``time`` (a Time or seconds; zero = the latest common time); ``header.stamp``
@@ -229,6 +226,7 @@ class BufferCore:
         with tf2's messages."""
         return self._kernel.lookup_transform(target_frame, source_frame, time)
 
+    @kernel_entry("can_transform")
     def can_transform(self, target_frame: str, source_frame: str, time: TimeLike) -> bool:
         """Whether ``lookup_transform(target_frame, source_frame, time)`` would succeed."""
         return self._kernel.can_transform(target_frame, source_frame, time)

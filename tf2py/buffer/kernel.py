@@ -13,8 +13,8 @@ own lock, which readers share); batch calls run without the GIL.
 ===============================  ==============================================================
 ``Kernel`` method                what it does (who calls it)
 ===============================  ==============================================================
-``lookup_transform``,            the contract's calls, bound as the store's own methods
-``can_transform``,               (``bind_entries``); ``*_waiting`` take a timeout (``Buffer``).
+``lookup_transform``,            the contract's calls, which are the store's own methods
+``can_transform``,               (``kernel_entry``); ``*_waiting`` take a timeout (``Buffer``).
 ``set_transform``,               What they do not answer goes to the store's fallbacks.
 ``lookup_transform_waiting``,
 ``can_transform_waiting``
@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _kernel_ext
 from ._kernel_ext import Kernel, KernelError
@@ -68,34 +68,33 @@ from .time import Duration, Time
 if TYPE_CHECKING:
     from .core import BufferCore
 
-__all__ = ["Kernel", "KernelError", "bind_entries", "configure_kernel"]
+__all__ = ["Kernel", "KernelError", "configure_kernel", "kernel_entry"]
 
 
-def bind_entries(store: BufferCore, defining: type, entries: Mapping[str, str]) -> None:
-    """Make each public method ``name`` of ``store`` (defined in class ``defining``) the
-    kernel's own entry ``entries[name]``, bound to the store's kernel: a call that succeeds
-    then runs no Python frame (a Python method around it costs a depth-3 lookup about 10 %
-    more instructions). A subclass that overrides ``name`` keeps its own method. The bound
-    call carries the method's signature and docstring, so ``inspect`` and ``help`` see them."""
-    cls = type(store)
-    kernel: Any = store._kernel
-    for name, entry in entries.items():
-        method = getattr(defining, name)
-        if getattr(cls, name) is not method:
-            continue  # overridden: the subclass's method stands
-        bound = functools.partial(getattr(Kernel, entry), kernel)
-        signature, doc = _described(method)
-        bound.__signature__ = signature  # type: ignore[attr-defined]
-        bound.__doc__ = doc
-        setattr(store, name, bound)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-@functools.cache
-def _described(method: Callable[..., Any]) -> tuple[inspect.Signature, str | None]:
-    """The signature of ``method`` without ``self``, and its docstring (once per method)."""
-    signature = inspect.signature(method)
-    parameters = list(signature.parameters.values())[1:]
-    return signature.replace(parameters=parameters), method.__doc__
+def kernel_entry(entry: str) -> Callable[[_F], _F]:
+    """A store method's decorator: the method becomes the kernel's entry ``entry``
+    (``lookup_transform``, ``lookup_transform_waiting``, ``can_transform``,
+    ``can_transform_waiting`` or ``set_transform``) as a method descriptor of the class (a
+    ``StoreMethod``, ``_kernel/py_method.hpp``), which runs on the store's kernel with no
+    Python frame: a call that succeeds runs no Python at all (the decorated body, the same
+    call through a Python frame, costs a depth-3 lookup about 10 % more instructions). It
+    keeps the method's signature, docstring and names, so ``inspect`` and ``help`` show them;
+    a subclass may override the method as any other."""
+
+    def decorate(method: _F) -> _F:
+        fast: Any = _kernel_ext.store_method(entry)
+        fast.__signature__ = inspect.signature(method)
+        fast.__doc__ = method.__doc__
+        fast.__name__ = method.__name__
+        fast.__qualname__ = method.__qualname__
+        fast.__module__ = method.__module__
+        fast.__wrapped__ = method
+        return cast(_F, fast)
+
+    return decorate
 
 
 # -- what the kernel calls: the fallbacks of its public entries, with the store that owns it --

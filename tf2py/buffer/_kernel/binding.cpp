@@ -56,6 +56,7 @@ namespace {
 #include "py_forward.hpp"   // ForwardKinematics: a robot's batch forward kinematics (forward.hpp)
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
+#include "py_method.hpp"    // those entries as methods of a store's class (StoreMethod)
 #include "py_cdr.hpp"       // TFMessage CDR samples decoded, or inserted a round at a time
 
 // The one configuration call (tf2py/buffer/kernel.py makes it once, before the first kernel):
@@ -148,6 +149,7 @@ NB_MODULE(_kernel_ext, m) {
     InsertBinding::bind(kernel);
     ForwardBinding::bind(m);
     EntryBinding::bind(kernel);
+    bind_store_methods(m);
     VelocityBinding::bind();
     CdrBinding::bind(m, kernel);
 

@@ -52,20 +52,26 @@ struct VelocityBinding {
         return run(*self.p, frames, t, q);
     }
 
-    // The slow path's call, with arguments Python has checked: str frames (all four given),
-    // int64 ns, interval > 0, a finite point.
-    static nb::object lookup_velocity_checked(nb::pointer_and_handle<PyKernel> self, nb::str tracking,
-                                              nb::str observation, nb::str reference, nb::str point_frame,
-                                              int64_t time_ns, int64_t interval, double px, double py, double pz,
-                                              bool tf2_compatible) {
+    // The query of the checked forms (Python converted the arguments): interval > 0.
+    static tf2k::VelocityQuery checked_query(int64_t interval, double px, double py, double pz, bool tf2_compatible) {
         if (interval <= 0) throw nb::value_error("averaging_interval must be positive");
-        PyObject* frames[4] = {tracking.ptr(), observation.ptr(), reference.ptr(), point_frame.ptr()};
         tf2k::VelocityQuery q;
         q.interval_ns = interval;
         q.point[0] = px;
         q.point[1] = py;
         q.point[2] = pz;
         q.tf2_compatible = tf2_compatible;
+        return q;
+    }
+
+    // The slow path's call, with arguments Python has checked: str frames (all four given),
+    // int64 ns, interval > 0, a finite point.
+    static nb::object lookup_velocity_checked(nb::pointer_and_handle<PyKernel> self, nb::str tracking,
+                                              nb::str observation, nb::str reference, nb::str point_frame,
+                                              int64_t time_ns, int64_t interval, double px, double py, double pz,
+                                              bool tf2_compatible) {
+        PyObject* frames[4] = {tracking.ptr(), observation.ptr(), reference.ptr(), point_frame.ptr()};
+        tf2k::VelocityQuery q = checked_query(interval, px, py, pz, tf2_compatible);
         return run(*self.p, frames, time_ns, q);
     }
 
@@ -74,14 +80,8 @@ struct VelocityBinding {
     static nb::object lookup_velocities(PyKernel& k, nb::str tracking, nb::str observation, nb::str reference,
                                         nb::str point_frame, Int64Array times, int64_t interval, double px,
                                         double py, double pz, bool tf2_compatible) {
-        if (interval <= 0) throw nb::value_error("averaging_interval must be positive");
         PyObject* frames[4] = {tracking.ptr(), observation.ptr(), reference.ptr(), point_frame.ptr()};
-        tf2k::VelocityQuery q;
-        q.interval_ns = interval;
-        q.point[0] = px;
-        q.point[1] = py;
-        q.point[2] = pz;
-        q.tf2_compatible = tf2_compatible;
+        tf2k::VelocityQuery q = checked_query(interval, px, py, pz, tf2_compatible);
         const size_t n = times.shape(0);
         double* data = static_cast<double*>(std::malloc((6 * n + 1) * sizeof(double)));
         if (!data) throw std::bad_alloc();
