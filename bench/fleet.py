@@ -44,9 +44,11 @@ FRAMES = 50
 RATE = 20.0
 
 
-def fleet_child(core: str, n: int) -> int:
+def fleet_child(core: str, n: int, old_rounds: bool = False) -> int:
     """The fleet process: Fleet (what ``tf2py fleet`` runs) with a world static per robot
-    (``world -> robotI/map``, so robots are related), counters on stdout every 0.5 s."""
+    (``world -> robotI/map``, so robots are related), counters on stdout every 0.5 s.
+    ``old_rounds``: rounds as before answers-first (up to 4 096 samples in one kernel call,
+    the ingest never waiting for answers), for comparison in the same conditions."""
     from tf2py.server.fleet.service import Fleet
     from tf2py.server.fleet.world import WorldStatic
 
@@ -57,9 +59,16 @@ def fleet_child(core: str, n: int) -> int:
     signal.signal(signal.SIGINT, lambda *a: stop.set())
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     with Fleet(core, world=world) as fleet:
+        if old_rounds and fleet.ingest is not None:
+            fleet.ingest.chunk_bytes, fleet.ingest.chunk_samples = 1 << 40, 4096
+            fleet.ingest.gate.max_yield_s, fleet.ingest.linger = 0.0, 0.0
         print(f"ready {fleet.address}", flush=True)
         while not stop.wait(0.5):
-            print("stats " + json.dumps(fleet.stats()), flush=True)
+            stats = fleet.stats()
+            stats["python_threads_cpu_s"] = {  # CPU of each Python thread so far, by name
+                t.name: thread_cpu_seconds(t.native_id) for t in threading.enumerate()
+                if t.native_id is not None}
+            print("stats " + json.dumps(stats), flush=True)
     return 0
 
 
@@ -113,9 +122,11 @@ def ask_lookups(client: object, n: int, stop: threading.Event, out: list[float])
             stop.wait(0.005)
 
 
-def run_size(core: str, locator: str, n: int, duration: float, router_pid: int) -> dict[str, Any]:
-    fleet = Child([PY, "-m", "bench.fleet", "--fleet-child", core, str(n)], ready="ready")
-    processes = 1 if n <= 10 else 2 if n <= 100 else 4
+def run_size(core: str, locator: str, n: int, duration: float, router_pid: int,
+             old_rounds: bool = False) -> dict[str, Any]:
+    fleet = Child([PY, "-m", "bench.fleet", "--fleet-child", core, str(n)]
+                  + (["old"] if old_rounds else []), ready="ready")
+    processes = max(1, -(-n // 500))  # one Zenoh session per 500 robots
     per = n // processes
     sims = []
     try:
@@ -179,6 +190,12 @@ def run_size(core: str, locator: str, n: int, duration: float, router_pid: int) 
         "sim_cores": sum(b - a for a, b in zip(others0[1:], others1[1:])) / (t1 - t0),
         "threads_cores": {name: round((threads1[name] - threads0.get(name, 0.0)) / (t1 - t0), 3)
                           for name in threads1},
+        "python_threads_cores": {
+            name: round((cpu - stats0.get("python_threads_cpu_s", {}).get(name, 0.0)) / (t1 - t0), 3)
+            for name, cpu in stats1.get("python_threads_cpu_s", {}).items()},
+        "rounds_per_s": (stats1.get("batches", 0) - stats0.get("batches", 0)) / (t1 - t0),
+        "server_p99_ms": max((float(st.get("lookup_ms", {}).get("p99", 0.0))
+                              for st in window_stats(fleet, stats0, stats1)), default=0.0),
         "load": load, "worst_lag_s": max((float(st.get("worst_lag_s", 0.0))
                                           for st in window_stats(fleet, stats0, stats1)),
                                          default=0.0),
@@ -257,6 +274,8 @@ def main(run: Run, argv: list[str]) -> None:
     parser.add_argument("--duration", type=float, default=2.0 if run.quick else 10.0)
     parser.add_argument("--ingest-only", type=float, metavar="SECONDS", default=None,
                         help="only the ingest, no Zenoh, for SECONDS per size")
+    parser.add_argument("--old-rounds", action="store_true",
+                        help="the fleet's rounds as before answers-first (for comparison)")
     args = parser.parse_args(argv)
     run.peer("eclipse-zenoh", version_of("eclipse-zenoh"))
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -273,7 +292,8 @@ def main(run: Run, argv: list[str]) -> None:
     try:
         router.wait_line("ready")
         for n in sizes:
-            result = run_size(core, locator, n, args.duration, router.popen.pid)
+            result = run_size(core, locator, n, args.duration, router.popen.pid,
+                              args.old_rounds)
             results.append(result)
             print(json.dumps(result), flush=True)
     finally:
@@ -284,20 +304,21 @@ def main(run: Run, argv: list[str]) -> None:
                       f"{args.duration:.0f} s window",
                       ["N", "transforms/s", "loss", "cores", "RSS MiB", "µs/transform",
                        f"vs N={sizes[0]}", "lookups/s", "p50 ms", "p99 ms", "lag s",
-                       "sims cores", "router cores", "load"],
-                      [6, 13, 8, 6, 8, 13, 8, 10, 8, 8, 7, 11, 13, 6])
+                       "sims cores", "router cores", "rounds/s", "server p99 ms", "load"],
+                      [6, 13, 8, 6, 8, 13, 8, 10, 8, 8, 7, 11, 13, 9, 14, 6])
     for r in results:
         table.add(r["n"], f"{r['rate']:.0f}", f"{r['loss']:.2%}", f"{r['cores']:.2f}",
                   f"{r['rss_mb']:.0f}", f"{r['us_per_transform']:.2f}",
                   f"{r['us_per_transform'] / base:.2f}", f"{r['lookup_rate']:.0f}",
                   f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['worst_lag_s']:.3f}",
-                  f"{r['sim_cores']:.2f}", f"{r['router_cores']:.2f}", f"{r['load']:.1f}",
+                  f"{r['sim_cores']:.2f}", f"{r['router_cores']:.2f}",
+                  f"{r['rounds_per_s']:.0f}", f"{r['server_p99_ms']:.1f}", f"{r['load']:.1f}",
                   **{k: v for k, v in r.items() if not isinstance(v, dict)})
     if run.quick:  # the ingest alone as well: a second figure for the smoke run's seconds
         ingest_only(run, sizes, 1.0)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--fleet-child":
-        sys.exit(fleet_child(sys.argv[2], int(sys.argv[3])))
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "--fleet-child":
+        sys.exit(fleet_child(sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["old"]))
     sys.exit("run it as: python -m bench fleet")

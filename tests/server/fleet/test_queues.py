@@ -60,3 +60,10 @@ def test_a_round_stops_taking_robots_once_its_bytes_are_taken():
     second = queues.take(timeout=0, max_bytes=10_000)  # the others in turn, then a and b again
     assert [r for r, _, _ in second] == ["c", "c", "d", "d", "a", "b"]
     assert queues.take(timeout=0, max_bytes=1) == [("c", "tf", b"x" * 100)]
+
+
+def test_samples_already_queued_are_taken_without_lingering():
+    queues = RobotQueues()
+    queues.put("a", "tf", b"x")
+    # linger applies only after waiting for a first sample: this returns at once, not in 60 s
+    assert queues.take(timeout=60, linger=60) == [("a", "tf", b"x")]

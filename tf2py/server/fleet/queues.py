@@ -70,15 +70,18 @@ class RobotQueues:
             return None
 
     def take(self, timeout: float | None = None, limit: int = 4096,
-             max_bytes: int | None = None) -> list[tuple[str, str, bytes]]:
+             max_bytes: int | None = None, linger: float = 0.0) -> list[tuple[str, str, bytes]]:
         """One round: up to ``per_round`` samples of every robot that has some, robots in
         turn, at most ``limit`` in all and no robot started once ``max_bytes`` of payload
-        are taken; waits up to ``timeout`` for the first. ``[]`` when nothing came (or
-        closed)."""
+        are taken; waits up to ``timeout`` for the first, and when it had to wait, ``linger``
+        seconds more for the samples that come with it (robots send in bursts: one wake-up
+        per burst, not per sample). ``[]`` when nothing came (or closed)."""
         out: list[tuple[str, str, bytes]] = []
         with self._lock:
             if not self._order and not self._closed:
                 self._ready.wait(timeout)
+                if linger > 0 and self._order and not self._closed:
+                    self._ready.wait(linger)  # (put notifies only an empty queue: it runs out)
             rounds = len(self._order)
             order = self._order
             budget = max_bytes if max_bytes is not None else -1
