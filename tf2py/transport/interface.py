@@ -103,7 +103,7 @@ class TransformSender(Protocol):
         broadcaster latches them (latest per child frame) and publishes its whole set. Never
         blocks; raises TypeError for anything but transforms, RuntimeError once closed.
         A sender may also offer ``send_columns(parents, children, stamps_ns, values)`` (the
-        columns of a ``TransformBatch``), which the bridge uses when present."""
+        columns of a ``TransformBatch``'s ``Transforms``), which the bridge uses when present."""
         ...
 
     def close(self) -> None:
@@ -271,7 +271,7 @@ class Transport(ABC):
     def transform_subscriber(self, address: str, on_batch: Callable[[TransformBatch], None],
                              keys: Any = None) -> TransformReceiver:
         """Call ``on_batch(batch)`` (a ``TransformBatch``: authority, is_static, received_ns,
-        columns) for every message on ``/tf`` and ``/tf_static``, on the bus's receive thread,
+        transforms) for every message on ``/tf`` and ``/tf_static``, on the bus's receive thread,
         the latched statics of every live publisher included when it starts."""
 
     def transform_listener(self, buffer: Any, address: str,
