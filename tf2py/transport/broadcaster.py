@@ -58,7 +58,7 @@ class TransformBroadcaster(_Sender):
     """
 
     def __new__(cls, core: Any = None, authority: str | None = None,
-                keys: Any = None) -> "TransformBroadcaster":
+                keys: Any = None) -> TransformBroadcaster:
         transport, address = transport_for(core)
         # Each bus's broadcaster class is registered as a virtual subclass (isinstance holds).
         return cast("TransformBroadcaster",
@@ -80,7 +80,7 @@ class StaticTransformBroadcaster(_Sender):
     """
 
     def __new__(cls, core: Any = None, authority: str | None = None,
-                keys: Any = None) -> "StaticTransformBroadcaster":
+                keys: Any = None) -> StaticTransformBroadcaster:
         transport, address = transport_for(core)
         return cast("StaticTransformBroadcaster",
                     transport.static_transform_broadcaster(address, authority, keys))

@@ -18,8 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 from ..buffer.time import Duration, Time, to_nanoseconds
 from .counters import DropCounter
 from .interface import transport_for
-from .lifetime import release_when_collected
-from .lifetime import CloseOnce
+from .lifetime import CloseOnce, release_when_collected
 
 __all__ = ["SimClock", "ClockPublisher", "TimeJump", "FedSimClock", "SampleClockPublisher"]
 

@@ -110,8 +110,8 @@ def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:
     so an object dropped without ``close()`` could never be collected and released."""
     # The object and the function apart, not a WeakMethod: no bound method is made per call
     # (this runs once per received sample).
-    ref = weakref.ref(getattr(method, "__self__"))
-    function = getattr(method, "__func__")
+    ref = weakref.ref(getattr(method, "__self__"))  # noqa: B009 (any callable's, typed loosely)
+    function = getattr(method, "__func__")  # noqa: B009
 
     def call(*args: Any) -> Any:
         owner = ref()

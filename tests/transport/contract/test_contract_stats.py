@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from contract_support import DISCOVERY_TIMEOUT, wait_until_heard
-
 from helpers import wait_for
 from tf2py import Buffer, TransformBroadcaster, TransformListener, make_transform
 from tf2py.transport.clock import ClockPublisher, SimClock

@@ -5,7 +5,9 @@ DDS type names and shapes that discovery matches on."""
 
 from dataclasses import dataclass
 
-from ._dds import dds  # noqa: F401  (the extra's check first)
+from ._dds import dds  # noqa: F401  (the extra's check first: its one-line ImportError)
+
+# isort: split
 from cyclonedds.idl import IdlStruct
 from cyclonedds.idl.types import array, bounded_str, float64, int32, sequence, uint8, uint32
 

@@ -11,8 +11,8 @@
 Query parameters: ``namespace`` (the ROS 2 namespace of ``/tf`` and ``/tf_static``, default
 the root ``/``), ``domain`` (the ROS 2 domain id, default ``$ROS_DOMAIN_ID``, else 0),
 ``mode`` (``peer`` or ``client``; default: the config file's, else peer), ``config`` (a
-Zenoh configuration file, applied first; the address's own settings go on top). Anything else, a bad port, a missing
-file: ``ValueError`` with one line naming it.
+Zenoh configuration file, applied first; the address's own settings go on top). Anything
+else, a bad port, a missing file: ``ValueError`` with one line naming it.
 
 Pure: no Zenoh import, so an address can be checked without the ``zenoh`` extra.
 """

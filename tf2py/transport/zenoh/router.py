@@ -16,9 +16,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..lifetime import CloseOnce, ClosingContext
 from .address import LOCATOR_PROTOCOLS
 from .session import import_zenoh, keys_folder
-from ..lifetime import CloseOnce, ClosingContext
 
 __all__ = ["DEFAULT_LISTEN", "Router", "check_locator"]
 

@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..lifetime import ClosingContext
 from ..topics import Delivery, SendGate
 from . import wire
 from .address import ZenohAddress, parse_zenoh_address
 from .endpoint import Publisher, Subscription, Topic
-from ..lifetime import ClosingContext
 
 if TYPE_CHECKING:
     from ..topics import TopicSpec
