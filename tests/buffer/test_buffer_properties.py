@@ -75,6 +75,18 @@ EXAMPLES = int(os.environ.get("TF2PY_PROPERTY_EXAMPLES", "80"))
 # Found by a 3000-example run: a loop above the fixed frame once left this request waiting.
 @example([("insert", "a", "b", 0.5), ("static", "b", "a"), ("insert", "a", "d", 7.0),
           ("full", "d", 3.0, "a", 0.0, "a"), ("insert", "a", "d", 3.0)], 4.0)
+# Found by a random run: a frame whose only sample was after the latest common time waited only
+# for a new parent, and an older sample (which cures it) left the request waiting.
+@example([("insert", "c", "e", 1.0), ("batch", [("insert", "a", "c", 0.5)]), ("static", "e", "b"),
+          ("request", "a", "b", 0.0), ("insert", "c", "e", 0.5)], 4.0)
+# ... and one whose parent at that time (not its latest parent) was replaced by a sample of the
+# same stamp under its latest parent.
+@example([("insert", "c", "e", 1.0), ("batch", [("insert", "a", "c", 0.5), ("insert", "b", "e", 0.5)]),
+          ("static", "e", "b"), ("request", "a", "b", 0.0), ("insert", "c", "e", 0.5)], 4.0)
+# ... and a static that replaced a frame's samples under the same parent it had at that time.
+@example([("insert", "e", "b", 1.0), ("request", "c", "e", 0.0),
+          ("batch", [("insert", "a", "c", 0.5), ("insert", "a", "e", 0.5), ("insert", "b", "c", 1.5)]),
+          ("static", "a", "c")], 4.0)
 def test_no_pending_request_is_possible_after_any_insertion(operations, cache_time):
     """Requests skipped by the index must be exactly those no insertion has made possible:
     after every step, a still-pending request is one the core says is impossible now."""

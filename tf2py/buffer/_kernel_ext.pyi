@@ -22,7 +22,7 @@ class KernelError(Exception): ...
 def configure(
     time: type, duration: type, header: type, vector3: type, quaternion: type, transform: type,
     stamped: type, velocity_stamped: type, twist: type, batch_result: type, lookup_fallback: Any,
-    can_fallback: Any, insert_slow: Any, insert_after: Any,
+    can_fallback: Any, insert_slow: Any, insert_after: Any, store: type,
 ) -> None: ...
 class StoreMethod:
     """A store's public entry as a method descriptor (py_method.hpp)."""

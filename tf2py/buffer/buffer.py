@@ -94,6 +94,13 @@ def _named_by_transform(transform: TransformStamped) -> Callable[[], Named]:
     return lambda: ((transform.header.frame_id,), (transform.child_frame_id,))
 
 
+def _one_row_per_child(transforms: Transforms | Sequence[str] | str, *args: Any, **kwargs: Any) -> bool:
+    """Whether a set_transforms call (either form) has at most one row per child frame."""
+    children = transforms.children if isinstance(transforms, Transforms) else (
+        args[0] if args else kwargs.get("children", ""))
+    return not isinstance(children, str) and len(set(children)) == len(children)
+
+
 def _on_clock_jump(buffer_ref: weakref.ref[Buffer]) -> Callable[..., None]:
     """A clock's jump callback that clears the buffer (held weakly) at once."""
 
@@ -175,12 +182,12 @@ class Buffer(BufferCore):
     def _set_transform_slow(self, transform: TransformStamped, authority: str,
                             is_static: bool = False) -> bool:
         return self._insert(BufferCore._set_transform_slow, (transform, authority, is_static),
-                            _named_by_transform(transform))
+                            _named_by_transform(transform), True)
 
     def set_transform_static(self, transform: TransformStamped, authority: str) -> bool:
         """``BufferCore.set_transform_static`` under the lock; wakes the waits it can satisfy."""
         return self._insert(BufferCore._set_transform_slow, (transform, authority, True),
-                            _named_by_transform(transform))
+                            _named_by_transform(transform), True)
 
     def set_transform_values(
         self, parent: str, child: str, stamp_ns: int, tx: float, ty: float, tz: float,
@@ -190,7 +197,7 @@ class Buffer(BufferCore):
         return self._insert(
             BufferCore.set_transform_values,
             (parent, child, stamp_ns, tx, ty, tz, qx, qy, qz, qw, authority, is_static),
-            lambda: ((parent,), (child,)),
+            lambda: ((parent,), (child,)), True,
         )
 
     def set_transforms(self, transforms: Transforms | Sequence[str] | str, *args: Any,
@@ -198,12 +205,15 @@ class Buffer(BufferCore):
         """``BufferCore.set_transforms`` (either form, the same overloads) under the lock; wakes
         the waits it serves."""
         return self._insert(lambda store: BufferCore.set_transforms(store, transforms, *args, **kwargs), (),
-                            lambda: batch_frames(transforms, *args, **kwargs))
+                            lambda: batch_frames(transforms, *args, **kwargs),
+                            lambda: _one_row_per_child(transforms, *args, **kwargs))
 
-    def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named]) -> _R:
+    def _insert(self, function: Callable[..., _R], args: tuple[Any, ...], named: Callable[[], Named],
+                one_row: bool | Callable[[], bool] = False) -> _R:
         """Run a BufferCore insertion under the lock and, if it stored something, re-check
         the pending requests that name a touched frame (``named()`` = (parents, children));
-        resolve them, and tell the insert listeners, after unlocking."""
+        resolve them, and tell the insert listeners, after unlocking. ``one_row``: at most
+        one sample per child (see RequestIndex.newest_before)."""
         # The clock is read before the lock: a clock's now() may report a jump through the
         # jump callback, which clears and resolves requests (outside the lock, as always).
         now_ns = self._clock_ns() if self._clock is not None else None
@@ -212,6 +222,7 @@ class Buffer(BufferCore):
             ready = None if now_ns is None else self._clock_moved(now_ns)
             touched: Named | None = None
             static_before: frozenset[str] = frozenset()  # (unused while touched is None)
+            newest_before: dict[str, int] | None = None  # (None: not known)
             if index.requests:
                 try:
                     touched = named()
@@ -219,6 +230,8 @@ class Buffer(BufferCore):
                     touched = None
                 else:
                     static_before = index.static_before(touched[1])
+                    if one_row is True or (callable(one_row) and one_row()):
+                        newest_before = index.newest_before(touched[1])
             self._new_data = False
             result = function(self, *args)
             stored = self._new_data
@@ -235,7 +248,7 @@ class Buffer(BufferCore):
                     self._condition.notify_all()
             self._new_data = False
             if index.requests:
-                ready = (ready or []) + index.recheck(touched, static_before)
+                ready = (ready or []) + index.recheck(touched, static_before, newest_before)
             listeners = self._insert_listeners if stored else ()
         if ready:
             _resolve(ready)

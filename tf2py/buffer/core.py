@@ -58,6 +58,9 @@ class BufferCore:
     non-static frame keeps.
     """
 
+    # The kernel in a slot: the kernel's entries read it through CPython's member API.
+    __slots__ = ("_kernel", "__dict__", "__weakref__")
+
     def __init__(self, cache_time: Duration | float | None = 10.0) -> None:
         cache_time_ns = (DEFAULT_CACHE_TIME_NS if cache_time is None
                          else duration_to_nanoseconds(cache_time, "cache_time"))

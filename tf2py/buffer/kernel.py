@@ -134,6 +134,14 @@ def _insert_after(store: BufferCore, transform: Any, stored: bool) -> None:
 
 
 
+def _store_class() -> type:
+    """``BufferCore``, whose ``_kernel`` slot the entries read (imported here: core imports
+    this module)."""
+    from .core import BufferCore
+
+    return BufferCore
+
+
 def _kernel_configuration() -> dict[str, Any]:
     """The arguments of the kernel's configuration: the classes it builds and reads,
     set_transforms' result type, and the fallbacks above."""
@@ -142,6 +150,7 @@ def _kernel_configuration() -> dict[str, Any]:
         transform=Transform, stamped=TransformStamped, velocity_stamped=VelocityStamped,
         twist=Twist, batch_result=BatchResult, lookup_fallback=_lookup_fallback,
         can_fallback=_can_fallback, insert_slow=_insert_slow, insert_after=_insert_after,
+        store=_store_class(),
     )
 
 

@@ -15,7 +15,7 @@ import itertools
 import threading
 import weakref
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TypeVar
 
@@ -327,6 +327,7 @@ class RequestIndex:
         self,
         touched: tuple[Iterable[str], Collection[str]] | None,
         static_before: frozenset[str] = frozenset(),
+        newest_before: Mapping[str, int] | None = None,
     ) -> Ready:
         """Under the lock, after an insertion naming ``touched`` = (parents, children) (None:
         unknown): try the pending requests it can have affected; return those now done."""
@@ -334,7 +335,7 @@ class RequestIndex:
         if touched is None:
             keys = list(self.requests)
         else:
-            keys = self._affected(touched[0], touched[1], static_before)
+            keys = self._affected(touched[0], touched[1], static_before, newest_before)
         ready: Ready = []
         for key in keys:
             request = self.requests.get(key)
@@ -375,11 +376,28 @@ class RequestIndex:
                 static.add(name)  # cannot tell: do not skip
         return frozenset(static)
 
+    def newest_before(self, children: Iterable[str]) -> dict[str, int]:
+        """Before an insertion of at most one sample per child: the newest stamp (0 when
+        static) of each touched child that requests watch for a new parent. An insertion
+        that does not move that stamp forward (an older sample, one of the same stamp, a
+        static) can change what such a frame answers at earlier times, so ``_affected``
+        re-checks those requests then."""
+        watch = self._watch
+        out: dict[str, int] = {}
+        for name in children:
+            if name and name[0] == "/":
+                name = name[1:]
+            watchers = watch.get(name)
+            if watchers is not None and watchers.parents:
+                out[name] = self._newest_ns(name)
+        return out
+
     def _affected(
         self,
         parents: Iterable[str],
         children: Iterable[str],
         static_before: frozenset[str] = frozenset(),
+        newest_before: Mapping[str, int] | None = None,
     ) -> set[RequestKey]:
         """Keys of the pending requests an insertion of these (parent, child) frame ids can
         have made possible.
@@ -390,7 +408,9 @@ class RequestIndex:
         sample at or after its earliest time, and was not static before (``static_before``):
         that frame's cache could not answer at those times before this insertion and cannot
         after it, and the frames above it are not reached (the walk fails there, or it is
-        the common ancestor, whose own link is never needed).
+        the common ancestor, whose own link is never needed). A request that waits for a
+        frame's new parent is also re-checked when an insertion did not move that frame's
+        newest stamp forward (``newest_before``; None: not known, so always).
         """
         watch, watch_any = self._watch, self._watch_any
         keys: set[RequestKey] = set()
@@ -408,8 +428,10 @@ class RequestIndex:
                     now = self._kernel.get_parent(name, 0)
                     if named_parents is None:
                         named_parents = {p[1:] if p and p[0] == "/" else p for p in parents}
+                    earlier = (newest_before is None or name not in newest_before
+                               or self._newest_ns(name) <= newest_before[name])
                     for parent, held in watchers.parents.items():
-                        if parent != now or any(p != parent for p in named_parents):
+                        if earlier or parent != now or any(p != parent for p in named_parents):
                             keys |= held
                 timed = watchers.timed
                 if timed:

@@ -65,19 +65,21 @@ namespace {
 void configure(nb::handle time, nb::handle duration, nb::handle header, nb::handle vector3, nb::handle quaternion,
                nb::handle transform, nb::handle stamped, nb::handle velocity_stamped, nb::handle twist,
                nb::handle batch_result, nb::handle lookup_fallback, nb::handle can_fallback, nb::handle insert_slow,
-               nb::handle insert_after) {
+               nb::handle insert_after, nb::handle store) {
     // Everything is checked before anything is set: a refused call changes nothing.
     for (nb::handle f : {lookup_fallback, can_fallback, insert_slow, insert_after})
         if (!PyCallable_Check(f.ptr())) throw nb::type_error("configure: the fallbacks must be callables");
     if (!PyType_Check(batch_result.ptr()) ||
         !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(batch_result.ptr()), &PyTuple_Type))
         throw nb::type_error("configure: batch_result must be a tuple subclass");
+    const StoreLayout layout = store_layout(store);
     slots_of(time, {"nanoseconds"});
     slots_of(duration, {"nanoseconds"});
     set_message_types(time, header, vector3, quaternion, transform, stamped);
     set_velocity_types(velocity_stamped, twist, duration);
     set_batch_result(batch_result);
     set_fallbacks(lookup_fallback, can_fallback, insert_slow, insert_after);
+    set_store_layout(layout);
 }
 
 }  // namespace
@@ -118,7 +120,7 @@ NB_MODULE(_kernel_ext, m) {
           "or seconds), or None: Python then checks and converts them.");
     m.def("configure", &configure, "time"_a, "duration"_a, "header"_a, "vector3"_a, "quaternion"_a, "transform"_a,
           "stamped"_a, "velocity_stamped"_a, "twist"_a, "batch_result"_a, "lookup_fallback"_a, "can_fallback"_a,
-          "insert_slow"_a, "insert_after"_a,
+          "insert_slow"_a, "insert_after"_a, "store"_a,
           "Register the classes the kernel builds and reads and the fallbacks of its public entries\n"
           "(tf2py/buffer/kernel.py calls it once).");
 

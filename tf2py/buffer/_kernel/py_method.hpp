@@ -1,7 +1,7 @@
 // A store's public entries as methods of its class: BufferCore.lookup_transform,
 // can_transform and set_transform, and Buffer's waiting lookup_transform and can_transform,
 // are StoreMethod objects, method descriptors whose call reads the store's kernel (its
-// `_kernel` member) and runs py_entry.hpp's function with no Python frame and no second
+// `_kernel` slot) and runs py_entry.hpp's function with no Python frame and no second
 // dispatch. Python makes one with store_method(function, entry) from the method it replaces,
 // whose signature and docstring it keeps (in the object's __dict__), so inspect and help read
 // them. Part of the binding (binding.cpp includes it once, inside its anonymous namespace,
@@ -17,7 +17,32 @@ struct StoreMethod {
     Entry entry;
 };
 
-PyObject* g_kernel_attr = nullptr;  // "_kernel", interned
+// Where a store keeps its kernel: BufferCore's `_kernel` slot (its member descriptor, found by
+// configure(); read through CPython's member API) and the class that declares it.
+struct StoreLayout {
+    PyTypeObject* store = nullptr;
+    PyMemberDef* kernel = nullptr;
+    PyTypeObject* kernel_type = nullptr;
+} g_store;
+
+// The layout of the store class `store` (checked; nothing is set here).
+StoreLayout store_layout(nb::handle store) {
+    if (!PyType_Check(store.ptr())) throw nb::type_error("configure: store must be a class");
+    nb::object d = nb::steal(PyObject_GetAttrString(store.ptr(), "_kernel"));
+    if (!d.is_valid()) throw nb::python_error();
+    if (Py_TYPE(d.ptr()) != &PyMemberDescr_Type) throw nb::type_error("configure: the store's _kernel must be a slot");
+    StoreLayout out;
+    out.store = reinterpret_cast<PyTypeObject*>(store.ptr());
+    out.kernel = reinterpret_cast<PyMemberDescrObject*>(d.ptr())->d_member;
+    if (out.kernel->type != T_OBJECT_EX) throw nb::type_error("configure: the store's _kernel must be an object slot");
+    out.kernel_type = reinterpret_cast<PyTypeObject*>(nb::type<PyKernel>().ptr());
+    return out;
+}
+
+void set_store_layout(const StoreLayout& layout) {
+    Py_INCREF(reinterpret_cast<PyObject*>(layout.store));  // kept for the life of the process
+    g_store = layout;
+}
 
 // The entry's parameters after self, in order; how many must be given.
 struct EntryParams {
@@ -46,6 +71,10 @@ bool gather(const StoreMethod* m, PyObject* const* args, Py_ssize_t nargs, PyObj
     const int most = p.count + (takes_timeout(m->entry) ? 1 : 0);
     static const char* const kTimeout = "timeout";
     for (int k = 0; k < 4; ++k) out[k] = nullptr;
+    if (!kwnames && nargs >= p.required && nargs <= most) {  // the common call: positions only
+        for (Py_ssize_t k = 0; k < nargs; ++k) out[k] = args[k];
+        return true;
+    }
     if (nargs > most) {
         PyErr_Format(PyExc_TypeError, "takes at most %d arguments after self (%zd given)", most, nargs);
         return false;
@@ -102,9 +131,11 @@ PyObject* store_method_call(PyObject* callable, PyObject* const* args, size_t na
     }
     PyObject* a[4];
     if (!gather(m, args + 1, nargs - 1, kwnames, a)) return nullptr;
-    nb::object kernel = nb::steal(PyObject_GetAttr(args[0], g_kernel_attr));
-    PyKernel* k = nullptr;
-    if (!kernel.is_valid() || !nb::try_cast<PyKernel*>(kernel, k) || !k) {
+    // The store's kernel: its `_kernel` slot, read through CPython's member API.
+    nb::object kernel;
+    if (g_store.store && PyObject_TypeCheck(args[0], g_store.store))
+        kernel = nb::steal(PyMember_GetOne(reinterpret_cast<const char*>(args[0]), g_store.kernel));
+    if (!kernel.is_valid() || Py_TYPE(kernel.ptr()) != g_store.kernel_type) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s needs a BufferCore, got %s", m->entry == Entry::kSet ? "set_transform"
                      : m->entry == Entry::kCan || m->entry == Entry::kCanWaiting ? "can_transform" : "lookup_transform",
@@ -113,7 +144,7 @@ PyObject* store_method_call(PyObject* callable, PyObject* const* args, size_t na
     }
     try {
         EntryBinding::Self self;
-        self.p = k;
+        self.p = nb::inst_ptr<PyKernel>(kernel);
         self.h = kernel;
         nb::handle timeout = a[3] ? nb::handle(a[3]) : nb::none();
         nb::object result;
@@ -183,7 +214,6 @@ nb::object store_method(const std::string& entry) {
 
 void bind_store_methods(nb::module_& m) {
     if (PyType_Ready(store_method_type()) < 0) throw nb::python_error();
-    g_kernel_attr = PyUnicode_InternFromString("_kernel");
     m.attr("StoreMethod") = nb::handle(reinterpret_cast<PyObject*>(store_method_type()));
     m.def("store_method", &store_method, "entry"_a,
           "A method descriptor for a store's class that runs the kernel's entry `entry` on the\n"
