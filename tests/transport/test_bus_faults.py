@@ -5,7 +5,6 @@ listeners, oversized sends raise in the sender, one ZeroMQ context per process."
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -18,11 +17,11 @@ from helpers import wait_for
 from tf2py import make_transform
 from tf2py.buffer.buffer import Buffer
 from tf2py.transport import wire
-from tf2py.transport.zmq import sockets as _sockets
-from tf2py.transport.zmq import core as core_module
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq import core as core_module
+from tf2py.transport.zmq import sockets as _sockets
+from tf2py.transport.zmq.core import Core
 from transport_support import (
     STATIC_BROADCASTER,
     core,  # noqa: F401  (fixture)

@@ -12,12 +12,11 @@ import pytest
 import zmq
 
 from helpers import wait_for
-from tf2py.transport import wire
-from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq.core import Core
 from transport_support import (
-    RAW_LATCH,
     DYNAMIC_BROADCASTER,
+    RAW_LATCH,
     STATIC_BROADCASTER,
     RecordingBuffer,
     free_port_pair,

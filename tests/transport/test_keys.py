@@ -17,11 +17,11 @@ from tf2py.buffer.buffer import Buffer
 from tf2py.buffer.exceptions import TimeoutException
 from tf2py.server.client import BufferClient
 from tf2py.server.server import BufferServer
-from tf2py.transport.zmq import keys as keys_module
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
+from tf2py.transport.listener import TransformListener
+from tf2py.transport.zmq import keys as keys_module
 from tf2py.transport.zmq.core import Core
 from tf2py.transport.zmq.keys import Keys, KeysError, add_identity, create_site
-from tf2py.transport.listener import TransformListener
 from transport_support import resources
 
 

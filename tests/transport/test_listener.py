@@ -15,15 +15,14 @@ from helpers import stalling_buffer, wait_for
 from tf2py import make_transform
 from tf2py.transport import wire
 from tf2py.transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
-from tf2py.transport.zmq.core import Core
 from tf2py.transport.listener import TransformListener, TransformSubscriber
+from tf2py.transport.zmq.core import Core
 from transport_support import (
     RAW_LATCH,
     RecordingBuffer,
-    fake_core_publisher,
     core,  # noqa: F401  (fixture)
+    fake_core_publisher,
     good_body,
-    open_fds,
     open_path,
     raw_socket,
     resources,

@@ -12,9 +12,9 @@ import zmq
 from helpers import wait_for
 from tf2py import Buffer, SimClock, Time, make_transform
 from tf2py.transport import wire
+from tf2py.transport.clock import ClockPublisher, TimeJump
 from tf2py.transport.zmq import wire_clock
 from tf2py.transport.zmq.address import bus_endpoints
-from tf2py.transport.clock import ClockPublisher, TimeJump
 from transport_support import core  # noqa: F401  (fixture)
 
 

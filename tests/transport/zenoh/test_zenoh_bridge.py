@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import free_address, wait_for
-from zenoh_support import start_router
-
 import tf2py
+from helpers import free_address, wait_for
 from tf2py import Buffer, StaticTransformBroadcaster, TransformBroadcaster, TransformListener
 from tf2py.buffer.messages import TransformStamped
 from tf2py.transport.zmq.core import Core
+from zenoh_support import start_router
 
 
 def transform(parent: str, child: str, x: float) -> TransformStamped:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import raising_buffer, stalling_buffer, wait_for
-from zenoh_support import records, start_peer, start_router
-
 import tf2py
+from helpers import raising_buffer, stalling_buffer, wait_for
 from tf2py import Buffer, StaticTransformBroadcaster, TransformBroadcaster, TransformListener
 from tf2py.buffer.messages import TransformStamped
 from tf2py.transport.zenoh import wire
+from zenoh_support import records, start_peer, start_router
 
 TF_KEY = f"tf2_msgs::msg::dds_::TFMessage_/{wire.TYPE_HASH}"
 

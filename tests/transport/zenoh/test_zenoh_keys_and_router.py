@@ -7,12 +7,11 @@ import subprocess
 
 import pytest
 
-from helpers import free_port, wait_for
-from zenoh_support import start_router
-
 import tf2py
+from helpers import free_port, wait_for
 from tf2py import Buffer, StaticTransformBroadcaster, TransformListener
 from tf2py.buffer.messages import TransformStamped
+from zenoh_support import start_router
 
 
 def static(parent: str, child: str) -> TransformStamped:
