@@ -39,8 +39,10 @@ class FleetHealth:
 
     def _watch_router(self) -> None:
         info = self._fleet._session.info
+        ours = {self._fleet._shared.zid}  # the process's other session is no router
         try:
-            connected = bool(info.routers_zid()) or bool(info.peers_zid())
+            connected = bool(info.routers_zid()) or any(
+                str(zid) not in ours for zid in info.peers_zid())
         except Exception:  # the session is closing
             return
         before, self._connected = self._connected, connected

@@ -1,6 +1,8 @@
 """Fleet: one Buffer for every robot on a Zenoh domain, and the lookup service over it.
 
-It opens one Zenoh session on ``core`` and declares, for the whole domain:
+It opens a Zenoh session of its own on ``core`` for the robots' data (the lookup service
+answers on the process's shared session: goals never wait behind /tf in one link) and
+declares, for the whole domain:
 
 - ONE subscriber ``<domain>/**/tf/*/*`` (every namespace's /tf, of any type: samples of
   another type are counted and dropped);
@@ -26,7 +28,7 @@ from typing import Any
 from ...buffer.buffer import Buffer
 from ...transport.interface import scheme
 from ...transport.zenoh.address import parse_zenoh_address
-from ...transport.zenoh.session import SharedSession
+from ...transport.zenoh.session import SharedSession, open_session
 from ..server import BufferServer
 from .answers import AnswerGate, AnsweringBuffer
 from .health import FleetHealth
@@ -78,14 +80,15 @@ class Fleet:
         self._wake = threading.Condition(self._lock)
         self._closed = False
         self._subscribers: list[Any] = []
+        self._own_session: Any = None
         self.stale_dropped = 0
         self.budget_bytes = int(budget_bytes)
         self.slots = RobotSlots(self.budget_bytes // 8)
         self.buffer = buffer if buffer is not None else Buffer(cache_time=cache_time)
         self._insert_world()
         parsed = parse_zenoh_address(core)
-        self._shared = SharedSession.acquire(parsed, keys)
-        self._session = self._shared.session
+        self._shared = SharedSession.acquire(parsed, keys)  # the lookup service's
+        self._session = self._data_session(parsed, keys)
         self.domain = parsed.domain
         self.server: BufferServer | None = None
         self.peers: FleetPeers | None = None
@@ -102,7 +105,7 @@ class Fleet:
             self._expiry.start()
             served = address or core
             if scheme(served) == scheme(core):  # fleets sharing the bus answer as one
-                self.peers = FleetPeers(self._session, self._shared.zid, served, self.buffer,
+                self.peers = FleetPeers(self._shared.session, self._shared.zid, served, self.buffer,
                                         robots, self._emit)
             self.server = BufferServer(AnsweringBuffer(self.buffer, gate), address=served,
                                        keys=keys, divert=self.peers)
@@ -110,6 +113,19 @@ class Fleet:
             self.close()
             raise
         self.address = self.server.address
+
+    def _data_session(self, parsed: Any, keys: Any) -> Any:
+        """The session the robots' data comes in on: a session of its own (its own link to
+        the router), so that goals, on the lookup service's session, never queue behind a
+        burst of /tf in one link's receive path (measured: at 1 000 robots, lookups 0.9-2.7 s
+        late on one session while the server answered each in under 1 ms). The shared
+        session when a second one cannot open (a configuration that listens on a port)."""
+        try:
+            session = open_session(parsed, keys)
+        except Exception:
+            return self._shared.session
+        self._own_session = session
+        return session
 
     def _insert_world(self) -> None:
         if self._world:
@@ -253,6 +269,11 @@ class Fleet:
         self._subscribers.clear()
         if self.ingest is not None:
             self.ingest.close()
+        if self._own_session is not None:
+            try:
+                self._own_session.close()
+            except Exception:  # its runtime already gone at exit
+                pass
         self._shared.release()
 
     def __enter__(self) -> Fleet:
