@@ -1,15 +1,19 @@
 """ROS bags for tf2py: load a recording's ``/tf`` and ``/tf_static`` into a ``Buffer``, read
-them as arrays, and write transforms as a ROS 2 MCAP file.
+them as one ``tf2py.Transforms`` (``read_transforms`` -> ``BagTransforms``: ``.transforms``
+with each message's log time, offset and static flag), and write transforms as a ROS 2
+MCAP file (``BagWriter.write`` takes a ``Transforms``).
 
 Reads MCAP files, ROS 2 bag folders (sqlite3 or MCAP storage) and ROS 1 ``.bag`` files, with
 ``tf2_msgs/TFMessage`` (ROS 1 and 2) and ROS 1's legacy ``tf/tfMessage``. Needs the optional
 extra: ``pip install 'tf2py[bag]'`` (rosbags to read, mcap to write); without it every
 function raises ``BagDependencyError`` saying so.
 
-``reader`` finds and decodes the messages (``codec``: TFMessage in ROS 2 CDR and ROS 1),
-``writer`` writes MCAP, and ``robot`` makes a bag of joint states whole: with ``load(...,
-robot=...)`` the bag's ``/joint_states`` become the robot's transforms through a
-``RobotModel`` (a URDF or xacro path, or the bag's own ``/robot_description``).
+``reader`` finds and decodes the messages (``codec``: TFMessage in ROS 2 CDR, through tf2py's
+one CDR codec that the kernel decodes, and in ROS 1's serialisation, decoded here, into a
+``RowBuilder`` whose ``build()`` is one ``Transforms``), ``writer`` writes MCAP, and
+``robot`` makes a bag of joint states whole: with ``load(..., robot=...)`` the bag's
+``/joint_states`` become the robot's transforms through a ``RobotModel`` (a URDF or xacro
+path, or the bag's own ``/robot_description``).
 
     buffer = tf2py.bag.load("robot.mcap")
     buffer.lookup_transform("odom", "base_link", stamp)
