@@ -162,8 +162,8 @@ def _call_all(kernel, value):
     """Every binding entry point with ``value`` in every argument position."""
     calls = {
         "insert": 12, "insert_batch": 7, "lookup": 3, "lookup_full": 5, "can": 3,
-        "can_full": 5, "common_time": 2, "chain": 5, "lookup_many": 3,
-        "ancestors": 2, "get_parent": 2, "exists": 1, "registered": 1, "samples": 1,
+        "common_time": 2, "chain": 5, "lookup_many": 3,
+        "ancestors": 2, "get_parent": 2, "exists": 1, "samples": 1,
         "insert_rows": 6, "insert_trajectory": 6, "lookup_transform": 3,
         "lookup_transform_waiting": 4, "can_transform": 3,
         "can_transform_waiting": 4, "set_transform": 3, "set_insert_mode": 1,
@@ -173,7 +173,7 @@ def _call_all(kernel, value):
         "insert_batch": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
                          False, np.zeros(1, dtype=np.int32)],
         "lookup": ["p", "c", 0], "lookup_full": ["p", 0, "c", 0, "p"],
-        "can": ["p", "c", 0], "can_full": ["p", 0, "c", 0, "p"],
+        "can": ["p", "c", 0],
         "common_time": ["p", "c"], "chain": ["p", 0, "c", 0, "p"],
         "insert_rows": [["p"], ["c"], np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x", False],
         "insert_trajectory": ["p", "c", np.array([1]), np.array([[0, 0, 0, 0, 0, 0, 1.0]]), "x",
@@ -183,7 +183,7 @@ def _call_all(kernel, value):
         "can_transform_waiting": ["p", "c", 0.0, 0.0],
         "set_transform": [make_transform("p", "c"), "x", False], "set_insert_mode": [0],
         "lookup_many": ["p", "c", np.array([0, 1])], "ancestors": [["c"], 0],
-        "get_parent": ["c", 0], "exists": ["c"], "registered": ["c"], "samples": ["c"],
+        "get_parent": ["c", 0], "exists": ["c"], "samples": ["c"],
     }
     for name, n in calls.items():
         method = getattr(kernel, name)

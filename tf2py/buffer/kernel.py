@@ -28,7 +28,7 @@ own lock, which readers share); batch calls run without the GIL.
 ``insert_cdr``                   TFMessage CDR samples decoded and stored, a round per call
                                  (``batch.insert_cdr``: ROS 2, Zenoh, the fleet)
 ``lookup``, ``lookup_full``      a pose row and the stamp used, for checked arguments
-``can``, ``can_full``            whether those would succeed
+``can``                          whether ``lookup`` would succeed
 ``lookup_many``,                 ``lookup_transforms``: (N, 4, 4) over N stamps (ns or s)
 ``lookup_many_seconds``
 ``lookup_velocity_plain``,       ``lookup_velocity`` and its batch form (``velocity_arguments``)
@@ -37,7 +37,7 @@ own lock, which readers share); batch calls run without the GIL.
 ``common_time``                  what time zero resolves to for a pair
 ``chain``, ``get_parent``,       the frame tree (``FrameTree``, the waiting requests' index)
 ``ancestors``
-``exists``, ``registered``,      frame names, the frame table of tf2's reports, a frame's
+``exists``,                      frame names, the frame table of tf2's reports, a frame's
 ``frames``, ``frame_table``,     samples
 ``samples``
 ``clear``, ``drop_static``       forget dynamic data / some statics (``tf2py fleet``)

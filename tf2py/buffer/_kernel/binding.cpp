@@ -131,8 +131,6 @@ NB_MODULE(_kernel_ext, m) {
         .def("lookup_full", &PyKernel::lookup_full, "target"_a, "target_time"_a, "source"_a, "source_time"_a,
              "fixed"_a)
         .def("can", &PyKernel::can_transform, "target"_a, "source"_a, "t"_a)
-        .def("can_full", &PyKernel::can_transform_full, "target"_a, "target_time"_a, "source"_a,
-             "source_time"_a, "fixed"_a)
         .def("common_time", &PyKernel::common_time, "target"_a, "source"_a)
         .def("chain", &PyKernel::chain, "target"_a, "target_time"_a, "source"_a, "source_time"_a, "fixed"_a)
         .def("lookup_many", &PyKernel::lookup_many, "target"_a, "source"_a, "ts"_a.noconvert())
@@ -141,7 +139,6 @@ NB_MODULE(_kernel_ext, m) {
         .def("ancestors", &PyKernel::ancestors, "frames"_a, "t"_a)
         .def("get_parent", &PyKernel::get_parent, "frame"_a, "t"_a)
         .def("exists", &PyKernel::exists, "name"_a)
-        .def("registered", &PyKernel::registered, "name"_a)
         .def("frames", &PyKernel::frames)
         .def("frame_table", &PyKernel::frame_table)
         .def("samples", &PyKernel::samples, "frame"_a)

@@ -134,15 +134,6 @@ class PyKernel {
         return a && b && k_.can_transform(a, b, t, path());
     }
 
-    bool can_transform_full(const std::string& target, int64_t target_time, const std::string& source,
-                            int64_t source_time, const std::string& fixed) {
-        Reading access(lock_);
-        const int32_t a = k_.lookup_id(target), b = k_.lookup_id(source), f = k_.lookup_id(fixed);
-        if (!a || !b || !f) return false;
-        return (a == f || k_.can_transform(a, f, target_time, path())) &&
-               (f == b || k_.can_transform(f, b, source_time, path()));
-    }
-
     nb::object common_time(const std::string& target, const std::string& source) {
         int64_t t = 0;
         ErrorRecord failed;
@@ -246,11 +237,6 @@ class PyKernel {
     bool exists(const std::string& name) {
         Reading access(lock_);
         return k_.lookup_id(name) != 0;
-    }
-
-    bool registered(const std::string& name) {
-        Reading access(lock_);
-        return k_.registered(name);
     }
 
     // Registered names in registration order (NO_PARENT excluded).
