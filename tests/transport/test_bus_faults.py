@@ -24,7 +24,6 @@ from tf2py.transport.zmq import sockets as _sockets
 from tf2py.transport.zmq.core import Core
 from transport_support import (
     STATIC_BROADCASTER,
-    core,  # noqa: F401  (fixture)
     good_body,
     open_path,
     raw_socket,

@@ -23,7 +23,6 @@ from tf2py.transport.listener import TransformListener
 from tf2py.transport.zmq import connections
 from transport_support import (
     RecordingBuffer,
-    core,  # noqa: F401  (the fixture)
     good_body,
     open_fds,
     open_path,

@@ -20,7 +20,6 @@ from tf2py.transport.zmq.core import Core
 from transport_support import (
     RAW_LATCH,
     RecordingBuffer,
-    core,  # noqa: F401  (fixture)
     fake_core_publisher,
     good_body,
     open_path,
@@ -397,8 +396,7 @@ def test_slow_listener_neither_blocks_the_broadcaster_nor_queues_without_bound(c
     # 50 000 of these small messages here).
     sent = 200_000
     flood = make_transform("world", "flood", stamp=1.0)
-    with TransformListener(buffer, core.address) as listener, \
-            TransformBroadcaster(core.address) as b:
+    with TransformListener(buffer, core.address), TransformBroadcaster(core.address) as b:
         # The listener holds the first message, stuck inside its insert.
         send_until(b, make_transform("world", "first"), entered.is_set)
         t0 = time.monotonic()

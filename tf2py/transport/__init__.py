@@ -4,7 +4,8 @@ One interface (``interface``: ``Transport``, the one scheme registry and
 ``transport_for(address)``, which picks a bus by the address's scheme) and the buses behind
 it as sibling packages: ``zmq`` (``tcp://``, tf2py's own core, and what only it uses: its
 sockets, CURVE ``keys``, ``tcp://`` parsing, the /clock codec), ``ros2`` (``ros2://``, DDS)
-and ``zenoh`` (``zenoh://``, rmw_zenoh's wire), each importing its extra only when used. The public classes ask the factory:
+and ``zenoh`` (``zenoh://``, rmw_zenoh's wire), each importing its extra only when used.
+The public classes ask the factory:
 ``broadcaster``, ``listener`` (``TransformListener``, ``TransformSubscriber``), ``clock``
 (``ClockPublisher``, ``SimClock``) and ``topics`` (typed topics: a ``TopicSpec``, CDR bytes
 on every bus). What every bus shares: ``fill`` (a listener's inserts and counts),

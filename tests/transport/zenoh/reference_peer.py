@@ -22,9 +22,10 @@ import threading
 import time
 
 import xxhash
-import zenoh
 import zenoh.ext as zext
 from rosbags.typesys import Stores, get_typestore
+
+import zenoh
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 TF_TYPE = "tf2_msgs/msg/TFMessage"

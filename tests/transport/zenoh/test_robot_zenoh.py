@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 
 from helpers import wait_for
-from zenoh_support import records, start_router
-
 from tf2py import JointStatePublisher, RobotModel, RobotStatePublisher
 from tf2py.robot.joint_state import JOINT_STATE_TYPE_HASH, STRING_TYPE_HASH
 from tf2py.transport.zenoh import wire
+from zenoh_support import records, start_router
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "robot"))
-from rsp_support import SMALL_ARM, TALOS  # noqa: E402  (tests/robot's descriptions)
+from rsp_support import SMALL_ARM, TALOS  # tests/robot's descriptions, on the path above
 
 PEER = str(Path(__file__).resolve().parent / "robot_peer.py")
 NAMESPACE = "/robot7"
