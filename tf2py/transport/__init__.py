@@ -1,8 +1,9 @@
 """Moving transforms, and other ROS 2 messages, between processes, on any bus. Uses tf2py.buffer.
 
 One interface (``interface``: ``Transport``, the one scheme registry and
-``transport_for(address)``, which picks a bus by the address's scheme) and the buses behind
-it as sibling packages: ``zmq`` (``tcp://``, tf2py's own core, and what only it uses: its
+``transport_for(address)``, which picks a bus by the address's scheme; ``bus_classes``: the
+table through which each bus names the classes its factory methods build) and the buses
+behind it as sibling packages: ``zmq`` (``tcp://``, tf2py's own core, and what only it uses: its
 sockets, CURVE ``keys``, ``tcp://`` parsing, the /clock codec), ``ros2`` (``ros2://``, DDS)
 and ``zenoh`` (``zenoh://``, rmw_zenoh's wire), each importing its extra only when used.
 The public classes ask the factory:
