@@ -376,7 +376,7 @@ def test_bad_input_is_refused_with_a_clear_error(rec):
         assert f.stats()["received"] == 0 and len(f) == 0
 
 
-def test_woken_by_a_listener_on_a_real_bus(core, rec):  # noqa: F811
+def test_woken_by_a_listener_on_a_real_bus(core, rec):
     buffer = Buffer()
     with TransformListener(buffer, core.address), TransformBroadcaster(core.address) as b, \
             make_filter(buffer, rec) as f:
