@@ -94,9 +94,9 @@ def mcap_transforms_so_far(path) -> list[tuple[str, str]]:
     from mcap.records import Channel, Message
     from mcap.stream_reader import StreamReader
 
-    from tf2py.bag.codec import Columns, decode_ros2
+    from tf2py.bag.codec import RowBuilder, decode_ros2
 
-    columns = Columns()
+    columns = RowBuilder()
     transform_channels: set[int] = set()
     try:
         with open(path, "rb") as f:
