@@ -37,12 +37,12 @@ def run_variant(n: int, seconds: float, chunk: int, gate_on: bool) -> dict[str, 
     from tf2py.server.fleet.answers import AnswerGate, AnsweringBuffer
     from tf2py.server.fleet.ingest import Ingest
     from tf2py.server.fleet.slots import RobotSlots
-    from tf2py.server.fleet.world import WorldStatic, world_columns
+    from tf2py.server.fleet.world import WorldStatic, world_transforms
 
     buffer = Buffer(cache_time=10.0)
-    parents, children, stamps, values = world_columns(
-        [WorldStatic("world", f"robot{i}/map", (float(i), 0, 0, 0, 0, 0, 1)) for i in range(n)])
-    buffer.set_transforms(parents, children, stamps, values, "world", True)
+    buffer.set_transforms(world_transforms(
+        [WorldStatic("world", f"robot{i}/map", (float(i), 0, 0, 0, 0, 0, 1)) for i in range(n)]),
+        "world", True)
     gate = AnswerGate(max_yield_s=0.25 if gate_on else 0.0)
     ingest = Ingest(buffer, lambda robot: True, RobotSlots(1 << 40), 3600.0, set(),
                     lambda robot, statics, names: None, gate=gate, chunk_bytes=chunk * 4800)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tf2py.server.fleet.world import WorldError, load_world, world_columns
+from tf2py.server.fleet.world import WorldError, load_world, world_transforms
 
 
 def write(tmp_path, text):
@@ -24,8 +24,8 @@ def test_world_file_gives_its_statics_in_order(tmp_path):
         ("world", "robot7/map"), ("world", "robot3/map"), ("world", "dock")]
     assert statics[0].values == (10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
     assert statics[2].values == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
-    parents, children, stamps, values = world_columns(statics)
-    assert values.shape == (3, 7) and list(stamps) == [0, 0, 0]
+    rows = world_transforms(statics)
+    assert rows.values.shape == (3, 7) and list(rows.stamps_ns) == [0, 0, 0]
 
 
 def test_empty_world_file_has_no_statics(tmp_path):

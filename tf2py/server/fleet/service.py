@@ -38,7 +38,7 @@ from .queues import RobotQueues
 from .robots import JOINED, LEFT, RobotTracker
 from .slots import RobotSlots
 from .split import FleetPeers
-from .world import WorldStatic, world_columns
+from .world import WorldStatic, world_transforms
 
 __all__ = ["Fleet", "FLEET_CACHE_TIME", "FLEET_BUDGET_BYTES"]
 
@@ -129,8 +129,7 @@ class Fleet:
 
     def _insert_world(self) -> None:
         if self._world:
-            parents, children, stamps, values = world_columns(self._world)
-            self.buffer.set_transforms(parents, children, stamps, values, "tf2py fleet --world",
+            self.buffer.set_transforms(world_transforms(self._world), "tf2py fleet --world",
                                        True)
 
     def _declare(self) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ...buffer.transforms import Transforms
 from ...transport.yaml_files import YamlFileError, load_yaml, read_text_file
 
-__all__ = ["WorldError", "WorldStatic", "load_world", "parse_world", "world_columns",
+__all__ = ["WorldError", "WorldStatic", "load_world", "parse_world", "world_transforms",
            "MAX_WORLD_BYTES"]
 
 #: The largest world file read (a static is about 100 bytes: 100 000 of them fit).
@@ -136,10 +137,8 @@ def load_world(path: str) -> list[WorldStatic]:
     return parse_world(document, where)
 
 
-def world_columns(statics: list[WorldStatic]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """``(parents, children, stamps_ns, values)``: what ``Buffer.set_transforms`` takes."""
-    parents = [s.parent for s in statics]
-    children = [s.child for s in statics]
-    stamps = np.zeros(len(statics), dtype=np.int64)
+def world_transforms(statics: list[WorldStatic]) -> Transforms:
+    """The statics as one ``Transforms`` stamped 0 (statics hold at every time): what
+    ``Buffer.set_transforms`` takes."""
     values = np.array([s.values for s in statics], dtype=np.float64).reshape(len(statics), 7)
-    return parents, children, stamps, values
+    return Transforms([s.parent for s in statics], [s.child for s in statics], 0, values)
