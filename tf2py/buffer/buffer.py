@@ -136,7 +136,7 @@ class Buffer(BufferCore):
         self._index = RequestIndex(self, self._kernel, self._lock, self.cache_time.nanoseconds)
         finalizer = weakref.finalize(self, _cancel_all, self._index.requests)
         finalizer.atexit = False
-        self._clock = clock
+        self._clock: Any = clock
         self._clock_last: int | None = None  # the clock's last reading, ns
         self._insert_listeners: tuple[InsertListener, ...] = ()  # see add_insert_listener
         self._index.direct = clock is None  # inserts skip the lock: no clock, no insert listener

@@ -84,7 +84,7 @@ class RequestIndex:
         # frame id -> keys of the requests watching it (see _Request.watch / watch_any)
         self._watch: dict[str, _Watchers] = {}
         self._watch_any: dict[str, set[RequestKey]] = {}
-        self._self_ref = weakref.ref(self)
+        self._self_ref: weakref.ref[RequestIndex] = weakref.ref(self)
         self._rechecks = 0  # pending requests re-checked by insertions (see recheck_count)
         #: Threads in a timed wait or registering a request (see Buffer.set_transform).
         self.waiting = 0
