@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..transport.zenoh.session import keys_folder
-from ..transport.zenoh.tls import (CA_CERTIFICATE, IDENTITY_CERTIFICATE, IDENTITY_KEY,
-                                   TLS_FOLDER, has_tls, may_serve)
+from ..transport.zenoh.tls import (
+    CA_CERTIFICATE,
+    IDENTITY_CERTIFICATE,
+    IDENTITY_KEY,
+    TLS_FOLDER,
+    has_tls,
+    may_serve,
+)
 
 __all__ = ["ReplySigner", "ReplyChecker", "signer_for", "checker_for"]
 

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from helpers import Proc
-
 from tf2py import Time
 from tf2py.server.client import BufferClient
 
@@ -73,7 +72,6 @@ def test_bad_world_file_gives_one_line(tmp_path):
 
 def test_a_keyed_fleet_answers_the_sites_clients_and_refuses_others(tmp_path):
     from helpers import free_port
-
     from tf2py import StaticTransformBroadcaster, TimeoutException, make_transform
 
     for site in ("site", "other"):

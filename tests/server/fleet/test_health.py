@@ -6,8 +6,8 @@ import sys
 
 from conftest import ROUTER, zenoh_config
 from helpers import Proc, free_port, wait_for
-from tf2py.server.fleet.service import Fleet
 from test_fleet import Lines
+from tf2py.server.fleet.service import Fleet
 
 
 def test_the_fleet_says_when_its_router_is_unreachable_lost_and_back(tmp_path):

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tf2py.server.fleet.names import (TF_TYPE, RobotFilter, is_tf_publisher, prefix_frame,
-                                      robot_of_data_key, robot_of_token)
+from tf2py.server.fleet.names import (
+    TF_TYPE,
+    RobotFilter,
+    is_tf_publisher,
+    prefix_frame,
+    robot_of_data_key,
+    robot_of_token,
+)
 
 HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
 

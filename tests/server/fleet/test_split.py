@@ -16,7 +16,6 @@ from collections import Counter
 import pytest
 
 from helpers import Proc
-
 from tf2py import Duration, Time
 from tf2py.server import protocol
 from tf2py.server.client import BufferClient

@@ -9,8 +9,15 @@ import time
 import pytest
 
 from helpers import wait_for
-from tf2py import (Buffer, ConnectivityException, ExtrapolationException, LookupException,
-                   Time, TimeoutException, make_transform)
+from tf2py import (
+    Buffer,
+    ConnectivityException,
+    ExtrapolationException,
+    LookupException,
+    Time,
+    TimeoutException,
+    make_transform,
+)
 from tf2py.server.client import BufferClient
 from tf2py.server.server import MAX_GOAL_TIMEOUT, BufferServer
 
