@@ -22,9 +22,10 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.harness import REPO, Missing, Run, version_of
+from bench.harness import Missing, Run, version_of
+from simulators.shared_data import shared_data
 
-DEFAULT_BAG = REPO.parent / "shared" / "data" / "nav2_turtlebot.mcap"
+DEFAULT_BAG = shared_data() / "nav2_turtlebot.mcap"
 TOPICS = ("/tf", "/tf_static")
 
 

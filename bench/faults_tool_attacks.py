@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from bench.faults_support import Row
-from bench.harness import REPO
+from simulators.shared_data import shared_data
 
 
 def attack_bags(n):
@@ -17,7 +17,7 @@ def attack_bags(n):
 
     row = Row("bad bags (bag.load)")
     rng = random.Random(3)
-    data_dir = REPO.parent / "shared" / "data"
+    data_dir = shared_data()
     mcap = (data_dir / "nav2_turtlebot.mcap").read_bytes() if data_dir.exists() else b""
     with tempfile.TemporaryDirectory() as tmp:
         fifo = Path(tmp) / "fifo"

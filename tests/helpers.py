@@ -15,32 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from simulators.shared_data import shared_data
 from tf2py.buffer.buffer import Buffer
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _shared_data() -> Path:
-    """The shared recordings: ``../shared/data`` beside the checkout (as CI provides it), else
-    beside the checkout this one was cloned from (``git clone . /tmp/fresh``), else
-    ``$TF2PY_SHARED_DATA``; the first that exists (``../shared/data`` when none does)."""
-    beside = REPO.parent / "shared" / "data"
-    if beside.is_dir():  # (CI, and any checkout beside shared/: no git call at import)
-        return beside
-    candidates = []
-    try:
-        origin = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        origin = ""
-    if origin and "://" not in origin and ":" not in origin.split("/")[0]:  # a local path
-        candidates.append(Path(origin).resolve().parent / "shared" / "data")
-    if os.environ.get("TF2PY_SHARED_DATA"):
-        candidates.append(Path(os.environ["TF2PY_SHARED_DATA"]))
-    return next((path for path in candidates if path.is_dir()), beside)
-
-
-SHARED_DATA = _shared_data()
+SHARED_DATA = shared_data()
 
 
 def under_ci() -> bool:
