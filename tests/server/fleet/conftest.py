@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,7 @@ from helpers import REPO, Proc, free_port
 
 zenoh = pytest.importorskip("zenoh", reason="the zenoh extra is not installed")
 
-HERE = Path(__file__).resolve().parent
 ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
-ROUTER = str(HERE / "zenoh_router.py")
 
 
 def zenoh_config(tmp_path) -> str:
@@ -27,7 +24,7 @@ def zenoh_config(tmp_path) -> str:
 def router():
     """A Zenoh router on a free loopback port: its locator, e.g. tcp/127.0.0.1:PORT."""
     locator = f"tcp/127.0.0.1:{free_port()}"
-    proc = Proc([sys.executable, ROUTER, locator])
+    proc = Proc([sys.executable, ROBOTS, "--router", locator])
     try:
         proc.wait_for_line("ready", timeout=90)
         yield locator

@@ -15,7 +15,6 @@ import pytest
 from helpers import REPO, Proc
 
 ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
-ROUTER = str(REPO / "tests" / "server" / "fleet" / "zenoh_router.py")
 
 SUBNET = "10.231.1"
 
@@ -104,7 +103,7 @@ def test_cross_robot_lookup_across_hosts(hosts, tmp_path):
     core = f"zenoh://{router_locator}?domain=0&mode=client&config={config}"
     procs = []
     try:
-        procs.append(hosts.run_in("router", [sys.executable, ROUTER, router_locator]))
+        procs.append(hosts.run_in("router", [sys.executable, ROBOTS, "--router", router_locator]))
         procs[-1].wait_for_line("ready", timeout=90)
         fleet = hosts.run_in("fleet", [sys.executable, "-m", "tf2py.cli.main", "fleet",
                                        "--core", core, "--world", str(world)])
