@@ -6,6 +6,7 @@ sleeps), and the path to the shared recordings."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -46,7 +47,34 @@ def free_port() -> int:
 
 
 def free_address() -> str:
-    return f"tcp://127.0.0.1:{free_port()}"
+    """A ``tcp://`` address for a core, which binds its port P and P + 1: both free now."""
+    return f"tcp://127.0.0.1:{free_port_pair()}"
+
+
+def free_port_pair() -> int:
+    """A port P on 127.0.0.1 such that P and P + 1 are both free right now, below the
+    kernel's ephemeral range: a client that connects to a port nobody listens on yet can
+    otherwise be given that very port as its own and connect to itself (TCP simultaneous
+    open), and the core started later cannot bind it."""
+    low = _ephemeral_low()
+    for _ in range(500):
+        port = random.randrange(max(1024, low - 12_000), low - 2)
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port pair")
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def wait_for(condition, timeout: float = 10.0, interval: float = 0.005, message=""):

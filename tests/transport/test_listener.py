@@ -159,7 +159,7 @@ def test_static_broadcaster_keeps_publishing_after_a_failed_publish(core, caplog
 
 
 def test_static_broadcaster_started_before_the_core_latches_when_it_comes_up():
-    from transport_support import free_port_pair
+    from helpers import free_port_pair
 
     address = f"tcp://127.0.0.1:{free_port_pair()}"
     with StaticTransformBroadcaster(address) as static:
@@ -169,7 +169,7 @@ def test_static_broadcaster_started_before_the_core_latches_when_it_comes_up():
 
 
 def test_listener_started_before_the_core_connects_when_it_comes_up():
-    from transport_support import free_port_pair
+    from helpers import free_port_pair
 
     address = f"tcp://127.0.0.1:{free_port_pair()}"
     buffer = RecordingBuffer()
@@ -180,7 +180,7 @@ def test_listener_started_before_the_core_connects_when_it_comes_up():
 
 
 def test_broadcaster_started_before_the_core_connects_when_it_comes_up():
-    from transport_support import free_port_pair
+    from helpers import free_port_pair
 
     address = f"tcp://127.0.0.1:{free_port_pair()}"
     buffer = RecordingBuffer()

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import wait_for
+from helpers import free_port_pair, wait_for
 from tf2py import Buffer, BufferCore, LookupException, Time, make_transform
 from tf2py.buffer.exceptions import InvalidArgumentException
 from tf2py.transport.broadcaster import TransformBroadcaster
 from tf2py.transport.hints import bus_name, no_data_hint
 from tf2py.transport.listener import TransformListener
-from transport_support import core, free_port_pair  # noqa: F401  (fixture)
+from transport_support import core  # noqa: F401  (fixture)
 
 MISSING = '"odom" passed to lookupTransform argument target_frame does not exist.'
 

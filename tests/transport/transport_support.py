@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
-import socket
 import sys
 import textwrap
 import threading
@@ -15,7 +13,7 @@ from typing import NamedTuple
 import pytest
 import zmq
 
-from helpers import InsertHookBuffer, wait_for
+from helpers import InsertHookBuffer, free_port_pair, wait_for
 from tf2py import make_transform
 from tf2py.transport import wire
 from tf2py.transport.zmq.core import Core
@@ -60,32 +58,6 @@ class RecordingBuffer(InsertHookBuffer):
     def rows(self) -> list:
         with self.lock:
             return [(a, s) + r for a, s, rows in self.calls for r in rows]
-
-
-def free_port_pair() -> int:
-    """A port P on 127.0.0.1 such that P and P + 1 are both free right now, below the
-    kernel's ephemeral range: a client that connects to a port nobody listens on yet can
-    otherwise be given that very port as its own and connect to itself (TCP simultaneous
-    open), and the core started later cannot bind it."""
-    low = _ephemeral_low()
-    for _ in range(500):
-        port = random.randrange(max(1024, low - 12_000), low - 2)
-        with socket.socket() as a, socket.socket() as b:
-            try:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port pair")
-
-
-def _ephemeral_low() -> int:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 @pytest.fixture

@@ -6,18 +6,11 @@ import sys
 
 import pytest
 
-from helpers import REPO, Proc, free_port
+from fleet_support import ROBOTS, zenoh_config
+from helpers import Proc, free_port
 
 zenoh = pytest.importorskip("zenoh", reason="the zenoh extra is not installed")
 
-ROBOTS = str(REPO / "simulators" / "fleet_robots.py")
-
-
-def zenoh_config(tmp_path) -> str:
-    """A Zenoh configuration file with multicast scouting off (nothing leaves loopback)."""
-    path = tmp_path / "zenoh.json5"
-    path.write_text('{ scouting: { multicast: { enabled: false } } }\n')
-    return str(path)
 
 
 @pytest.fixture

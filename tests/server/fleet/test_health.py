@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from conftest import ROUTER, zenoh_config
+from fleet_support import ROBOTS, zenoh_config
 from helpers import Proc, free_port, wait_for
 from test_fleet import Lines
 from tf2py.server.fleet.service import Fleet
@@ -19,7 +19,7 @@ def test_the_fleet_says_when_its_router_is_unreachable_lost_and_back(tmp_path):
         wait_for(lambda: lines.has(f"router {locator} unreachable"), 30)
         assert fleet.stats()["router"] == "unreachable"
         for cycle in range(2):
-            router = Proc([sys.executable, ROUTER, locator])
+            router = Proc([sys.executable, ROBOTS, "--router", locator])
             router.wait_for_line("ready", timeout=90)
             count = sum("back" in line for line in lines.lines)
             wait_for(lambda: sum("back" in line for line in lines.lines) == count + 1, 60,
