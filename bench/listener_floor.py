@@ -33,33 +33,8 @@ import sys
 import time
 
 from bench.harness import PY, Run, load_average, start_core
-from bench.transport import NullSink, RawLoop, _spawn
+from bench.transport import _spawn, receivers
 from simulators.bus_processes import SENDER
-from tf2py.buffer.buffer import Buffer
-from tf2py.transport.listener import TransformListener
-
-
-def receivers(address):
-    """name -> make() returning (receiver with close(), count())."""
-
-    def raw(tight):
-        def make():
-            r = RawLoop(address, tight)
-            return r, lambda: r.count
-        return make
-
-    def listener(sink_factory):
-        def make():
-            lst = TransformListener(sink_factory(), address)
-            return lst, lambda: lst.received_transforms
-        return make
-
-    return {
-        "floor": raw(False),
-        "tight floor": raw(True),
-        "sink": listener(NullSink),
-        "listener": listener(Buffer),
-    }
 
 
 def measure(sender, make, messages, batch, settle):

@@ -286,6 +286,30 @@ class NullSink:
         return BatchResult(len(parents), 0, [])
 
 
+def receivers(address, buffer=Buffer):
+    """name -> make() returning (receiver with close(), count()): the raw pyzmq+msgpack floor,
+    its tight loop, and a listener into a no-op sink and into ``buffer()``."""
+
+    def raw(tight):
+        def make():
+            r = RawLoop(address, tight)
+            return r, lambda: r.count
+        return make
+
+    def listener(sink_factory):
+        def make():
+            lst = TransformListener(sink_factory(), address)
+            return lst, lambda: lst.received_transforms
+        return make
+
+    return {
+        "floor": raw(False),
+        "tight floor": raw(True),
+        "sink": listener(NullSink),
+        "listener": listener(buffer),
+    }
+
+
 def measure_receiver(address, batch, count, rate, make):
     """CPU of this process per received transform while ``make()``'s receiver takes
     ``count`` messages of ``batch`` sent at ``rate`` msg/s by a broadcaster process."""
@@ -360,24 +384,12 @@ def section_floor():
     try:
         plan = (((50, 400, 1_000),) if QUICK["on"] else
                 ((1, 30_000, 10_000), (1, 60_000, 30_000), (50, 4_000, 1_000)))
+        makers = receivers(address, lambda: Buffer(cache_time=1e6))
         for batch, count, rate in plan:
-            def raw(tight):
-                def make():
-                    r = RawLoop(address, tight)
-                    return r, lambda: r.count
-                return make
-
-            def listener_with(buffer):
-                def make():
-                    lst = TransformListener(buffer, address)
-                    return lst, lambda: lst.received_transforms
-                return make
-
-            floor, n0 = measure_receiver(address, batch, count, rate, raw(False))
-            tight, n3 = measure_receiver(address, batch, count, rate, raw(True))
-            sink, n1 = measure_receiver(address, batch, count, rate, listener_with(NullSink()))
-            real, n2 = measure_receiver(address, batch, count, rate,
-                                        listener_with(Buffer(cache_time=1e6)))
+            floor, n0 = measure_receiver(address, batch, count, rate, makers["floor"])
+            tight, n3 = measure_receiver(address, batch, count, rate, makers["tight floor"])
+            sink, n1 = measure_receiver(address, batch, count, rate, makers["sink"])
+            real, n2 = measure_receiver(address, batch, count, rate, makers["listener"])
             _row("floor", f"batch {batch} at {rate * batch:,}/s, µs CPU per transform",
                  f"floor {floor:.2f}, tight floor {tight:.2f}, listener->no-op sink {sink:.2f} "
                  f"({sink / floor:.2f}x), listener->Buffer {real:.2f} ({real / floor:.2f}x floor, "
