@@ -314,16 +314,18 @@ class Child:
             self.address = line.split(ready, 1)[1].strip()
 
     def _drain(self) -> None:
-        while self.readline():
+        while self.readline() is not None:
             pass
 
-    def readline(self) -> str:
-        """The next line of output (without its newline); "" at the end."""
+    def readline(self) -> str | None:
+        """The next line of output (without its newline; an empty line is ""); None at the
+        end."""
         assert self.popen.stdout is not None
         line = self.popen.stdout.readline()
-        if line:
-            self.lines.append(line.rstrip("\n"))
-        return line.rstrip("\n") if line else ""
+        if not line:
+            return None
+        self.lines.append(line.rstrip("\n"))
+        return self.lines[-1]
 
     def wait_line(self, word: str, timeout: float = 60.0) -> str:
         """The first line containing ``word`` (from the start of the output)."""
@@ -336,7 +338,7 @@ class Child:
                     return line
             seen = len(lines)
             if self._thread is None:
-                if not self.readline():
+                if self.readline() is None:
                     break
             elif self.popen.poll() is not None and not self._thread.is_alive():
                 break

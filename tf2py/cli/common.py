@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -17,6 +18,18 @@ class CommandError(Exception):
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+_say_lock = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print one whole line on stdout, from any thread: ``print`` writes a line and its
+    newline separately, so two threads printing at once can join two lines and leave an empty
+    one, which breaks a reader of ``--json`` lines."""
+    with _say_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> NoReturn:

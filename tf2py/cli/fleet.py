@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import CommandError, number
+from .common import CommandError, number, say
 
 NAME = "fleet"
 HELP = ("one buffer and lookup service for every robot on a Zenoh domain: frame ids carry "
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from ..server.fleet.service import Fleet
 
     def event(line: str) -> None:
-        print(f"tf2py fleet: {line}", flush=True)
+        say(f"tf2py fleet: {line}")
 
     fleet = None
     try:
@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # zenoh.ZError and the like: say it in one line
             first_line = str(exc).splitlines()[0] if str(exc) else repr(exc)
             raise CommandError(f"cannot open {core}: {first_line}") from None
-        print(f"tf2py fleet: ready at {fleet.address}; ask it with "
-              f"BufferClient({fleet.address!r})", flush=True)
+        say(f"tf2py fleet: ready at {fleet.address}; ask it with "
+            f"BufferClient({fleet.address!r})")
         fleet.stats()  # the first line's rates start now
         while True:
             if not every:
@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(every)
             stats = fleet.stats()
             if args.json:
-                print(json.dumps({"stats": stats}, sort_keys=True), flush=True)
+                say(json.dumps({"stats": stats}, sort_keys=True))
             else:
-                print(f"tf2py fleet: {stats_line(stats)}", flush=True)
+                say(f"tf2py fleet: {stats_line(stats)}")
     finally:
         if fleet is not None:
             fleet.close()

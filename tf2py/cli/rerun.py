@@ -9,7 +9,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from .common import CommandError, parse_core_argument, wait_or_interrupt
+from .common import CommandError, parse_core_argument, say, wait_or_interrupt
 
 NAME = "rerun"
 HELP = "stream the frame tree to the Rerun viewer, or save it as .rrd"
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     where = _open_sink(rr, recording, args)
 
     def announce(frame: str, path: str) -> None:
-        print(f"tf2py rerun: {frame} at {path}", flush=True)
+        say(f"tf2py rerun: {frame} at {path}")
 
     try:
         view = RerunView(core=args.core, recording=recording, on_new_frame=announce)
@@ -109,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(str(exc)) from None
     try:
-        print(f"tf2py rerun: logging the frame tree of {view.core} to {where} "
-              "(Ctrl-C to stop)", flush=True)
+        say(f"tf2py rerun: logging the frame tree of {view.core} to {where} (Ctrl-C to stop)")
         wait_or_interrupt(math.inf)  # until Ctrl-C or SIGTERM
     finally:
         view.close()
