@@ -421,3 +421,54 @@ def test_the_process_exits_cleanly_while_a_daemon_thread_is_inside_a_round(throu
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr
+
+
+# -- a robot's frame ids remembered from one sample to the next ---------------------------------
+
+_FRAME = st.sampled_from(["a", "b", "ab", "ba", "aa", "/a", "", "b/c", "bc"])
+_ROWS = st.lists(st.tuples(_FRAME, _FRAME), min_size=0, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ROWS, min_size=1, max_size=8), st.sets(_FRAME))
+def test_frame_ids_remembered_from_the_last_sample_find_what_a_fresh_lookup_finds(samples, admitted):
+    """The kernel compares a sample's frame ids with the previous sample's of the same
+    FrameIds before it looks them up one by one: ids that only look alike when run together
+    ("a" + "ba" and "ab" + "a"), other orders, other counts and ids never admitted must be
+    found (or refused) exactly as a FrameIds that never saw a sample does."""
+    kept = FrameIds("r/")
+    kept.admit(sorted(admitted))
+    remembered, fresh = BufferCore(10.0), BufferCore(10.0)
+    for k, rows in enumerate(samples):
+        data = _sample([p for p, _ in rows], [c for _, c in rows],
+                       [1_000_000_000 * (k + 1)] * len(rows))
+        once = FrameIds("r/")
+        once.admit(sorted(admitted))
+        got = _insert(remembered, [data, data], [kept, kept])
+        want = _insert(fresh, [data, data], [once, once])
+        assert got.samples.tolist() == want.samples.tolist()
+        assert (got.stored, got.old) == (want.stored, want.old)
+    assert remembered.all_frames_as_string() == fresh.all_frames_as_string()
+    assert sorted(remembered.get_frames()) == sorted(fresh.get_frames())
+    for frame in remembered.get_frames():
+        assert remembered.samples(frame) == fresh.samples(frame)
+
+
+def test_an_insert_made_from_a_destructor_inside_an_insert_keeps_both_rounds_whole():
+    """The kernel keeps its working vectors between calls; an authority whose ``__del__``
+    inserts again (run when a later insert replaces it) gets vectors of its own, and neither
+    round loses or mixes rows."""
+    core = BufferCore(10.0)
+    inner = _sample(["map", "map"], ["x", "y"], [7_000_000_000, 7_000_000_000])
+
+    class Authority:
+        def __del__(self):
+            Authority.result = insert_cdr(core, [inner], [None], "inner", False)
+
+    outer = [_sample(["map"] * 3, ["a", "b", "c"], [5_000_000_000] * 3)]
+    insert_cdr(core, outer, [None], Authority(), False)
+    result = insert_cdr(core, [_sample(["map"] * 3, ["a", "b", "c"], [6_000_000_000] * 3)],
+                        [None], "second", False)
+    assert result.stored == 3 and Authority.result.stored == 2
+    assert [s[0] for s in core.samples("a")] == [5_000_000_000, 6_000_000_000]
+    assert core.lookup_transform("map", "y", Time()).header.stamp.nanoseconds == 7_000_000_000

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -57,6 +58,7 @@ namespace {
 #include "py_velocity.hpp"  // lookup_velocity and lookup_velocities (maths: velocity.hpp)
 #include "py_entry.hpp"     // the public lookup_transform / can_transform, their fallbacks
 #include "py_method.hpp"    // those entries as methods of a store's class (StoreMethod)
+#include "py_frame_ids.hpp" // a robot's frame ids for insert_cdr: admitted, named, remembered
 #include "py_cdr.hpp"       // TFMessage CDR samples decoded, or inserted a round at a time
 
 // The one configuration call (tf2py/buffer/kernel.py makes it once, before the first kernel):

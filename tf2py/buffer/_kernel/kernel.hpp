@@ -141,6 +141,21 @@ class Kernel {
         return insert_ids(c, parent_id, stamp, values, is_static) ? c : kOld;
     }
 
+    // Prefetch hints for a batch of inserts (TimeCache::prefetch_storage): `prefetch` asks
+    // for a frame's cache object, some rows ahead; `prefetch_storage`, fewer rows ahead, once
+    // the object has arrived, for the storage it points to. Ids out of range are ignored.
+    void prefetch(int32_t id) const {
+        const auto c = static_cast<size_t>(id);
+        if (c >= caches_.size()) return;
+        const auto* p = reinterpret_cast<const char*>(&caches_[c]);
+        prefetch_write(p);
+        prefetch_write(p + 64);
+    }
+    void prefetch_storage(int32_t id) const {
+        const auto c = static_cast<size_t>(id);
+        if (c < caches_.size() && has_cache_[c]) caches_[c].prefetch_storage();
+    }
+
     // Store checked values for registered ids.
     bool insert_ids(int32_t child_id, int32_t parent_id, int64_t stamp, const double* values, bool is_static) {
         const size_t c = static_cast<size_t>(child_id);

@@ -429,7 +429,7 @@ class PyKernel {
     std::array<NameSlot, kNameSlots> name_slots_{};
     KernelLock lock_;
     Kernel k_;
-    // Tells kernels apart for what caches their frame ids (py_cdr.hpp's FrameIds).
+    // Tells kernels apart for what caches their frame ids (py_frame_ids.hpp's FrameIds).
     const uint64_t serial_ = next_serial();
     static uint64_t next_serial() {
         static std::atomic<uint64_t> serials{0};

@@ -33,13 +33,29 @@ struct Hint {
     double inv_span = 0.0;  // 1 / (newer - older) of that interval, ns
 };
 
+// Prefetch hints (no-ops where the compiler has none); never fault, whatever the address.
+inline void prefetch_read(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
+inline void prefetch_write(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 1, 3);
+#else
+    (void)p;
+#endif
+}
+
 inline int64_t saturating_sub(int64_t a, int64_t b) {
     if (b > 0 && a < std::numeric_limits<int64_t>::min() + b) return std::numeric_limits<int64_t>::min();
     if (b < 0 && a > std::numeric_limits<int64_t>::max() + b) return std::numeric_limits<int64_t>::max();
     return a - b;
 }
 
-class TimeCache {
+class alignas(64) TimeCache {
   public:
     explicit TimeCache(int64_t cache_time_ns = 10'000'000'000LL, bool is_static = false)
         : window_(cache_time_ns), static_(is_static) {}
@@ -137,7 +153,26 @@ class TimeCache {
 
     // Every insert and clear forgets the interval remembered by single lookups (positions
     // and values can change: compaction, a sample inserted or replaced).
-    void forget_hint() const { own_ = Hint{}; }
+    // (Only the two indices: the arc and the span are read only when arc_index matches.)
+    void forget_hint() const {
+        own_.index = static_cast<size_t>(-1);
+        own_.arc_index = static_cast<size_t>(-1);
+    }
+
+    // Ask the memory for what the next insert touches (its storage's both ends), so that
+    // the inserts of a batch, each on another frame's cold storage, overlap their cache
+    // misses instead of waiting for each in turn. A hint only: nothing is read here but
+    // this object (itself prefetched by the caller, Kernel::prefetch).
+    void prefetch_storage() const {
+        const size_t n = stamps_.size();
+        if (n == start_) return;
+        prefetch_read(stamps_.data() + start_);
+        prefetch_write(stamps_.data() + (n - 1));
+        const auto end = reinterpret_cast<uintptr_t>(values_.data() + 7 * (n - 1)) + 7 * sizeof(double);
+        prefetch_write(reinterpret_cast<const void*>(end));  // where the next values go
+        prefetch_write(reinterpret_cast<const void*>(end + 7 * sizeof(double) - 1));
+        prefetch_write(parents_.data() + (n - 1));
+    }
 
     // Forget every sample (tf2's clearList); a static cache keeps its sample.
     void clear() {
@@ -319,13 +354,15 @@ class TimeCache {
         start_ = 0;
     }
 
+    // Laid out for inserts (the object is aligned to a cache line): what every insert reads
+    // in the first line, the values and the hint's indices it writes in the second.
+    size_t start_ = 0;
+    std::vector<int64_t> stamps_;
+    std::vector<int32_t> parents_;
     int64_t window_;
+    std::vector<double> values_;
     bool static_;
     mutable Hint own_;  // single lookups run with the GIL held: one at a time
-    std::vector<int64_t> stamps_;
-    std::vector<double> values_;
-    std::vector<int32_t> parents_;
-    size_t start_ = 0;
 };
 
 }  // namespace tf2k
