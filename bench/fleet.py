@@ -134,7 +134,7 @@ def run_size(core: str, locator: str, n: int, duration: float, router_pid: int,
             count = per if k < processes - 1 else n - per * (processes - 1)
             sims.append(Child([PY, ROBOTS, "--connect", locator, "--robots",
                                str(count), "--first", str(k * per), "--frames", str(FRAMES),
-                               "--rate", str(RATE), "--statics", "2",
+                               "--rate", str(RATE), "--statics", "2", "--wait-matched", "30",
                                "--duration", str(duration + 4)]))
         for sim in sims:
             sim.wait_line("ready", 120)

@@ -39,6 +39,12 @@ from tf2py.transport.ros2.cdr import encode_tf_columns
 TF_TYPE = "tf2_msgs::msg::dds_::TFMessage_"
 TF_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
 _SENTINEL = 0x7A5A3A1A
+#: How long (microseconds) a session waits for room in a link's queue before Zenoh drops a
+#: sample (its default: 1 000): the robots' sessions and the router's (run_robots,
+#: run_router). Measured with python -m bench fleet --sizes 1000, three runs or more each:
+#: 1 ms lost 0.4-0.9 % in half the runs, 50 ms 0.1-1.1 % in half, 500 ms none; the router
+#: alone at 1 ms (robots at 500 ms) lost 0.24 % in one run of three.
+SESSION_WAIT_BEFORE_DROP_US = 500_000
 
 
 def _mangle(name: str) -> str:
@@ -140,6 +146,14 @@ def run_router(locator: str) -> int:
     config.insert_json5("mode", '"router"')
     config.insert_json5("listen/endpoints", json.dumps([locator]))
     config.insert_json5("scouting/multicast/enabled", "false")
+    # A fleet's router relays every robot's /tf to the fleet over one link (1 000 robots: 100
+    # MB/s). Zenoh's default drops a sample that finds that link's queue full for 1 ms; on
+    # this 2-core machine under the fleet benchmark's load (2 to 3.5 runnable threads per
+    # core) a process is held off the CPU longer than that, and 0.1-1 % of the samples of 1 000
+    # robots were dropped here in some runs, counted by no one. docs/scale.md says what a
+    # site's router should set.
+    config.insert_json5("transport/link/tx/queue/congestion_control/drop/wait_before_drop",
+                        str(SESSION_WAIT_BEFORE_DROP_US))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
@@ -165,6 +179,10 @@ def main() -> int:
     parser.add_argument("--statics", type=int, default=2)
     parser.add_argument("--duration", type=float, default=0.0)
     parser.add_argument("--no-tokens", action="store_true")
+    parser.add_argument("--wait-matched", type=float, default=0.0, metavar="SECONDS",
+                        help="before the first cycle, wait (at most this long) until every "
+                        "robot's /tf publisher has a subscriber: what is sent before Zenoh "
+                        "knows of one is dropped by the publisher, and would count as lost")
     parser.add_argument("--garbage", type=int, default=0,
                         help="also send this many garbage and wrong-typed samples first")
     args = parser.parse_args()
@@ -179,6 +197,14 @@ def main() -> int:
     config.insert_json5("scouting/multicast/enabled", "false")
     # An advanced publisher (transient-local statics) stamps its samples, as rmw_zenoh's do.
     config.insert_json5("timestamping/enabled", '{router: true, peer: true, client: true}')
+    # One session plays hundreds of robots: every cycle it queues all their samples at once
+    # (500 robots: 2.4 MB), where a robot's own session queues one. Zenoh drops a sample that
+    # finds its session's queue to the router full for 1 ms (wait_before_drop), so the
+    # simulator lost samples before the fleet saw them; waiting longer plays the robots as
+    # their own sessions would send, still dropping (never blocking) when the router really
+    # stops reading.
+    config.insert_json5("transport/link/tx/queue/congestion_control/drop/wait_before_drop",
+                        str(SESSION_WAIT_BEFORE_DROP_US))
     session = zenoh.open(config)
     session_id = str(session.info.zid())
     namespaces = [""] if args.root else [
@@ -214,7 +240,14 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
-    print("ready", flush=True)
+    deadline = time.monotonic() + args.wait_matched
+    unmatched = list(publishers) if args.wait_matched > 0 else []
+    while unmatched and time.monotonic() < deadline and not stop.is_set():
+        unmatched = [p for p in unmatched if not p.matching_status.matching]
+        if unmatched:
+            stop.wait(0.02)
+    print(f"ready ({len(publishers) - len(unmatched)} of {len(publishers)} publishers matched)"
+          if args.wait_matched > 0 else "ready", flush=True)
     messages = 0
     period = 1.0 / args.rate if args.rate > 0 else 0.0
     start = time.monotonic()
@@ -235,6 +268,9 @@ def main() -> int:
                 next_cycle = time.monotonic()
     print(f"sent {messages} messages {messages * args.frames} transforms "
           f"in {time.monotonic() - start:.3f} s", flush=True)
+    # The last cycle may still be on its way out of the session's queue (a few MB): closing
+    # the session now would drop it, counted as sent. (A stop asked for does not wait.)
+    stop.wait(1.0)
     for entity in tokens + publishers + static_publishers:
         entity.undeclare()
     session.close()
