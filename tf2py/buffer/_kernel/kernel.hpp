@@ -141,15 +141,15 @@ class Kernel {
         return insert_ids(c, parent_id, stamp, values, is_static) ? c : kOld;
     }
 
-    // Prefetch hints for a batch of inserts (TimeCache::prefetch_storage): `prefetch` asks
+    // Prefetch hints for a batch of inserts (TimeCache::prefetch_storage): `prefetch_cache` asks
     // for a frame's cache object, some rows ahead; `prefetch_storage`, fewer rows ahead, once
     // the object has arrived, for the storage it points to. Ids out of range are ignored.
-    void prefetch(int32_t id) const {
+    void prefetch_cache(int32_t id) const {
         const auto c = static_cast<size_t>(id);
         if (c >= caches_.size()) return;
         const auto* p = reinterpret_cast<const char*>(&caches_[c]);
-        prefetch_write(p);
-        prefetch_write(p + 64);
+        tf2k::prefetch<true>(p);
+        tf2k::prefetch<true>(p + 64);
     }
     void prefetch_storage(int32_t id) const {
         const auto c = static_cast<size_t>(id);

@@ -333,8 +333,8 @@ struct CdrBinding {
         };
         auto prefetch_entries = [&](size_t i) {
             if (i < total && entries[i].second) {
-                tf2k::prefetch_read(entries[i].first);
-                tf2k::prefetch_read(entries[i].second);
+                tf2k::prefetch(entries[i].first);
+                tf2k::prefetch(entries[i].second);
             }
         };
         for (size_t i = 0; i < std::min(total, kAheadEntry); ++i) prefetch_entries(i);
@@ -343,7 +343,7 @@ struct CdrBinding {
             int64_t* r = records + kRecord * s;
             for (size_t i = begin; i < ends[s]; ++i) {
                 prefetch_entries(i + kAheadEntry);
-                kernel.prefetch(child_id(i + kAheadCache));
+                kernel.prefetch_cache(child_id(i + kAheadCache));
                 kernel.prefetch_storage(child_id(i + kAheadStorage));
                 tf2k::CdrRow& row = rows[i];
                 FrameIds::Entry* p = entries[i].first;

@@ -34,16 +34,11 @@ struct Hint {
 };
 
 // Prefetch hints (no-ops where the compiler has none); never fault, whatever the address.
-inline void prefetch_read(const void* p) {
+// Write: for memory about to be written.
+template <bool Write = false>
+inline void prefetch(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p, 0, 3);
-#else
-    (void)p;
-#endif
-}
-inline void prefetch_write(const void* p) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p, 1, 3);
+    __builtin_prefetch(p, Write ? 1 : 0, 3);
 #else
     (void)p;
 #endif
@@ -162,16 +157,16 @@ class alignas(64) TimeCache {
     // Ask the memory for what the next insert touches (its storage's both ends), so that
     // the inserts of a batch, each on another frame's cold storage, overlap their cache
     // misses instead of waiting for each in turn. A hint only: nothing is read here but
-    // this object (itself prefetched by the caller, Kernel::prefetch).
+    // this object (itself prefetched by the caller, Kernel::prefetch_cache).
     void prefetch_storage() const {
         const size_t n = stamps_.size();
         if (n == start_) return;
-        prefetch_read(stamps_.data() + start_);
-        prefetch_write(stamps_.data() + (n - 1));
+        prefetch(stamps_.data() + start_);
+        prefetch<true>(stamps_.data() + (n - 1));
         const auto end = reinterpret_cast<uintptr_t>(values_.data() + 7 * (n - 1)) + 7 * sizeof(double);
-        prefetch_write(reinterpret_cast<const void*>(end));  // where the next values go
-        prefetch_write(reinterpret_cast<const void*>(end + 7 * sizeof(double) - 1));
-        prefetch_write(parents_.data() + (n - 1));
+        prefetch<true>(reinterpret_cast<const void*>(end));  // where the next values go
+        prefetch<true>(reinterpret_cast<const void*>(end + 7 * sizeof(double) - 1));
+        prefetch<true>(parents_.data() + (n - 1));
     }
 
     // Forget every sample (tf2's clearList); a static cache keeps its sample.
