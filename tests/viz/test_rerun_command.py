@@ -5,6 +5,7 @@ moved; bad input is one line."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 
@@ -147,6 +148,30 @@ def test_no_viewer_at_the_url_is_one_line(run, core):
     url = f"rerun+http://127.0.0.1:{free_port()}/proxy"
     _one_line_error(run("--core", core, "--connect", url), 1,
                     f"no Rerun viewer answers at {url}")
+
+
+def test_spawn_without_a_display_is_one_line_naming_the_other_sinks(run, core):
+    # --spawn is the default: on a machine without a screen the viewer cannot start, and the
+    # command said it was logging to it, then retried every sample and raised at exit.
+    env = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "WAYLAND_SOCKET": ""}
+    for args in ([], ["--spawn"]):
+        _one_line_error(run("--core", core, *args, env=env), 1, "no display", "--save FILE.rrd",
+                        "--connect URL")
+
+
+def test_a_spawned_viewer_that_cannot_open_its_display_is_said_in_a_last_line(run, core):
+    # The real viewer, given a display that does not exist: it listens, fails to open the
+    # display and exits; rerun-sdk only warns. (The viewer's own log lines come first, on
+    # the stderr it inherits.)
+    display = next(f":{n}" for n in range(97, 200)
+                   if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
+    result = run("--core", core, env={"DISPLAY": display, "WAYLAND_DISPLAY": ""})
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("tf2py rerun: error: the Rerun viewer started but does not answer "
+                           "on port 9876"), last
+    assert "logging the frame tree" not in result.stdout
 
 
 def test_two_sinks_at_once_are_refused(run, tmp_path):

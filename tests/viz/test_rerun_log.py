@@ -162,3 +162,21 @@ def test_without_rerun_sdk_the_error_is_one_line_naming_the_viz_extra(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout == ("VizDependencyError the Rerun view needs the optional library "
                           "'rerun-sdk': pip install 'tf2py[viz]'\n")
+
+
+def test_a_view_whose_viewer_never_answers_closes_without_raising_and_says_why():
+    # A gRPC sink with no viewer behind it: rerun-sdk retries, then flush() raises; close()
+    # keeps the reason instead (tf2py rerun prints it as a warning line).
+    from helpers import free_port
+    from tf2py.transport.zmq.core import Core
+    from tf2py.viz.rerun import RerunView
+
+    recording = rr.RecordingStream("tf2py-test")
+    recording.connect_grpc(f"rerun+http://127.0.0.1:{free_port()}/proxy")
+    with Core("tcp://127.0.0.1:0") as core:
+        view = RerunView(core=core.address, recording=recording)
+        view.tree.log(["map"], ["odom"], np.array([1_000_000_000]),
+                      np.array([[0, 0, 0, 0, 0, 0, 1.0]]), False)
+        view.close()
+        view.close()  # idempotent
+    assert view.flush_error and "connect" in view.flush_error, view.flush_error

@@ -19,6 +19,7 @@ DESCRIPTION = (
     "stamp, statics once. A bag played on the bus (tf2py play) arrives the same way. "
     "Needs the viz extra: pip install 'tf2py[viz]'.")
 DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
+SPAWN_PORT = 9876  # where a viewer that --spawn starts listens (Rerun's own default)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,11 +34,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parse_core_argument(parser)
 
 
+def _unreachable(host: str, port: int) -> str | None:
+    """Why nothing listens at host:port, or None when something does."""
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=2.0).close()
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
+
+
 def _check_reachable(url: str) -> None:
     """A one-line error now, rather than Rerun's retries and a log line at exit, when nothing
     listens at the URL's host and port."""
-    import socket
-
     parts = urlsplit(url)
     if not parts.scheme.startswith("rerun"):
         raise CommandError(f"--connect {url!r}: expected rerun+http://HOST:PORT/proxy "
@@ -49,11 +59,10 @@ def _check_reachable(url: str) -> None:
     if not host:
         raise CommandError(f"--connect {url!r}: no host", 2)
     port = port or (443 if parts.scheme.endswith("https") else 9876)
-    try:
-        socket.create_connection((host, port), timeout=2.0).close()
-    except OSError as exc:
-        raise CommandError(f"no Rerun viewer answers at {url} ({exc.strerror or exc}): start "
-                           "one with `rerun`, or use --spawn or --save FILE.rrd") from None
+    why = _unreachable(host, port)
+    if why is not None:
+        raise CommandError(f"no Rerun viewer answers at {url} ({why}): start one with "
+                           "`rerun`, or use --spawn or --save FILE.rrd")
 
 
 def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
@@ -75,15 +84,27 @@ def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
     import shutil
     import sys
 
+    elsewhere = ("use --save FILE.rrd and open it where a viewer runs, or --connect URL to "
+                 "a viewer on another machine")
+    if sys.platform.startswith("linux") and not any(
+            os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET")):
+        raise CommandError(f"cannot start the Rerun viewer here: no display (DISPLAY and "
+                           f"WAYLAND_DISPLAY are not set); {elsewhere}")
     # The viewer that rerun-sdk installed beside this Python, also when its folder is not on
     # PATH (a virtualenv used without activating it).
     beside = os.path.join(os.path.dirname(sys.executable), "rerun")
     viewer = beside if os.access(beside, os.X_OK) else shutil.which("rerun")
     try:
-        rr.spawn(recording=recording, executable_path=viewer)
+        rr.spawn(port=SPAWN_PORT, recording=recording, executable_path=viewer)
     except Exception as exc:  # the viewer's executable missing, or it failed to start
-        raise CommandError(f"cannot start the Rerun viewer: {exc} (use --save FILE.rrd and "
-                           "open it where a viewer runs)") from None
+        raise CommandError(f"cannot start the Rerun viewer: {exc} ({elsewhere})") from None
+    # rerun-sdk only warns when the viewer it started is gone (a display it cannot open):
+    # then every sample would be retried and lost, so say it now, in one line.
+    why = _unreachable("127.0.0.1", SPAWN_PORT)
+    if why is not None:
+        recording.disconnect()
+        raise CommandError(f"the Rerun viewer started but does not answer on port "
+                           f"{SPAWN_PORT} ({why}; a display it cannot open?); {elsewhere}")
     return "a new Rerun viewer"
 
 
@@ -114,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         view.close()
         recording.disconnect()
+    if view.flush_error is not None:
+        say(f"tf2py rerun: warning: the last samples did not reach {where}: {view.flush_error}")
     stats = view.stats()
     left_out = sum(stats["left_out"].values())
     print(f"tf2py rerun: logged {stats['logged_transforms']} transforms of {stats['frames']} "

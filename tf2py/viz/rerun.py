@@ -316,6 +316,7 @@ class RerunView:
         self._on_new_frame = on_new_frame
         self._announced: set[str] = set()
         self.received_messages = 0
+        self.flush_error: str | None = None  # why close() could not flush, if it could not
         self._subscriber: Any = TransformSubscriber(core=core, on_batch=self._on_batch,
                                                     keys=keys)
 
@@ -337,13 +338,18 @@ class RerunView:
         return stats
 
     def close(self) -> None:
-        """Stop listening to the bus, then flush the recording. Idempotent."""
+        """Stop listening to the bus, then flush the recording. Idempotent. A sink that
+        cannot take what is left (a viewer that went away) does not raise: ``flush_error``
+        says why."""
         subscriber, self._subscriber = self._subscriber, None
         if subscriber is not None:
             subscriber.close()
             recording = self.recording
             if recording is not None:
-                recording.flush()
+                try:
+                    recording.flush()
+                except RuntimeError as exc:  # rerun-sdk: the gRPC sink never connected
+                    self.flush_error = str(exc).splitlines()[0] if str(exc) else repr(exc)
 
     def __enter__(self) -> RerunView:
         return self
