@@ -472,3 +472,23 @@ def test_an_insert_made_from_a_destructor_inside_an_insert_keeps_both_rounds_who
     assert result.stored == 3 and Authority.result.stored == 2
     assert [s[0] for s in core.samples("a")] == [5_000_000_000, 6_000_000_000]
     assert core.lookup_transform("map", "y", Time()).header.stamp.nanoseconds == 7_000_000_000
+
+
+def test_a_robot_that_sends_several_messages_in_turn_has_each_stored_under_its_own_frames():
+    # Its joints, its odometry and its localisation: three layouts in turn, then a fourth and
+    # a fifth (more than the kernel remembers), each sample's rows under the right names.
+    ids = FrameIds("r/")
+    messages = [(["base_link", "base_link"], ["arm", "wheel"]), (["odom"], ["base_link"]),
+                (["map"], ["odom"]), (["arm"], ["hand"]), (["hand", "hand"], ["f1", "f2"])]
+    ids.admit(sorted({f for parents, children in messages for f in parents + children}))
+    core = BufferCore(10.0)
+    for k in range(12):
+        parents, children = messages[k % len(messages) if k >= 6 else k % 3]
+        stamp = 1_000_000_000 * (k + 1)
+        values = np.tile(IDENTITY, (len(parents), 1))
+        values[:, 0] = k
+        result = _insert(core, [_sample(parents, children, [stamp] * len(parents), values)], [ids])
+        assert result.stored == len(parents)
+        for parent, child in zip(parents, children):
+            latest = core.lookup_transform(f"r/{parent}", f"r/{child}", Time())
+            assert (latest.header.stamp.nanoseconds, latest.transform.translation.x) == (stamp, k)

@@ -1,5 +1,5 @@
 // A robot's frame ids for Kernel.insert_cdr (py_cdr.hpp): the ids Python admitted, their
-// prefixed names, the kernel's ids of those names, and the ids of the robot's last sample.
+// prefixed names, the kernel's ids of those names, and the layouts of the robot's last samples.
 // Part of the binding (binding.cpp includes it once, inside its anonymous namespace, before
 // py_cdr.hpp).
 #pragma once
@@ -63,15 +63,18 @@ class FrameIds {
     }
 
     // The entries of rows [first, rows.end()) appended to `out`; false (out unchanged) when
-    // a row names a frame id not admitted, `where` that row. A robot sends the same frame
-    // ids in the same order sample after sample: they are compared, in one pass over
-    // contiguous memory, with the last sample's, and looked up one by one only when they
-    // differ (the hash lookups cost as much as the inserts themselves, measured).
+    // a row names a frame id not admitted, `where` that row. A robot sends the same few
+    // messages over and over (its joints' frames, its odometry, its localisation), each with
+    // the same frame ids in the same order: a sample is compared, in one pass over contiguous
+    // memory, with the last kLayouts layouts seen, and its ids looked up one by one only when
+    // none matches (the hash lookups cost as much as the inserts themselves, measured).
     bool entries_of(const std::vector<tf2k::CdrRow>& rows, size_t first, std::vector<Pair>& out, uint32_t& where) {
         const size_t n = rows.size() - first;
-        if (n == last_.size() && same_as_last(rows, first)) {
-            out.insert(out.end(), last_.begin(), last_.end());
-            return true;
+        for (const Layout& layout : layouts_) {
+            if (layout.entries.size() == n && layout.matches(rows, first)) {
+                out.insert(out.end(), layout.entries.begin(), layout.entries.end());
+                return true;
+            }
         }
         const size_t before = out.size();
         for (size_t i = first; i < rows.size(); ++i) {
@@ -84,14 +87,16 @@ class FrameIds {
             }
             out.emplace_back(p, c);
         }
-        if (n <= kLastRows) {  // remembered for the next sample
-            last_.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
-            last_text_.clear();
-            last_sizes_.clear();
+        if (n && n <= kLayoutRows) {  // remembered, in place of the oldest layout
+            Layout& layout = layouts_[next_layout_];
+            next_layout_ = (next_layout_ + 1) % kLayouts;
+            layout.entries.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+            layout.text.clear();
+            layout.sizes.clear();
             for (size_t i = first; i < rows.size(); ++i)
                 for (const std::string_view frame : {rows[i].parent, rows[i].child}) {
-                    last_text_.append(frame);
-                    last_sizes_.push_back(static_cast<uint32_t>(frame.size()));
+                    layout.text.append(frame);
+                    layout.sizes.push_back(static_cast<uint32_t>(frame.size()));
                 }
         }
         return true;
@@ -107,28 +112,35 @@ class FrameIds {
     uint64_t busy_ = 0;  // the call of the insert that holds it (set and read with the GIL held)
 
   private:
-    static constexpr size_t kLastRows = 1024;  // longer samples are not remembered
+    static constexpr size_t kLayouts = 4;  // layouts remembered per robot
+    static constexpr size_t kLayoutRows = 1024;  // longer samples are not remembered
 
-    // Whether rows [first, end) name the frame ids of the last sample remembered, in order
-    // (`last_text_`: its parents and children, concatenated; `last_sizes_`: their lengths).
-    bool same_as_last(const std::vector<tf2k::CdrRow>& rows, size_t first) const {
-        const char* text = last_text_.data();
-        const uint32_t* size = last_sizes_.data();
-        for (size_t k = 0; k < last_.size(); ++k) {
-            const tf2k::CdrRow& row = rows[first + k];
-            for (const std::string_view frame : {row.parent, row.child}) {
-                if (frame.size() != *size++ || (!frame.empty() && std::memcmp(text, frame.data(), frame.size()) != 0))
-                    return false;
-                text += frame.size();
+    // The frame ids of a sample looked up one by one: its entries, and its parents and
+    // children concatenated (`text`) with their lengths (`sizes`).
+    struct Layout {
+        std::vector<Pair> entries;
+        std::string text;
+        std::vector<uint32_t> sizes;
+
+        // Whether rows [first, first + entries.size()) name these frame ids, in this order.
+        bool matches(const std::vector<tf2k::CdrRow>& rows, size_t first) const {
+            const char* at = text.data();
+            const uint32_t* size = sizes.data();
+            for (size_t k = 0; k < entries.size(); ++k) {
+                const tf2k::CdrRow& row = rows[first + k];
+                for (const std::string_view frame : {row.parent, row.child}) {
+                    if (frame.size() != *size++ || (!frame.empty() && std::memcmp(at, frame.data(), frame.size()) != 0))
+                        return false;
+                    at += frame.size();
+                }
             }
+            return true;
         }
-        return true;
-    }
+    };
 
     std::string prefix_;
-    std::vector<Pair> last_;  // the entries of the last sample looked up one by one
-    std::string last_text_;
-    std::vector<uint32_t> last_sizes_;
+    std::array<Layout, kLayouts> layouts_;
+    size_t next_layout_ = 0;
     std::deque<Entry> entries_;
     std::unordered_map<std::string_view, Entry*> index_;
     uint64_t serial_ = 0;
