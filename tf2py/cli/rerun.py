@@ -20,6 +20,7 @@ DESCRIPTION = (
     "Needs the viz extra: pip install 'tf2py[viz]'.")
 DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
 SPAWN_PORT = 9876  # where a viewer that --spawn starts listens (Rerun's own default)
+SPAWN_WATCH_S = 1.0  # how long a spawned viewer must keep listening before logging starts
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -99,8 +100,15 @@ def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
     except Exception as exc:  # the viewer's executable missing, or it failed to start
         raise CommandError(f"cannot start the Rerun viewer: {exc} ({elsewhere})") from None
     # rerun-sdk only warns when the viewer it started is gone (a display it cannot open):
-    # then every sample would be retried and lost, so say it now, in one line.
+    # then every sample would be retried and lost, so say it now, in one line. Such a viewer
+    # listens first and exits a few milliseconds later, so it is watched for a moment.
+    import time
+
+    watch_until = time.monotonic() + SPAWN_WATCH_S
     why = _unreachable("127.0.0.1", SPAWN_PORT)
+    while why is None and time.monotonic() < watch_until:
+        time.sleep(0.1)
+        why = _unreachable("127.0.0.1", SPAWN_PORT)
     if why is not None:
         recording.disconnect()
         raise CommandError(f"the Rerun viewer started but does not answer on port "
