@@ -102,17 +102,17 @@ struct CdrBinding {
         }
         auto* records = new int64_t[count ? kRecord * count : 1]();
         nb::capsule owner(records, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
-        Scratch scratch;  // this thread's vectors, kept between calls (a round's rows are ~150 KB)
-        std::vector<tf2k::CdrRow>& rows = scratch->rows;
-        std::vector<FrameIds::Pair>& entries = scratch->entries;
-        std::vector<size_t>& ends = scratch->ends;  // rows of sample s: [ends[s - 1], ends[s])
+        Scratch work;  // this thread's vectors, kept between calls (a round's rows are ~150 KB)
+        std::vector<tf2k::CdrRow>& rows = work->rows;
+        std::vector<FrameIds::Pair>& entries = work->entries;
+        std::vector<size_t>& ends = work->ends;  // rows of sample s: [ends[s - 1], ends[s])
         ends.assign(count, 0);
         const bool release = bytes >= kReleaseGilBytes;
         {
             WithoutGil nogil(release);
             decode_all(held, ids, max_chars, rows, entries, ends, records);
         }
-        std::vector<int32_t>& stored_children = scratch->stored_children;
+        std::vector<int32_t>& stored_children = work->stored_children;
         size_t stored = 0, old = 0;
         {
             Writing access(k.lock_, release);

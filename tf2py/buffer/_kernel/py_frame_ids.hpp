@@ -19,6 +19,9 @@ std::string prefixed_name(std::string_view prefix, std::string_view frame) {
 class FrameIds {
   public:
     explicit FrameIds(std::string prefix) : prefix_(std::move(prefix)) {}
+    // Its index and layouts point into its own entries: never copied.
+    FrameIds(const FrameIds&) = delete;
+    FrameIds& operator=(const FrameIds&) = delete;
 
     struct Entry {
         int32_t id = -1;  // the name's id in the kernel of serial_ (-1: not yet known)
@@ -88,16 +91,16 @@ class FrameIds {
             out.emplace_back(p, c);
         }
         if (n && n <= kLayoutRows) {  // remembered, in place of the oldest layout
-            Layout& layout = layouts_[next_layout_];
-            next_layout_ = (next_layout_ + 1) % kLayouts;
+            // Built aside and moved in whole: a failed allocation midway leaves the old one.
+            Layout layout;
             layout.entries.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
-            layout.text.clear();
-            layout.sizes.clear();
             for (size_t i = first; i < rows.size(); ++i)
                 for (const std::string_view frame : {rows[i].parent, rows[i].child}) {
                     layout.text.append(frame);
                     layout.sizes.push_back(static_cast<uint32_t>(frame.size()));
                 }
+            layouts_[next_layout_] = std::move(layout);
+            next_layout_ = (next_layout_ + 1) % kLayouts;
         }
         return true;
     }
