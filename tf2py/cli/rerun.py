@@ -82,8 +82,15 @@ def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
         except RuntimeError as exc:
             raise CommandError(f"--connect {args.connect!r}: {exc}", 2) from None
         return str(args.connect)
+    return _spawn_viewer(rr, recording)
+
+
+def _spawn_viewer(rr: Any, recording: Any) -> str:
+    """Start a Rerun viewer on this machine and point the recording at it; a one-line error
+    when there is no screen for it or it exits at once."""
     import shutil
     import sys
+    import time
 
     elsewhere = ("use --save FILE.rrd and open it where a viewer runs, or --connect URL to "
                  "a viewer on another machine")
@@ -102,8 +109,6 @@ def _open_sink(rr: Any, recording: Any, args: argparse.Namespace) -> str:
     # rerun-sdk only warns when the viewer it started is gone (a display it cannot open):
     # then every sample would be retried and lost, so say it now, in one line. Such a viewer
     # listens first and exits a few milliseconds later, so it is watched for a moment.
-    import time
-
     watch_until = time.monotonic() + SPAWN_WATCH_S
     why = _unreachable("127.0.0.1", SPAWN_PORT)
     while why is None and time.monotonic() < watch_until:
