@@ -27,7 +27,6 @@ import time
 from typing import Any
 
 from bench.harness import (
-    CLK_TCK,
     PY,
     REPO,
     Child,
@@ -36,6 +35,7 @@ from bench.harness import (
     free_port,
     rss_mib,
     thread_cpu_seconds,
+    threads_cpu,
     version_of,
 )
 
@@ -77,23 +77,6 @@ def last_stats(child: Child) -> dict[str, Any]:
         if line.startswith("stats "):
             return json.loads(line[6:])
     return {}
-
-
-def threads_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds of a process's threads, summed by thread name (Zenoh's runtime names its
-    threads, e.g. ``rx-0``, ``net-0``; Python threads keep the process's name). A Zenoh
-    subscriber's Python callback runs on the Zenoh thread that received the sample."""
-    out: dict[str, float] = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                head, rest = f.read().rsplit(")", 1)
-        except OSError:  # the thread ended meanwhile
-            continue
-        name = head.split("(", 1)[1].rstrip("0123456789-")
-        fields = rest.split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return out
 
 
 def window_stats(child: Child, first: dict[str, Any], last: dict[str, Any]) -> list[dict[str, Any]]:

@@ -63,6 +63,28 @@ def thread_cpu_seconds(native_id: int) -> float:
     return cpu_seconds(f"self/task/{native_id}")
 
 
+def threads_cpu(pid: int | str = "self") -> dict[str, float]:
+    """CPU seconds of a process's threads, summed by thread name without its number (Zenoh's
+    runtime names its threads ``rx-0``, ``net-0``, ...; Python threads keep the process's
+    name), to the nanosecond (the scheduler's ``schedstat``; the tick-counted ``stat`` where
+    the kernel has none)."""
+    out: dict[str, float] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        where = f"/proc/{pid}/task/{task}"
+        try:
+            with open(f"{where}/comm") as f:
+                name = f.read().strip().rstrip("0123456789-")
+            try:
+                with open(f"{where}/schedstat") as f:
+                    seconds = int(f.read().split()[0]) / 1e9
+            except OSError:
+                seconds = cpu_seconds(f"{pid}/task/{task}")
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[name] = out.get(name, 0.0) + seconds
+    return out
+
+
 def status_kib(pid: int | str, field: str) -> int:
     """A memory figure of /proc/PID/status in KiB (``"VmRSS"``, ``"VmHWM"``), 0 if absent."""
     with open(f"/proc/{pid}/status") as f:

@@ -20,7 +20,16 @@ import sys
 import time
 from typing import Any
 
-from bench.harness import PY, Child, Run, free_port, percentile, start_core, tf2py_command
+from bench.harness import (
+    PY,
+    Child,
+    Run,
+    free_port,
+    percentile,
+    start_core,
+    tf2py_command,
+    threads_cpu,
+)
 
 
 def child_send(address: str, count: int, rate: float) -> None:
@@ -66,17 +75,23 @@ def child_receive(address: str, count: int) -> None:
     with TransformSubscriber(core=address, on_batch=on_batch):
         print(json.dumps({"ready": True}), flush=True)
         cpu0 = time.process_time()
+        threads0 = threads_cpu()
         deadline = time.monotonic() + 10 + count / 100
         while len(latencies) < count and time.monotonic() < deadline:
             time.sleep(0.05)
         cpu = time.process_time() - cpu0
+        threads1 = threads_cpu()
+    per = 1e6 / max(1, len(latencies))
+    by_thread = {name: round((seconds - threads0.get(name, 0.0)) * per, 1)
+                 for name, seconds in threads1.items()}
     print(json.dumps({"received": len(latencies),
+                      "threads_us": {k: v for k, v in by_thread.items() if v >= 0.5},
                       "p50_us": percentile(latencies or [0], 50) / 1e3,
                       "p99_us": percentile(latencies or [0], 99) / 1e3,
                       "cpu_per_transform_us": cpu / max(1, len(latencies)) * 1e6}), flush=True)
 
 
-def measure(address: str, count: int, rate: float, env: dict[str, str]) -> dict[str, float]:
+def measure(address: str, count: int, rate: float, env: dict[str, str]) -> dict[str, Any]:
     me = [PY, "-m", "bench.zenoh_bus"]
     receiver = Child([*me, "--child", "receive", address, str(count)], env=env, drain=False)
     sender = Child([*me, "--child", "send", address, str(count), str(rate)], env=env, stdin=True,
@@ -93,6 +108,7 @@ def measure(address: str, count: int, rate: float, env: dict[str, str]) -> dict[
             p.stop(grace=5)
     return {"received": got["received"], "p50_us": got["p50_us"], "p99_us": got["p99_us"],
             "receiver_cpu_us": got["cpu_per_transform_us"],
+            "receiver_threads_us": got["threads_us"],
             "sender_cpu_us": sent["cpu_per_transform_us"]}
 
 
@@ -106,7 +122,7 @@ def main(run: Run, argv: list[str]) -> None:
     env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
            "ROS_DOMAIN_ID": str(random.randint(30, 99))}
     helpers: list[Child] = []
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict[str, Any]] = {}
     try:
         router_port = free_port()
         helpers.append(Child(tf2py_command("router", "--listen", f"tcp/127.0.0.1:{router_port}"),
@@ -129,6 +145,9 @@ def main(run: Run, argv: list[str]) -> None:
             table.add(name, f"{r['received']:.0f}/{count}", f"{r['p50_us']:.0f}",
                       f"{r['p99_us']:.0f}", f"{r['receiver_cpu_us']:.1f}",
                       f"{r['sender_cpu_us']:.1f}", **r)
+            run.note(f"{name} receiver, CPU per transform by thread: " + ", ".join(
+                f"{thread} {us:.0f} µs" for thread, us in sorted(
+                    r["receiver_threads_us"].items(), key=lambda kv: -kv[1])))
     finally:
         for h in helpers:
             h.stop()
