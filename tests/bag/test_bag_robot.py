@@ -112,6 +112,28 @@ def test_each_message_gives_only_the_joints_it_names_in_any_order(tmp_path):
     assert buffer.lookup_transform("link6", "link7", 0).header.stamp.nanoseconds == T0
 
 
+def test_a_mimic_named_in_a_message_keeps_its_own_position_and_a_name_twice_its_first(
+        tmp_path):
+    # robot_state_publisher reads each message into a map that keeps a name's first
+    # position, and derives a mimic only when the message does not give it.
+    states = [(T0, ["finger_right_joint", "finger_left_joint"], [0.01, 0.03]),
+              (T0 + S, ["finger_right_joint"], [0.02]),
+              (T0 + 2 * S, ["joint1", "joint1"], [0.2, 0.9])]
+    buffer = load(write_mcap(tmp_path / "mimic.mcap", states), robot=ARM)
+    for stamp, positions in ((T0, {"finger_left_joint": 0.03, "finger_right_joint": 0.01}),
+                             (T0 + S, {"finger_right_joint": 0.02})):
+        for finger in positions:
+            link = finger.removesuffix("_joint")
+            np.testing.assert_allclose(
+                buffer.lookup_transform("tool0", link, stamp / S).transform.as_matrix(),
+                pinocchio_pose(ARM, positions, link, base="tool0"), atol=1e-12)
+    # the mimic alone moves itself, not its master
+    assert buffer.lookup_transform("tool0", "finger_left", 0).header.stamp.nanoseconds == T0
+    np.testing.assert_allclose(
+        buffer.lookup_transform("base_link", "link1", 0).transform.as_matrix(),
+        pinocchio_pose(ARM, {"joint1": 0.2}, "link1"), atol=1e-12)
+
+
 def test_the_bags_own_tf_is_kept_beside_the_joint_states(tmp_path):
     qs = configurations(3)
     rows = [("map", "base_link", T0 + i * S // 100, (1.0 * i, 0, 0, 0, 0, 0, 1)) for i in range(3)]

@@ -257,6 +257,40 @@ def test_a_partial_mapping_gives_those_joints_and_their_mimics(arm):
     assert arm.transforms({}) == []
 
 
+def test_a_mimic_given_keeps_its_own_position_and_its_own_mimics_follow_it(arm):
+    # robot_state_publisher: a joint state's own position for a mimic wins over its master's;
+    # a mimic not given follows its master, given or followed (grip_a follows grip_b).
+    only = {t.child_frame_id: t for t in arm.transforms({"grip_b": 0.03})}
+    assert list(only) == ["finger_a", "finger_b"]  # not the wrist: roll is not given
+    assert math.isclose(only["finger_b"].transform.translation.y, -0.01 + 0.03)
+    assert math.isclose(only["finger_a"].transform.translation.y, 0.01 - 2 * 0.03 + 0.01)
+    both = {t.child_frame_id: t for t in arm.transforms({"roll": 0.2, "grip_b": 0.03})}
+    assert math.isclose(both["finger_b"].transform.translation.y, -0.01 + 0.03)
+    assert both["wrist"] == arm.transforms({"roll": 0.2})[0]
+    assert arm.movable_positions({"roll": 0.2, "grip_b": 0.03}) == {
+        "roll": 0.2, "grip_a": -2 * 0.03 + 0.01, "grip_b": 0.03}
+    assert arm.movable_joint_names == ["pan", "lift", "reach", "roll", "grip_a", "grip_b"]
+
+
+def test_forward_kinematics_and_fill_with_a_mimic_given_compose_its_transforms(arm):
+    positions = dict(Q, grip_b=-0.04)
+    poses = dict(zip(arm.links, arm.forward_kinematics(positions)))
+    rows = {t.child_frame_id: t.transform.as_matrix() for t in arm.transforms(positions)}
+    for finger in ("finger_a", "finger_b"):
+        np.testing.assert_allclose(np.linalg.inv(poses["wrist"]) @ poses[finger], rows[finger],
+                                   atol=1e-12)
+    assert not np.allclose(poses["finger_b"], dict(zip(
+        arm.links, arm.forward_kinematics(Q)))["finger_b"])  # the mimic's own position counts
+    # links and base choose among the same poses
+    chosen = arm.forward_kinematics(positions, links=["finger_a"], base="wrist")
+    np.testing.assert_allclose(chosen[0], rows["finger_a"], atol=1e-12)
+    buffer = Buffer()
+    arm.fill(buffer, positions, 5.0)
+    np.testing.assert_allclose(
+        buffer.lookup_transform("wrist", "finger_b", Time()).transform.as_matrix(),
+        rows["finger_b"], atol=1e-12)
+
+
 def test_a_sequence_of_the_wrong_length_is_one_value_error(arm):
     with pytest.raises(ValueError, match="4 values") as info:
         arm.transforms([0.1, 0.2])

@@ -99,6 +99,32 @@ def test_moving_joints_and_mimics_and_nothing_for_unknown_names(core, arm):
                                        fk[arm.links.index(link)], atol=1e-9)
 
 
+def test_a_mimic_named_in_a_joint_state_is_sent_at_its_own_position_the_first_name_counts(
+        core, arm):
+    # robot_state_publisher keeps each name's first position and derives a mimic only when
+    # the message does not give it: a message naming the mimic alone moves it alone.
+    buffer = Buffer()
+    with TransformListener(buffer, core), RobotStatePublisher(arm, core) as rsp, \
+            JointStatePublisher(core) as jsp:
+        connect(rsp, lambda: jsp.publish(["grip_mimic", "grip_mimic"], [0.3, 0.9], stamp=60))
+        wait_for(lambda: buffer.can_transform("slider", "finger_b", Time()), timeout=10)
+        (expected,) = [t for t in arm.transforms({"grip_mimic": 0.3})]
+        np.testing.assert_allclose(pose(buffer, "slider", "finger_b"),
+                                   expected.transform.as_matrix(), atol=1e-12)
+        assert not buffer.can_transform("slider", "finger_a", Time())  # its master: not given
+        jsp.publish(["grip", "grip_mimic"], [0.5, 0.1], stamp=61)
+        wait_for(lambda: buffer.can_transform("slider", "finger_a", Time()), timeout=10)
+        wait_for(lambda: buffer.lookup_transform("slider", "finger_b", Time()).header.stamp
+                 == Time(61), timeout=10)
+        by_child = {t.child_frame_id: t.transform.as_matrix()
+                    for t in arm.transforms({"grip": 0.5, "grip_mimic": 0.1})}
+        for link in ("finger_a", "finger_b"):
+            np.testing.assert_allclose(pose(buffer, "slider", link), by_child[link], atol=1e-12)
+        assert not np.allclose(by_child["finger_b"], [
+            t for t in arm.transforms({"grip": 0.5}) if t.child_frame_id == "finger_b"
+        ][0].transform.as_matrix())  # (the master's 0.5 would put it elsewhere)
+
+
 def test_rate_limit_is_robot_state_publishers_counted_by_stamps(core, arm):
     with RobotStatePublisher(arm, core, publish_frequency=20.0) as rsp, \
             JointStatePublisher(core) as jsp:

@@ -51,7 +51,12 @@ class Kinematics:
         # document order: the joints ``transforms`` publishes.
         self.moving = [j for j in description.joints if j.name in drives]
         self.moving_index = {j.name: k for k, j in enumerate(self.moving)}
+        self.moving_names = [j.name for j in self.moving]
         m = len(self.moving)
+        # A joint state may give a mimic's own position (robot_state_publisher then uses it):
+        # each moving mimic's master among the moving joints, masters before their mimics.
+        self.mimic_steps = _mimic_steps(self.moving, self.moving_index)
+        self._walk_moving: LinkWalk | None = None
         self.source = np.array([drives[j.name].source for j in self.moving], dtype=np.intp)
         self.multiplier = np.array([drives[j.name].multiplier for j in self.moving])
         self.offset = np.array([drives[j.name].offset for j in self.moving])
@@ -80,8 +85,10 @@ class Kinematics:
         self.root = self.link_index[description.root]
         by_child = {j.child: j for j in description.joints}
         walk: list[tuple[int, int, int, Array, Array, float, float]] = []
+        self._walk_joints: list[str] = []  # the joint moving each link ("" for the root)
         for link in self.links:
             moved_by = by_child.get(link)
+            self._walk_joints.append("" if moved_by is None else moved_by.name)
             if moved_by is None:  # the root
                 walk.append((-1, STATIC, 0, np.eye(4), np.zeros(3), 1.0, 0.0))
                 continue
@@ -97,6 +104,7 @@ class Kinematics:
                          1.0 if drive is None else drive.multiplier,
                          0.0 if drive is None else drive.offset))
         self.walk = LinkWalk(len(description.joint_names), walk)
+        self._steps = walk
         # The fixed joints (published once, on /tf_static).
         statics = [j for j in description.joints if j.type == "fixed"]
         self.static_parents = [j.parent for j in statics]
@@ -113,6 +121,35 @@ class Kinematics:
             return positions
         moved: Array = positions[..., self.source] * self.multiplier + self.offset
         return moved
+
+    def theta_of(self, given: Array) -> Array:
+        """The moving joints' positions ``(..., M)`` from those a joint state gives ``(...,
+        M)``, NaN where it gives none: a joint given keeps its position (a mimic too, as
+        robot_state_publisher takes a mimic's own position when the message has one); a
+        mimic not given follows its master, given or followed (``multiplier × master +
+        offset``); NaN where neither."""
+        theta = np.array(given, dtype=np.float64)
+        for joint, master, multiplier, offset in self.mimic_steps:
+            own = theta[..., joint]
+            missing = np.isnan(own)
+            if missing.any():
+                theta[..., joint] = np.where(missing, theta[..., master] * multiplier + offset,
+                                             own)
+        return theta
+
+    def poses_of_theta(self, theta: Array, links: list[int] | None = None,
+                       base: int = -1) -> Array:
+        """``poses`` for the moving joints' positions ``theta (N, M)`` (finite) rather than
+        the driven ones: a walk whose joints each read their own column, built when first
+        asked for (a mimic given its own position)."""
+        if self._walk_moving is None:
+            self._walk_moving = LinkWalk(len(self.moving), [
+                (parent, kind, source, origin, axis, multiplier, offset)
+                if kind == STATIC else
+                (parent, kind, self.moving_index[name], origin, axis, 1.0, 0.0)
+                for name, (parent, kind, source, origin, axis, multiplier, offset)
+                in zip(self._walk_joints, self._steps)])
+        return self._walk_moving.poses(theta, links, base)
 
     def rows(self, theta: Array) -> Array:
         """The moving joints' transforms ``(M, N, 7)`` for their positions ``theta (N, M)``."""
@@ -139,3 +176,24 @@ class Kinematics:
         """``(N, K, 4, 4)`` poses of ``links`` (default every link, in order) in link ``base``
         (-1: the root) for finite ``positions (N, dof)``."""
         return self.walk.poses(positions, links, base)
+
+
+def _mimic_steps(moving: list[Joint],
+                 index: dict[str, int]) -> list[tuple[int, int, float, float]]:
+    """``(joint, master, multiplier, offset)`` for each moving mimic (indices among the
+    moving joints), masters before their mimics (a mimic of a mimic after its master's
+    step)."""
+    by_name = {joint.name: joint for joint in moving}
+
+    def depth(joint: Joint) -> int:
+        hops = 0
+        while joint.mimic is not None:  # (chains end in a driven joint: the model checked)
+            joint = by_name[joint.mimic.joint]
+            hops += 1
+        return hops
+
+    steps = [(depth(joint), index[joint.name], index[joint.mimic.joint],
+              joint.mimic.multiplier, joint.mimic.offset)
+             for joint in moving if joint.mimic is not None]
+    steps.sort(key=lambda step: (step[0], step[1]))
+    return [step[1:] for step in steps]

@@ -4,7 +4,8 @@ its forward kinematics, with no bus.
 The meaning is urdfdom's and robot_state_publisher's: a joint maps its child link into its
 parent link by its origin (xyz, then rpy with R = Rz·Ry·Rx) followed by its motion; fixed
 joints are static transforms, revolute, continuous and prismatic joints move with the joint
-states (mimics follow their masters), floating and planar joints are left to localisation.
+states (mimics follow their masters, unless a joint state gives a mimic's own position, which
+robot_state_publisher then uses), floating and planar joints are left to localisation.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class RobotModel:
         self.joint_names: list[str] = list(description.joint_names)
         self.urdf: str = urdf
         self._kinematics = Kinematics(description)
+        #: The joints /tf carries: the driven joints and the mimics following them, in
+        #: document order (the columns of ``joint_state_rows``).
+        self.movable_joint_names: list[str] = list(self._kinematics.moving_names)
         self._driven_index = {name: k for k, name in enumerate(self.joint_names)}
         self._names: dict[str, tuple[list[str], list[str]]] = {}
 
@@ -102,20 +106,7 @@ class RobotModel:
         """``(dof,)`` positions in ``joint_names`` order; for a mapping, NaN where a joint
         is not given (names not in the model are ignored)."""
         if isinstance(positions, Mapping):
-            out = np.full(len(self.joint_names), np.nan)
-            index = self._driven_index
-            for name, value in positions.items():
-                k = index.get(name)
-                if k is not None:
-                    try:
-                        value = float(value)
-                    except (TypeError, ValueError):
-                        raise ValueError(f"joint {name!r}: position {value!r} is not a number"
-                                         ) from None
-                    if not math.isfinite(value):
-                        raise ValueError(f"joint {name!r}: position {value} is not finite")
-                    out[k] = value
-            return out
+            return _read_mapping(positions, self._driven_index)
         array = self._configurations(positions)
         if array.ndim != 1:
             raise ValueError(f"one configuration needs {len(self.joint_names)} positions "
@@ -143,10 +134,18 @@ class RobotModel:
         """Every movable joint's position for one configuration, in document order: the
         driven joints given and the mimics following them (``multiplier × master +
         offset``), as joint_state_publisher lists them on ``/joint_states``."""
-        k = self._kinematics
-        theta = k.moving_positions(self.positions_array(positions))
-        return {joint.name: value for joint, value in zip(k.moving, theta.tolist())
+        theta = self._theta(positions)
+        return {name: value for name, value in zip(self.movable_joint_names, theta.tolist())
                 if value == value}  # NaN: not given (nor its master)
+
+    def _theta(self, positions: Positions) -> npt.NDArray[np.float64]:
+        """The movable joints' positions ``(M,)`` for one configuration (NaN: not given):
+        a mapping may give mimics their own positions (robot_state_publisher's rule); a
+        sequence gives the driven joints, the mimics following them."""
+        k = self._kinematics
+        if isinstance(positions, Mapping):
+            return k.theta_of(_read_mapping(positions, k.moving_index))
+        return k.moving_positions(self.positions_array(positions))
 
     # -- transforms ------------------------------------------------------------------------
 
@@ -177,7 +176,7 @@ class RobotModel:
         """
         k = self._kinematics
         if isinstance(positions, Mapping):
-            array = self.positions_array(positions)[None, :]
+            theta = self._theta(positions)[None, :]
         else:
             array = np.asarray(positions, dtype=np.float64)
             if array.ndim == 1:
@@ -185,7 +184,27 @@ class RobotModel:
             if array.ndim != 2 or array.shape[1] != len(self.joint_names):
                 raise ValueError(f"positions need {len(self.joint_names)} values per "
                                  f"configuration (joint_names order), got shape {array.shape}")
-        n = array.shape[0]
+            theta = k.moving_positions(array)
+        return self._rows_of(theta, stamps_ns, frame_prefix)
+
+    def joint_state_rows(self, given: Any, stamps_ns: Any = 0,
+                         frame_prefix: str = "") -> Transforms:
+        """``movable_rows`` for joint states read onto ``movable_joint_names``: ``given``
+        ``(M,)`` or ``(N, M)``, NaN where a message names no position; a mimic given keeps
+        its own position, one not given follows its master (robot_state_publisher's rule)."""
+        array = np.asarray(given, dtype=np.float64)
+        if array.ndim == 1:
+            array = array[None, :]
+        if array.ndim != 2 or array.shape[1] != len(self.movable_joint_names):
+            raise ValueError(f"joint states need {len(self.movable_joint_names)} values per "
+                             f"message (movable_joint_names order), got shape {array.shape}")
+        return self._rows_of(self._kinematics.theta_of(array), stamps_ns, frame_prefix)
+
+    def _rows_of(self, theta: npt.NDArray[np.float64], stamps_ns: Any,
+                 frame_prefix: str) -> Transforms:
+        """The rows of the movable joints' positions ``theta (N, M)`` (NaN: no row)."""
+        k = self._kinematics
+        n = theta.shape[0]
         stamps = np.asarray(stamps_ns, dtype=np.int64)
         if stamps.ndim == 0:
             stamps = np.full(n, int(stamps), dtype=np.int64)
@@ -193,13 +212,13 @@ class RobotModel:
             raise ValueError(f"{n} configurations need {n} stamps, got shape {stamps.shape}")
         names_p, names_c = self._moving_names(frame_prefix)
         if n == 1:  # a joint state: the publishers' path
-            theta = k.moving_positions(array[0])
+            theta = theta[0]
             values = k.rows_single(theta)
             parents, children = list(names_p), list(names_c)
             all_stamps = np.full(len(theta), stamps[0], dtype=np.int64)
         else:
-            theta = k.moving_positions(array).T
-            values = k.rows(theta.T).reshape(-1, 7)
+            values = k.rows(theta).reshape(-1, 7)
+            theta = theta.T
             parents = list(chain.from_iterable(repeat(p, n) for p in names_p))
             children = list(chain.from_iterable(repeat(c, n) for c in names_c))
             all_stamps = np.tile(stamps, len(theta))
@@ -230,7 +249,7 @@ class RobotModel:
         configuration: those given and the mimics following them (a sequence gives all).
         ``stamp`` is a ``Time`` or seconds."""
         k = self._kinematics
-        theta = k.moving_positions(self.positions_array(positions))
+        theta = self._theta(positions)
         values = k.rows_single(theta)
         time = stamp if type(stamp) is Time else Time.from_nanoseconds(to_nanoseconds(stamp, "stamp"))
         parents, children = self._moving_names(frame_prefix)
@@ -252,18 +271,24 @@ class RobotModel:
         driven joint, or ``(dof,)``), ``(N, L, 4, 4)`` for ``(N, dof)`` positions. Pose
         ``T`` maps data in the link into ``base``. Floating and planar joints stand at
         their origin."""
+        chosen = None if links is None else self._link_indices(links, "links")
+        b = -1 if base is None or base == self.root else self._link_indices([base], "base")[0]
         if isinstance(positions, Mapping):
             array = self.positions_array(positions)
             missing = [self.joint_names[i] for i in np.flatnonzero(np.isnan(array)).tolist()]
             if missing:
                 raise ValueError(f"forward_kinematics needs every driven joint; missing: "
                                  f"{', '.join(repr(m) for m in missing[:8])}")
+            k = self._kinematics
+            if any(k.moving_names[joint] in positions for joint, _, _, _ in k.mimic_steps):
+                # a mimic given its own position: the walk over every movable joint
+                poses: npt.NDArray[np.float64] = k.poses_of_theta(
+                    self._theta(positions)[None, :], chosen, b)[0]
+                return poses
         else:
             array = self._configurations(positions)
         single = array.ndim == 1
         configurations = array[None, :] if single else array
-        chosen = None if links is None else self._link_indices(links, "links")
-        b = -1 if base is None or base == self.root else self._link_indices([base], "base")[0]
         out = self._kinematics.poses(configurations, chosen, b)
         return out[0] if single else out
 
@@ -297,7 +322,8 @@ class RobotModel:
         stored = 0
         if len(statics):
             stored += buffer.set_transforms(statics, authority, True).stored
-        rows = self.movable_rows(array, stamps_ns, frame_prefix)
+        rows = self.movable_rows(positions if isinstance(positions, Mapping) else array,
+                                 stamps_ns, frame_prefix)
         if len(rows):
             stored += buffer.set_transforms(rows, authority, False).stored
         return int(stored)
@@ -326,3 +352,20 @@ def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
     if array.dtype.kind in "iu":
         return array.astype(np.int64) * 1_000_000_000
     return np.array([to_nanoseconds(s, "stamp") for s in stamps], dtype=np.int64)
+
+
+def _read_mapping(positions: Mapping[str, Any], index: Mapping[str, int]) -> npt.NDArray[np.float64]:
+    """The positions a mapping gives onto ``index``'s columns, NaN for the others; names
+    not in ``index`` are ignored. ValueError for a position that is not a finite number."""
+    out = np.full(len(index), np.nan)
+    for name, value in positions.items():
+        k = index.get(name)
+        if k is not None:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"joint {name!r}: position {value!r} is not a number") from None
+            if not math.isfinite(value):
+                raise ValueError(f"joint {name!r}: position {value} is not finite")
+            out[k] = value
+    return out

@@ -17,12 +17,13 @@ import math
 import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from ..buffer.time import Time, to_nanoseconds
+from ..buffer.transforms import Transforms
 from ..transport.broadcaster import StaticTransformBroadcaster, TransformBroadcaster
 from ..transport.counters import DropCounter
 from ..transport.interface import TopicReceiver, TopicSender, transport_for
@@ -118,7 +119,7 @@ class RobotStatePublisher:
         self.published_messages = 0
         self.published_transforms = 0
         self.skipped_messages = 0
-        self._index = JointIndex(model.joint_names)
+        self._index = JointIndex(model.movable_joint_names)
         self._times = PublishTimes(int(1000.0 / frequency) * 1_000_000)
         self._decoder = JointStateDecoder()
         self._parts: list[Any] = []
@@ -174,11 +175,11 @@ class RobotStatePublisher:
         if not self._times.due(names, message.stamp_ns, now_ns, self.ignore_timestamp):
             self.skipped_messages += 1
             return
-        configuration = self._index.configuration(names, position)
-        self._send(configuration, now_ns if self.ignore_timestamp else message.stamp_ns)
+        given = self._index.configuration(names, position)
+        self._send(self.model.joint_state_rows(
+            given, now_ns if self.ignore_timestamp else message.stamp_ns, self.frame_prefix))
 
-    def _send(self, configuration: npt.NDArray[np.float64], stamp_ns: int) -> None:
-        rows = self.model.movable_rows(configuration, stamp_ns, self.frame_prefix)
+    def _send(self, rows: Transforms) -> None:
         if not rows.parents:
             return
         with self._lock:
@@ -198,9 +199,10 @@ class RobotStatePublisher:
         position or a sequence of the wrong length; RuntimeError once closed."""
         if self._closing.closed:
             raise RuntimeError("publish on a closed RobotStatePublisher")
-        configuration = self.model.positions_array(positions)
+        if not isinstance(positions, Mapping):  # checked: finite, joint_names' length
+            positions = self.model.positions_array(positions)
         stamp_ns = time.time_ns() if stamp is None else to_nanoseconds(stamp, "stamp")
-        self._send(configuration, stamp_ns)
+        self._send(self.model.movable_rows(positions, stamp_ns, self.frame_prefix))
 
     # -- the rest ----------------------------------------------------------------------------
 

@@ -22,13 +22,13 @@ _Ints = npt.NDArray[np.intp]
 
 
 class JointIndex:
-    """Maps a message's (names, positions) onto a ``(dof,)`` configuration in
-    ``joint_names`` order, NaN for the joints it does not name; names the model lacks are
-    ignored. A name given twice: the last position wins."""
+    """Maps a message's (names, positions) onto the model's ``movable_joint_names`` (``(M,)``,
+    NaN for the joints it does not name); names the model lacks are ignored. A name given
+    twice: the first position counts (robot_state_publisher's map keeps the first)."""
 
     def __init__(self, joint_names: Sequence[str]):
         self._index = {name: k for k, name in enumerate(joint_names)}
-        self._dof = len(joint_names)
+        self._dof = len(joint_names)  # (columns: the movable joints)
         self._names: list[str] | None = None
         self._source: _Ints = np.zeros(0, dtype=np.intp)
         self._target: _Ints = np.zeros(0, dtype=np.intp)
@@ -36,8 +36,12 @@ class JointIndex:
     def configuration(self, names: list[str],
                       positions: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         if names is not self._names:
-            pairs = [(i, self._index[name]) for i, name in enumerate(names)
-                     if name in self._index]
+            pairs = []
+            seen: set[str] = set()
+            for i, name in enumerate(names):
+                if name in self._index and name not in seen:
+                    seen.add(name)
+                    pairs.append((i, self._index[name]))
             self._source = np.array([p[0] for p in pairs], dtype=np.intp)
             self._target = np.array([p[1] for p in pairs], dtype=np.intp)
             self._names = names
