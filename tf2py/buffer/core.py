@@ -216,6 +216,14 @@ class BufferCore:
         ``tf2py fleet`` calls it for the statics of a robot that has gone for good."""
         return int(self._kernel.drop_static([f for f in frames if isinstance(f, str)]))
 
+    def forget_frames(self, frames: Iterable[str]) -> int:
+        """Forget ``frames`` whole: their transforms, static or dynamic, and their names, so
+        that a lookup naming one fails as for a frame never heard (LookupException) and
+        ``get_frames`` no longer lists it; a frame named again later starts afresh. (tf2
+        never forgets a name; ``tf2py fleet`` forgets a robot gone for good.) Returns how
+        many were forgotten."""
+        return int(self._kernel.forget([f for f in frames if isinstance(f, str)]))
+
     # -- lookups --------------------------------------------------------------------------
 
     # These two are the kernel's own functions (kernel_entry; what they do not answer comes

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import wait_for
-from tf2py import Time
+from tf2py import LookupException, Time
 from tf2py.buffer.buffer import Buffer
 from tf2py.server.fleet import slots as slots_module
 from tf2py.server.fleet.ingest import Ingest
@@ -72,6 +72,17 @@ class Harness:
         self.ingest.close()
 
 
+def _errors(buffer: Buffer, frame: str) -> list[Exception]:
+    """What a lookup of ``frame`` from the robot's other frames raises."""
+    out: list[Exception] = []
+    for other in ("robot7/map", "robot7/odom"):
+        try:
+            buffer.lookup_transform(other, frame, Time())
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            out.append(exc)
+    return out
+
+
 @pytest.fixture
 def harness():
     h = Harness()
@@ -88,6 +99,14 @@ def test_a_forgotten_robot_loses_its_statics_dynamic_frames_names_and_queue(harn
     assert not buffer.can_transform("robot7/map", "robot7/base_link", Time())
     assert not buffer.can_transform("robot7/base_link", "robot7/laser", Time())
     assert harness.frames_with_data() == 0  # nothing of it is answered any more
+    # its names too: a lookup fails as for a robot never heard, and nothing lists them
+    assert not [f for f in buffer.get_frames() if f.startswith("robot7/")]
+    with pytest.raises(LookupException, match='"robot7/map" passed to lookupTransform '
+                       'argument target_frame does not exist'):
+        buffer.lookup_transform("robot7/map", "robot7/laser", Time())
+    errors = _errors(buffer, "robot7/base_link")
+    assert [type(e) for e in errors] == [LookupException] * 2
+    assert not any("Did you mean" in str(e) for e in errors)
     assert len(harness.slots) == 0 and harness.slots.name_bytes == 0
     assert harness.slots.name_count == 0
     assert harness.ingest._keys == {} and harness.ingest._frame_ids == {}
@@ -114,6 +133,9 @@ def test_world_statics_stay_when_their_robot_is_forgotten():
         h.forget_all()
         assert h.buffer.can_transform("world", "robot7/map", Time())
         assert not h.buffer.can_transform("world", "robot7/odom", Time())
+        with pytest.raises(LookupException, match='"robot7/odom" passed to lookupTransform'):
+            h.buffer.lookup_transform("world", "robot7/odom", Time())
+        assert sorted(h.buffer.get_frames()) == ["robot7/map", "world"]
     finally:
         h.close()
 

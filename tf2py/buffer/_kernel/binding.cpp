@@ -146,7 +146,8 @@ NB_MODULE(_kernel_ext, m) {
         .def("samples", &PyKernel::samples, "frame"_a)
         .def("memory_bytes", &PyKernel::memory_bytes)
         .def("clear", &PyKernel::clear)
-        .def("drop_static", &PyKernel::drop_static, "names"_a);
+        .def("drop_static", &PyKernel::drop_static, "names"_a)
+        .def("forget", &PyKernel::forget, "names"_a);
     InsertBinding::bind(kernel);
     ForwardBinding::bind(m);
     EntryBinding::bind(kernel);

@@ -74,7 +74,7 @@ class Kernel {
         names_.emplace_back(kNoParent);
         ids_.emplace(names_.front(), 0);
         caches_.emplace_back(window_, false);
-        has_cache_.push_back(0);
+        has_cache_.push_back(kNoCache);
     }
 
     Kernel(const Kernel&) = delete;  // ids_ holds views of names_
@@ -84,7 +84,9 @@ class Kernel {
     size_t frame_count() const { return names_.size(); }
     const std::string& name(int32_t id) const { return names_[static_cast<size_t>(id)]; }
     bool valid_id(int64_t id) const { return id > 0 && static_cast<size_t>(id) < names_.size(); }
-    bool has_cache(int32_t id) const { return has_cache_[static_cast<size_t>(id)] != 0; }
+    bool has_cache(int32_t id) const { return has_cache_[static_cast<size_t>(id)] == kCache; }
+    // Whether the id's name was forgotten (forget): no longer a frame, never given out again.
+    bool forgotten(int32_t id) const { return has_cache_[static_cast<size_t>(id)] == kForgotten; }
     const TimeCache& cache(int32_t id) const { return caches_[static_cast<size_t>(id)]; }
 
     // The id a lookup accepts for this name, or 0 (unknown, empty, leading '/', NO_PARENT).
@@ -153,16 +155,18 @@ class Kernel {
     }
     void prefetch_storage(int32_t id) const {
         const auto c = static_cast<size_t>(id);
-        if (c < caches_.size() && has_cache_[c]) caches_[c].prefetch_storage();
+        if (c < caches_.size() && has_cache_[c] == kCache) caches_[c].prefetch_storage();
     }
 
     // Store checked values for registered ids.
     bool insert_ids(int32_t child_id, int32_t parent_id, int64_t stamp, const double* values, bool is_static) {
         const size_t c = static_cast<size_t>(child_id);
-        if (!has_cache_[c] || caches_[c].is_static() != is_static) {
+        if (has_cache_[c] != kCache || caches_[c].is_static() != is_static) {
+            // (an id forgotten while an insert held it: nothing is stored under it again)
+            if (has_cache_[c] == kForgotten) return false;
             // A change of kind (static <-> dynamic) replaces the cache (ROS 2 rule).
             caches_[c] = TimeCache(window_, is_static);
-            has_cache_[c] = 1;
+            has_cache_[c] = kCache;
         }
         return caches_[c].insert(stamp, values, parent_id);
     }
@@ -172,7 +176,7 @@ class Kernel {
     // samples one by one), and the store itself.
     bool takes_run(int32_t child_id, int64_t first) const {
         const size_t c = static_cast<size_t>(child_id);
-        return has_cache_[c] && caches_[c].takes_run_from(first);
+        return has_cache_[c] == kCache && caches_[c].takes_run_from(first);
     }
     void insert_run_ids(int32_t child_id, int32_t parent_id, const int64_t* stamps, const double* values, size_t m) {
         caches_[static_cast<size_t>(child_id)].append_run(stamps, values, m, parent_id);
@@ -185,7 +189,7 @@ class Kernel {
         names_.emplace_back(name);
         ids_.emplace(names_.back(), id);  // a view of the deque's string, which never moves
         caches_.emplace_back(window_, false);
-        has_cache_.push_back(0);
+        has_cache_.push_back(kNoCache);
         return id;
     }
 
@@ -198,9 +202,24 @@ class Kernel {
     // when the frame has none. The name stays registered, as tf2 never forgets a name.
     bool drop_static(int32_t id) {
         const size_t c = static_cast<size_t>(id);
-        if (!has_cache_[c] || !caches_[c].is_static()) return false;
+        if (has_cache_[c] != kCache || !caches_[c].is_static()) return false;
         caches_[c] = TimeCache(window_, false);
-        has_cache_[c] = 0;
+        has_cache_[c] = kNoCache;
+        return true;
+    }
+
+    // Forget a frame whole (tf2py fleet: a robot gone for good): its data, static or dynamic,
+    // and its name, so that a lookup no longer finds it (tf2 itself never forgets a name).
+    // The id is never given out again: a sample still naming it as a parent (of another
+    // frame) then leads nowhere, as a parent without data does; the name, registered again,
+    // gets a new id. False when the id is not a frame's (or already forgotten).
+    bool forget(int32_t id) {
+        if (!valid_id(id) || forgotten(id)) return false;
+        const size_t c = static_cast<size_t>(id);
+        const auto it = ids_.find(names_[c]);
+        if (it != ids_.end() && it->second == id) ids_.erase(it);
+        caches_[c] = TimeCache(window_, false);
+        has_cache_[c] = kForgotten;
         return true;
     }
 
@@ -423,7 +442,7 @@ class Kernel {
     template <Gather G>
     int gather(int32_t frame, int64_t t, Link& link, Hint* hints) const {
         const size_t f = static_cast<size_t>(frame);
-        if (!has_cache_[f]) return 0;
+        if (has_cache_[f] != kCache) return 0;
         const TimeCache& c = caches_[f];
         link.frame = frame;
         if (G == Gather::Latest) {
@@ -464,6 +483,9 @@ class Kernel {
     std::deque<std::string> names_;                   // by id; a deque: names never move
     std::unordered_map<std::string_view, int32_t> ids_;  // views of names_
     std::vector<TimeCache> caches_;
+    // By id: whether the frame has a cache (a sample stored, and not dropped since), or was
+    // forgotten (forget).
+    static constexpr uint8_t kNoCache = 0, kCache = 1, kForgotten = 2;
     std::vector<uint8_t> has_cache_;
 };
 

@@ -244,7 +244,8 @@ class PyKernel {
         std::vector<std::string> names;
         {
             Reading access(lock_);
-            for (size_t i = 1; i < k_.frame_count(); ++i) names.push_back(k_.name(static_cast<int32_t>(i)));
+            for (size_t i = 1; i < k_.frame_count(); ++i)
+                if (!k_.forgotten(static_cast<int32_t>(i))) names.push_back(k_.name(static_cast<int32_t>(i)));
         }
         nb::list out;
         for (const std::string& n : names) out.append(nb::str(n.data(), n.size()));
@@ -334,6 +335,34 @@ class PyKernel {
             if (id && k_.drop_static(id)) ++dropped;
         }
         return dropped;
+    }
+
+    // Forget the named frames whole: data and names (str items; others are skipped);
+    // returns how many were forgotten.
+    size_t forget(nb::list names) {
+        std::vector<std::string> wanted;
+        std::string_view name;
+        for (nb::handle item : names)
+            if (str_view(item.ptr(), name)) wanted.emplace_back(name);
+        size_t forgotten = 0;
+        {
+            Writing access(lock_);
+            for (const std::string& w : wanted) {
+                const int32_t id = k_.registered_id(w);
+                if (id && k_.forget(id)) ++forgotten;
+            }
+        }
+        if (forgotten) {
+            // What remembers ids by name must look them up again: the name slots here, and
+            // every FrameIds (their ids belong to a kernel serial; a new one starts them afresh).
+            serial_ = next_serial();
+            for (NameSlot& slot : name_slots_) {
+                PyObject* name = slot.name;
+                slot = NameSlot{};
+                Py_XDECREF(name);  // an exact str: its deallocation runs no Python code
+            }
+        }
+        return forgotten;
     }
 
   protected:
@@ -430,7 +459,7 @@ class PyKernel {
     KernelLock lock_;
     Kernel k_;
     // Tells kernels apart for what caches their frame ids (py_frame_ids.hpp's FrameIds).
-    const uint64_t serial_ = next_serial();
+    uint64_t serial_ = next_serial();  // renewed when names are forgotten (GIL held)
     static uint64_t next_serial() {
         static std::atomic<uint64_t> serials{0};
         return ++serials;

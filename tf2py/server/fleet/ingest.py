@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ...buffer._kernel_ext import CDR_UNKNOWN_FRAMES
 from ...buffer.batch import FrameIds, insert_cdr
 from ...buffer.errors import check_insert
@@ -40,16 +38,13 @@ from .names import TF_TYPE, robot_of_data_key
 from .queues import RobotQueues
 from .slots import MAX_FRAMES_PER_ROBOT, MAX_ROBOTS, RobotSlots
 
-__all__ = ["Ingest", "AUTHORITY", "CHUNK_BYTES", "CHUNK_SAMPLES", "FORGOTTEN_PARENT",
-           "MAX_FRAMES_PER_ROBOT", "MAX_ROBOTS"]
+__all__ = ["Ingest", "AUTHORITY", "CHUNK_BYTES", "CHUNK_SAMPLES", "MAX_FRAMES_PER_ROBOT",
+           "MAX_ROBOTS"]
 
 _log = logging.getLogger("tf2py.fleet")
 
 #: The authority the fleet's inserts carry (ROS 2's TransformListener cannot tell either).
 AUTHORITY = "tf2py fleet"
-#: The parent a forgotten robot's frames hang from for an instant (see ``_drop_frames``): a
-#: frame of no robot, so no lookup between robots can pass through it.
-FORGOTTEN_PARENT = "tf2py_fleet_forgotten"
 _MAX_BAD_KEYS = 10_000  # key expressions remembered as naming no robot we hold
 _MAX_KEY_LENGTH = 1024  # longer keys cannot name a robot (namespaces are bounded)
 #: Bytes of CDR per round, i.e. per kernel insert: what an answer may have to wait for. 32
@@ -336,20 +331,12 @@ class Ingest:
             _give_back_memory()
 
     def _drop_frames(self, names: list[str], statics: list[str]) -> int:
-        """Take ``names`` out of the Buffer: their statics, and their dynamic data, which the
-        kernel drops when a frame turns static (its ROS 2 rule: a change of kind replaces the
-        cache): each becomes a static child of ``FORGOTTEN_PARENT``, then that static is
-        dropped. (The kernel has no call to drop one frame's dynamic data, nor to forget a
-        name: the names stay registered, without data.) Returns how many statics of the
-        robot's own were dropped."""
+        """Take ``names`` out of the Buffer whole (``forget_frames``: their statics, their
+        dynamic data and the names themselves, so a lookup finds no such frame, as for a
+        robot never heard). Returns how many statics of the robot's own were dropped."""
         dropped = int(self.buffer.drop_static(statics)) if statics else 0
         if names:
-            n = len(names)
-            values = np.zeros((n, 7))
-            values[:, 6] = 1.0
-            self.buffer.set_transforms([FORGOTTEN_PARENT] * n, names,
-                                       np.zeros(n, dtype=np.int64), values, AUTHORITY, True)
-            self.buffer.drop_static(names)
+            self.buffer.forget_frames(names)
         return dropped
 
     def stats(self) -> dict[str, Any]:
