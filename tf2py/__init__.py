@@ -3,7 +3,7 @@
 Everything public is importable from here. ``Time``, ``Duration``, ``convert``, the messages
 and the tf2 exceptions are imported at once (the last two as their modules' ``__all__`` say,
 with the compiled kernel the messages' maths use); every other name (the buffers,
-``MessageFilter``, ``Transforms``, the transport, server, bag and robot names) is imported
+``MessageFilter``, ``Transforms``, the transport, server, fleet, bag, viz and robot names) is imported
 on first use, so ``import tf2py`` for messages and times alone does not load ZeroMQ or the
 buses. Type checkers see those through the ``TYPE_CHECKING`` imports below, so ``from tf2py
 import Buffer`` is typed.
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     # What the lazy ``__getattr__`` below returns, for mypy and pyright (never run). Keep
     # this list and ``_LAZY`` the same.
     from . import bag as bag
+    from . import viz as viz
+    from .bag import BagError as BagError
     from .buffer.buffer import Buffer as Buffer
     from .buffer.core import BufferCore as BufferCore
     from .buffer.message_filter import MessageFilter as MessageFilter
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from .robot.publishers import JointStatePublisher as JointStatePublisher
     from .robot.publishers import RobotStatePublisher as RobotStatePublisher
     from .server.client import BufferClient as BufferClient
+    from .server.fleet import Fleet as Fleet
     from .server.server import BufferServer as BufferServer
     from .transport.broadcaster import StaticTransformBroadcaster as StaticTransformBroadcaster
     from .transport.broadcaster import TransformBroadcaster as TransformBroadcaster
@@ -66,6 +69,9 @@ _LAZY = {
     "JointStatePublisher": "tf2py.robot.publishers",
     "RobotStatePublisher": "tf2py.robot.publishers",
     "Transforms": "tf2py.buffer.transforms",
+    "BagError": "tf2py.bag",
+    "Fleet": "tf2py.server.fleet",
+    "viz": "tf2py.viz",
 }
 
 # The eager names: the times, ``convert``, and the messages' and the tf2 exceptions' own
@@ -93,6 +99,9 @@ __all__ += [
     "JointStatePublisher",
     "RobotStatePublisher",
     "Transforms",
+    "BagError",
+    "Fleet",
+    "viz",
 ]
 
 
@@ -103,7 +112,7 @@ if not TYPE_CHECKING:  # a module __getattr__ would make every unknown name Any 
         if module_name is None:
             raise AttributeError(f"module 'tf2py' has no attribute {name!r}")
         module = importlib.import_module(module_name)
-        value = module if name == "bag" else getattr(module, name)
+        value = module if name in ("bag", "viz") else getattr(module, name)
         globals()[name] = value
         return value
 
