@@ -469,3 +469,18 @@ def test_a_prismatic_joint_slides_its_position_in_metres_along_a_non_unit_axis()
     assert np.allclose(pose[:3, 3], (0.1 + 0.2, 0.0, 0.0), atol=1e-15)  # -y turned by 90°: +x
     (t,) = model.transforms([0.2])
     assert np.allclose(t.transform.as_matrix(), pose, atol=1e-15)
+
+
+@pytest.mark.parametrize("data", [
+    '<?xml version="1.0" encoding="ISO-8859-1"?>\n<robot name="bras_é"><link name="a"/></robot>'
+    .encode("latin-1"),
+    '<robot name="bras_é"><link name="a"/></robot>'.encode("utf-16"),
+    b"\xef\xbb\xbf" + '<robot name="bras_é"><link name="a"/></robot>'.encode(),
+])
+def test_the_urdf_text_is_the_document_in_the_encoding_it_declares(tmp_path, data):
+    # .urdf is what /robot_description carries: the document's text, not its bytes misread
+    path = tmp_path / "bras.urdf"
+    path.write_bytes(data)
+    for model in (RobotModel.from_urdf(path), RobotModel.from_urdf_string(data)):
+        assert model.name == "bras_é" and "bras_é" in model.urdf
+        assert RobotModel.from_urdf_string(model.urdf).name == "bras_é"

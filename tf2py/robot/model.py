@@ -10,8 +10,10 @@ robot_state_publisher then uses), floating and planar joints are left to localis
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
 from typing import Any
@@ -82,14 +84,14 @@ class RobotModel:
         except OSError as exc:
             raise RobotModelError(source, None, "file",
                                   f"cannot be read: {exc.strerror or exc}") from None
-        return cls._from_text(data, source, data.decode("utf-8", errors="replace"))
+        return cls._from_text(data, source, _xml_text(data))
 
     @classmethod
     def from_urdf_string(cls, xml: str | bytes) -> RobotModel:
         """The model in URDF text (errors name the source ``<string>``)."""
         if not isinstance(xml, (str, bytes)):
             raise TypeError(f"from_urdf_string needs URDF text, got {type(xml).__name__}")
-        text = xml if isinstance(xml, str) else xml.decode("utf-8", errors="replace")
+        text = xml if isinstance(xml, str) else _xml_text(xml)
         return cls._from_text(xml, "<string>", text)
 
     @classmethod
@@ -369,3 +371,24 @@ def _read_mapping(positions: Mapping[str, Any], index: Mapping[str, int]) -> npt
                 raise ValueError(f"joint {name!r}: position {value} is not finite")
             out[k] = value
     return out
+
+
+_DECLARED = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def _xml_text(data: bytes) -> str:
+    """The text of an XML document's bytes, as its parser reads them: a byte-order mark's
+    encoding, else the declaration's (``encoding="ISO-8859-1"``), else UTF-8 (what
+    ``/robot_description`` carries is then the document itself, not its bytes misread)."""
+    for bom, codec in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+                       (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace")
+    declared = _DECLARED.match(data)
+    codec = "utf-8"
+    if declared is not None:
+        try:
+            codec = codecs.lookup(declared.group(1).decode("ascii")).name
+        except LookupError:
+            pass
+    return data.decode(codec, errors="replace")
