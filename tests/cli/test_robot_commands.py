@@ -5,6 +5,7 @@ line on stderr and a non-zero exit."""
 
 from __future__ import annotations
 
+import math
 import signal
 
 import numpy as np
@@ -283,6 +284,58 @@ def test_joint_state_publisher_lists_every_movable_joint_mimics_included(bus, sp
                                            finger_right_joint=0.015), abs=1e-12)
 
 
+SOFT = """<robot name="soft"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+  <link name="e"/>
+  <joint name="lift" type="prismatic"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+    <limit lower="0" upper="0.31" velocity="1" effort="1"/>
+    <safety_controller soft_lower_limit="0.0115" soft_upper_limit="0.325" k_position="100"
+      k_velocity="2000000"/></joint>
+  <joint name="elbow" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
+    <limit lower="-2.32" upper="0" velocity="1" effort="1"/>
+    <safety_controller soft_lower_limit="-2.1213" soft_upper_limit="-0.15" k_velocity="3"/>
+  </joint>
+  <joint name="wrist" type="continuous"><parent link="c"/><child link="d"/>
+    <safety_controller soft_lower_limit="0.2" k_velocity="1"/></joint>
+  <joint name="pan" type="revolute"><parent link="d"/><child link="e"/>
+    <limit lower="-1" upper="1" velocity="1" effort="1"/>
+    <safety_controller soft_upper_limit="0.5" k_velocity="1"/></joint>
+</robot>"""
+
+
+def test_joint_state_publisher_defaults_use_the_soft_limits_as_joint_state_publisher():
+    # joint_state_publisher narrows each range to the <safety_controller> soft limits (its
+    # use_smallest_joint_limits, on by default), then takes 0, or the middle without 0: the
+    # first two are PR2's torso and elbow.
+    from tf2py.cli.joint_state_publisher import default_position
+
+    model = RobotModel.from_urdf_string(SOFT)
+    got = {joint.name: default_position(joint) for joint in model.joints}
+    assert got == pytest.approx({"lift": (0.0115 + 0.31) / 2, "elbow": (-2.1213 - 0.15) / 2,
+                                 "wrist": (0.2 + math.pi) / 2, "pan": 0.0}, abs=1e-12)
+    assert model.joints["lift"].safety == (0.0115, 0.325, 100.0, 2e6)
+    assert model.joints["pan"].safety == (None, 0.5, None, 1.0)
+
+
+def test_a_robot_without_movable_joints_sends_no_empty_joint_states(bus, spawn, tf2py_command,
+                                                                    tmp_path):
+    from tf2py.robot.joint_state import JOINT_STATES, decode_joint_state
+    from tf2py.transport.topics import subscribe_topic
+
+    lone = tmp_path / "lone.urdf"
+    lone.write_text('<robot name="lone"><link name="solo"/></robot>')
+    heard = []
+    with subscribe_topic(JOINT_STATES, heard.append, bus):
+        spawn([*tf2py_command, "joint-state-publisher", str(lone), "--core", bus, "--rate",
+               "50"]).wait_for_line("tf2py joint-state-publisher: robot 'lone': 0 joints",
+                                    timeout=60)
+        # the arm's publisher, on the same bus at the same rate, is the clock: once 20 of its
+        # messages are in, the lone robot's would be too, had it sent any
+        spawn([*tf2py_command, "joint-state-publisher", str(ARM), "--core", bus, "--rate",
+               "50"]).wait_for_line("tf2py joint-state-publisher:", timeout=60)
+        wait_for(lambda: len(heard) >= 20, timeout=30)
+    assert all(decode_joint_state(data).names for data in heard)
+
+
 def test_a_mimic_of_a_missing_joint_is_one_warning_line_and_the_robot_runs(bus, spawn,
                                                                            tf2py_command,
                                                                            tmp_path):
@@ -290,7 +343,8 @@ def test_a_mimic_of_a_missing_joint_is_one_warning_line_and_the_robot_runs(bus, 
     path.write_text(XACRO.replace("$(arg length)", "1").replace(
         '<axis xyz="0 0 1"/>', '<axis xyz="0 0 1"/><mimic joint="ghost"/>'))
     proc = spawn([*tf2py_command, "robot-state-publisher", str(path), "--core", bus])
-    proc.wait_for_line("publishing on", timeout=60)
+    ready = proc.wait_for_line("publishing on", timeout=60)
+    assert "0 fixed and 0 movable joints (0 driven by /joint_states)" in ready  # not sent
     warning = [line for line in proc.output().splitlines() if "ghost" in line]
     assert len(warning) == 1, proc.output()
     assert warning[0].startswith("tf2py robot-state-publisher: warning: ")

@@ -141,6 +141,11 @@ def test_a_zero_axis_on_a_fixed_joint_is_ignored():
     '<origin xyz="nan 0 0"/>', '<origin xyz="0 inf 0"/>', '<origin rpy="0 0 1e999"/>',
     '<origin xyz="0 0 abc"/>', '<axis xyz="0 0 NaN"/>', '<limit lower="-inf" upper="1" '
     'effort="1" velocity="1"/>', '<limit lower="0" upper="1" effort="nan" velocity="1"/>',
+    # what kinematics does not use, but urdfdom refuses the model for
+    '<dynamics damping="0.1" friction="inf"/>', '<dynamics damping="nan"/>',
+    '<safety_controller soft_lower_limit="nan" k_velocity="1"/>',
+    '<safety_controller k_position="1" k_velocity="-inf"/>', '<calibration rising="nan"/>',
+    '<calibration falling="x"/>',
 ])
 def test_a_number_that_is_not_finite_is_refused(urdf_file, extra):
     message = error_of(urdf_file, robot(LINK.format("a"), LINK.format("b"),

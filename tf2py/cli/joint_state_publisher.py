@@ -1,7 +1,8 @@
 """``tf2py joint-state-publisher ROBOT``: every movable joint of a URDF or xacro robot on
 ``/joint_states`` at a steady rate, as ROS's joint_state_publisher does without its GUI: 0, or
 the middle of the joint's limits when 0 is outside them, unless ``--set NAME=VALUE``; mimic
-joints follow their masters (``multiplier × master + offset``)."""
+joints follow their masters (``multiplier × master + offset``). The range is narrowed to a
+joint's ``<safety_controller>`` soft limits first, as joint_state_publisher does by default."""
 
 from __future__ import annotations
 
@@ -42,14 +43,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def default_position(joint: Any) -> float:
-    """joint_state_publisher's start: 0, or the middle of the limits when 0 is outside them."""
+    """joint_state_publisher's start: 0, or the middle of the joint's range when 0 is outside
+    it; the range is its limits (-π to π for a continuous joint) narrowed to the soft limits
+    of its ``<safety_controller>`` (joint_state_publisher's ``use_smallest_joint_limits``, on
+    by default)."""
     limits = joint.limits
-    if joint.type == "continuous" or limits is None:
+    if joint.type == "continuous":
+        lower, upper = -math.pi, math.pi
+    elif limits is None:
         return 0.0
-    lower, upper = float(limits[0]), float(limits[1])
-    if lower <= 0.0 <= upper:
-        return 0.0
-    return (lower + upper) / 2.0
+    else:
+        lower, upper = float(limits.lower), float(limits.upper)
+    safety = joint.safety
+    if safety is not None:
+        if safety.soft_lower_limit is not None:
+            lower = max(lower, safety.soft_lower_limit)
+        if safety.soft_upper_limit is not None:
+            upper = min(upper, safety.soft_upper_limit)
+    if lower > 0.0 or upper < 0.0:
+        return (lower + upper) / 2.0
+    return 0.0
 
 
 def _unknown_joint(name: str, model: Any) -> CommandError:
@@ -114,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
               f"{rate:g} Hz on {core_address(args.core)}: {cut(shown, 400)}", flush=True)
         next_due = time.monotonic()
         while True:  # until Ctrl-C or SIGTERM (a KeyboardInterrupt)
-            publisher.publish(names, values, stamp=Time.now())
+            if names:  # (no movable joint: nothing to send, as joint_state_publisher)
+                publisher.publish(names, values, stamp=Time.now())
             next_due += period
             delay = next_due - time.monotonic()
             if delay < -period:  # fell behind (a suspended process): no burst to catch up

@@ -33,11 +33,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def joint_counts(model: Any) -> tuple[int, int]:
-    """(fixed joints, movable joints: revolute, continuous and prismatic, mimics included)."""
+    """(fixed joints, movable joints: the revolute, continuous and prismatic joints it sends
+    on /tf, mimics following their masters included; a mimic of a joint the model lacks is
+    not sent, and not counted)."""
     fixed = sum(1 for joint in model.joints if joint.type == "fixed")
-    movable = sum(1 for joint in model.joints
-                  if joint.type in ("revolute", "continuous", "prismatic"))
-    return fixed, movable
+    return fixed, len(model.movable_joint_names)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ and ROS's robot_state_publisher and joint_state_publisher on any bus.
   ``tf2py.Transforms`` (``static_rows``, ``movable_rows``), link poses
   (``forward_kinematics``), ``fill`` a Buffer), with no bus; built from ``xml_tree`` (a safe
   XML reader keeping line numbers), ``urdf`` (URDF's meaning and urdfdom's checks), ``joint``
-  (``Joint``, ``JointLimits``, ``JointMimic``) and ``xacro_files`` (the ``robot`` extra's
+  (``Joint``, ``JointLimits``, ``JointMimic``, ``JointSafety``) and ``xacro_files`` (the ``robot`` extra's
   xacro, imported on first use). For N configurations at once, ``kinematics`` computes the
   moving joints' rows in numpy and ``forward`` builds the tables that the kernel's compiled
   walk turns into link poses.
@@ -20,7 +20,8 @@ and ROS's robot_state_publisher and joint_state_publisher on any bus.
 from __future__ import annotations
 
 from .errors import RobotModelError, RobotModelWarning
-from .joint import Joint, JointLimits, JointMimic
+from .joint import Joint, JointLimits, JointMimic, JointSafety
 from .model import RobotModel
 
-__all__ = ["RobotModel", "RobotModelError", "RobotModelWarning", "Joint", "JointLimits", "JointMimic"]
+__all__ = ["RobotModel", "RobotModelError", "RobotModelWarning", "Joint", "JointLimits", "JointMimic",
+           "JointSafety"]

@@ -9,7 +9,8 @@ import numpy.typing as npt
 
 from ..buffer.messages import Transform
 
-__all__ = ["Joint", "Joints", "JointLimits", "JointMimic", "JOINT_TYPES", "MOVING_TYPES"]
+__all__ = ["Joint", "Joints", "JointLimits", "JointMimic", "JointSafety", "JOINT_TYPES",
+           "MOVING_TYPES"]
 
 #: Every joint type URDF knows.
 JOINT_TYPES = ("fixed", "revolute", "continuous", "prismatic", "floating", "planar")
@@ -27,6 +28,16 @@ class JointLimits(NamedTuple):
     effort: float
 
 
+class JointSafety(NamedTuple):
+    """A joint's ``<safety_controller>``: its soft limits (None where the element gives none)
+    and gains, as written (joint_state_publisher narrows a joint's limits to the soft ones)."""
+
+    soft_lower_limit: float | None
+    soft_upper_limit: float | None
+    k_position: float | None
+    k_velocity: float | None
+
+
 class JointMimic(NamedTuple):
     """A joint's ``<mimic>``: its position is ``multiplier × position of joint + offset``."""
 
@@ -42,10 +53,11 @@ class Joint:
 
     ``type`` is one of ``fixed revolute continuous prismatic floating planar``; ``axis`` a
     unit ``(3,)`` array (read-only); ``limits`` a ``JointLimits`` or None; ``mimic`` a
-    ``JointMimic`` or None.
+    ``JointMimic`` or None; ``safety`` a ``JointSafety`` or None.
     """
 
-    __slots__ = ("name", "type", "parent", "child", "origin", "axis", "limits", "mimic")
+    __slots__ = ("name", "type", "parent", "child", "origin", "axis", "limits", "mimic",
+                 "safety")
 
     def __init__(
         self,
@@ -57,6 +69,7 @@ class Joint:
         axis: npt.ArrayLike = (1.0, 0.0, 0.0),
         limits: JointLimits | None = None,
         mimic: JointMimic | None = None,
+        safety: JointSafety | None = None,
     ) -> None:
         if type not in JOINT_TYPES:
             raise ValueError(f"joint {name!r}: unknown type {type!r} (one of {' '.join(JOINT_TYPES)})")
@@ -74,6 +87,7 @@ class Joint:
         self.axis: npt.NDArray[np.float64] = unit
         self.limits = limits
         self.mimic = mimic
+        self.safety = safety
 
     def __repr__(self) -> str:
         return (f"Joint({self.name!r}, {self.type!r}, parent={self.parent!r}, "

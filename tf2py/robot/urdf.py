@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..buffer.messages import Quaternion, Transform, Vector3, quaternion_from_rpy
 from .errors import RobotModelError, RobotModelWarning
-from .joint import JOINT_TYPES, MOVING_TYPES, Joint, JointLimits, JointMimic
+from .joint import JOINT_TYPES, MOVING_TYPES, Joint, JointLimits, JointMimic, JointSafety
 from .xml_tree import Element
 
 __all__ = ["Description", "Drive", "describe"]
@@ -126,6 +126,31 @@ def _limits(xml: Element | None, source: str, element: str) -> JointLimits | Non
     return JointLimits(*values)
 
 
+def _optional_numbers(xml: Element, keys: Sequence[str], source: str,
+                      element: str) -> list[float | None]:
+    """The numbers of ``xml``'s attributes ``keys`` (None where absent), each checked."""
+    return [None if (text := xml.attributes.get(key)) is None else
+            _number(text, source, xml.line, element, f"<{xml.tag} {key}>") for key in keys]
+
+
+def _safety(xml: Element | None, source: str, element: str) -> JointSafety | None:
+    if xml is None:
+        return None
+    return JointSafety(*_optional_numbers(
+        xml, ("soft_lower_limit", "soft_upper_limit", "k_position", "k_velocity"), source,
+        element))
+
+
+def _check_joint_numbers(xml: Element, source: str, element: str) -> None:
+    """Refuse a number that is not finite in the joint's ``<dynamics>`` and
+    ``<calibration>`` (urdfdom refuses the model for them too; kinematics does not use them)."""
+    for tag, keys in (("dynamics", ("damping", "friction")),
+                      ("calibration", ("rising", "falling"))):
+        child = xml.first(tag)
+        if child is not None:
+            _optional_numbers(child, keys, source, element)
+
+
 def _mimic(xml: Element | None, source: str, element: str) -> JointMimic | None:
     if xml is None:
         return None
@@ -166,9 +191,11 @@ def _joint(xml: Element, source: str) -> Joint:
             if axis == (0.0, 0.0, 0.0) and kind in MOVING_TYPES:
                 raise RobotModelError(source, axis_xml.line, element,
                                       f"zero axis on a {kind} joint")
+    _check_joint_numbers(xml, source, element)
     return Joint(name, kind, ends[0], ends[1], origin, axis,
                  _limits(xml.first("limit"), source, element),
-                 _mimic(xml.first("mimic"), source, element))
+                 _mimic(xml.first("mimic"), source, element),
+                 _safety(xml.first("safety_controller"), source, element))
 
 
 def _check_tree(links: dict[str, int], joints: list[Joint], lines: dict[str, int], robot: Element,
