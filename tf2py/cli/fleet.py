@@ -6,6 +6,9 @@ import argparse
 
 from .common import CommandError, number, say
 
+#: Seconds between two tries at a router that a client-mode fleet cannot reach yet.
+ROUTER_RETRY_S = 1.0
+
 NAME = "fleet"
 HELP = ("one buffer and lookup service for every robot on a Zenoh domain: frame ids carry "
         "the robot's namespace (robot7/base_link)")
@@ -103,14 +106,25 @@ def run(args: argparse.Namespace) -> int:
 
     fleet = None
     try:
-        try:
-            fleet = Fleet(core, address=args.address, world=world, robots=args.robots,
-                          stale_after=stale_after, on_event=event)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        except Exception as exc:  # zenoh.ZError and the like: say it in one line
-            first_line = str(exc).splitlines()[0] if str(exc) else repr(exc)
-            raise CommandError(f"cannot open {core}: {first_line}") from None
+        waited = False
+        while fleet is None:
+            try:
+                fleet = Fleet(core, address=args.address, world=world, robots=args.robots,
+                              stale_after=stale_after, on_event=event)
+            except ConnectionError:
+                # mode=client and no router answers yet: a service waits for its router
+                # (a peer session does so inside Zenoh, and the fleet says it the same way)
+                if not waited:
+                    event(f"router {_locator(core)} unreachable (waiting for it)")
+                    waited = True
+                time.sleep(ROUTER_RETRY_S)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            except Exception as exc:  # zenoh.ZError and the like: say it in one line
+                first_line = str(exc).splitlines()[0] if str(exc) else repr(exc)
+                raise CommandError(f"cannot open {core}: {first_line}") from None
+        if waited:
+            event(f"router {_locator(core)} back")
         say(f"tf2py fleet: ready at {fleet.address}; ask it with "
             f"BufferClient({fleet.address!r})")
         fleet.stats()  # the first line's rates start now
@@ -127,6 +141,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if fleet is not None:
             fleet.close()
+
+
+def _locator(core: str) -> str:
+    from ..transport.zenoh.address import parse_zenoh_address
+
+    return str(parse_zenoh_address(core).locator)
 
 
 def _seconds(text: str) -> float:

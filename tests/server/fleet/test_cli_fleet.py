@@ -121,3 +121,28 @@ def test_stats_lines_say_what_the_fleet_does_and_json_gives_the_same(core, robot
             assert proc.wait() == 0
         finally:
             proc.stop()
+
+
+def test_a_client_mode_fleet_waits_for_its_router_and_says_so(tmp_path):
+    # mode=client cannot open without its router; the fleet, a service, waits for it
+    from fleet_support import ROBOTS, zenoh_config
+    from helpers import free_port
+
+    locator = f"tcp/127.0.0.1:{free_port()}"
+    core = f"zenoh://{locator}?domain=0&mode=client&config={zenoh_config(tmp_path)}"
+    proc = Proc(FLEET + ["--core", core, "--stats", "0"])
+    router = None
+    try:
+        proc.wait_for_line(f"tf2py fleet: router {locator} unreachable (waiting for it)",
+                           timeout=60)
+        router = Proc([sys.executable, ROBOTS, "--router", locator])
+        router.wait_for_line("ready", timeout=90)
+        proc.wait_for_line(f"tf2py fleet: router {locator} back", timeout=60)
+        proc.wait_for_line("tf2py fleet: ready at ", timeout=60)
+        proc.signal(signal.SIGTERM)
+        assert proc.wait() == 0
+        assert proc.output().count("unreachable") == 1
+    finally:
+        proc.stop()
+        if router is not None:
+            router.stop()
