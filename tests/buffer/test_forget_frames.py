@@ -93,3 +93,68 @@ def test_frame_ids_that_knew_the_old_ids_store_under_the_new_ones():
     assert sorted(core.get_frames()) == ["r1/base_link", "r1/map"]
     t = core.lookup_transform("r1/map", "r1/base_link", Time())
     assert (t.transform.translation.x, t.header.stamp) == (2.0, Time(2))
+
+
+def test_forgetting_while_rounds_go_in_and_lookups_run_breaks_nothing():
+    # One thread inserts rounds of 20 robots (their FrameIds), one forgets robots, one looks
+    # up: no crash, no error but "does not exist"/"extrapolation"/"connect", and afterwards
+    # every robot inserted again is whole.
+    import threading
+
+    core = BufferCore(100.0)
+    robots = [FrameIds(f"r{k}/") for k in range(20)]
+    for ids in robots:
+        ids.admit(["map", "odom", "base"])
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    done = {"rounds": 0, "forgets": 0}
+
+    def insert() -> None:
+        stamp = 1
+        while not stop.is_set():
+            samples = [_sample(["map", "odom"], ["odom", "base"], float(stamp), stamp)
+                       for _ in robots]
+            try:
+                insert_cdr(core, samples, robots, "t", False, 0)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+                return
+            stamp += 1
+            done["rounds"] += 1
+
+    def forget() -> None:
+        k = 0
+        while not stop.is_set():
+            core.forget_frames([f"r{k % 20}/map", f"r{k % 20}/odom", f"r{k % 20}/base"])
+            k += 1
+            done["forgets"] += 1
+
+    def look() -> None:
+        k = 0
+        while not stop.is_set():
+            try:
+                core.lookup_transform(f"r{k % 20}/map", f"r{k % 20}/base", Time())
+            except Exception as exc:  # noqa: BLE001 - only the lookup's own errors may come
+                words = str(exc)
+                if not any(w in words for w in ("does not exist", "extrapolation", "connect")):
+                    failures.append(exc)
+                    return
+            k += 1
+
+    threads = [threading.Thread(target=f) for f in (insert, forget, look)]
+    for t in threads:
+        t.start()
+    deadline = Time.now().nanoseconds + 120 * 10**9  # (until enough of both went by)
+    while not failures and (done["rounds"] < 200 or done["forgets"] < 2000) and \
+            Time.now().nanoseconds < deadline:
+        stop.wait(0.01)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not failures, failures
+    assert done["rounds"] >= 200 and done["forgets"] >= 2000, done
+    final = [_sample(["map", "odom"], ["odom", "base"], 1e6, 10**6) for _ in robots]
+    assert insert_cdr(core, final, robots, "t", False, 0).stored == 40
+    for k in range(20):
+        t = core.lookup_transform(f"r{k}/map", f"r{k}/base", Time(10**6))
+        assert t.transform.translation.x == 2e6
