@@ -83,6 +83,12 @@ def test_extrapolation_and_connectivity_are_lookup_transforms(tf2_compatible):
     with pytest.raises(ForwardExtrapolationException):  # the window stops at the data; `time` not
         core.lookup_velocity("base", "odom", 9.0, 0.2, "odom", (1, 0, 0), "odom",
                              tf2_compatible=tf2_compatible)
+    # nor with the default point: tf2 looks up reference <- tracking at `time` whatever it is
+    with pytest.raises(ForwardExtrapolationException) as late:
+        core.lookup_velocity("base", "odom", 9.0, 0.2, tf2_compatible=tf2_compatible)
+    with pytest.raises(ForwardExtrapolationException) as plain:
+        core.lookup_transform("odom", "base", 9.0)
+    assert str(late.value) == str(plain.value)
     with pytest.raises(ConnectivityException) as apart:
         core.lookup_velocity("rock", "odom", 2.0, 0.2, tf2_compatible=tf2_compatible)
     assert "Could not find a connection between 'odom' and 'rock'" in str(apart.value)

@@ -142,6 +142,13 @@ class VelocityLookup {
         Pose s, e, p;
         Error err = lookup(kObservation, kTracking, start, s, failed, path, hints.start);
         if (err.code == ErrorCode::None) err = lookup(kObservation, kTracking, end, e, failed, path, hints.end);
+        // tf2 looks up reference <- tracking at `time` (§14.1 step 5) whatever the point: a time
+        // its data cannot answer fails as there, not only when the point needs it. Within the
+        // window both ends answered, so only a time outside it is looked up for that.
+        if (err.code == ErrorCode::None && (time < start || time > end)) {
+            Pose check;
+            err = lookup(kReference, kTracking, time, check, failed, path, hints.at);
+        }
         if (err.code != ErrorCode::None) return err;
         double relative[4], turn[3], w[3], v[3];
         relative_rotation(s.q, e.q, relative);
