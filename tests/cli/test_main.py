@@ -10,10 +10,17 @@ def run(*args):
     return subprocess.run([*TF2PY, *args], capture_output=True, text=True, timeout=60)
 
 
-def test_no_command_prints_help_and_exits_2():
+def test_no_command_prints_help_and_one_error_line_and_exits_2():
     result = run()
     assert result.returncode == 2
     assert "<command>" in result.stdout
+    assert result.stderr == "tf2py: error: no command given (tf2py --help lists them)\n"
+
+
+def test_an_unknown_top_level_flag_is_one_line():
+    result = run("--bogus")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "tf2py: error: unrecognized arguments: --bogus (see tf2py --help)\n"
 
 
 def test_help_lists_every_command():

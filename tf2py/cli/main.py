@@ -134,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     if args.command is None:
-        parser.print_help()
+        if extra:  # tf2py --bogus: one line, as any command's unknown flag
+            print(f"tf2py: error: unrecognized arguments: {cut(' '.join(extra))} (see tf2py "
+                  "--help)", file=sys.stderr)
+        else:  # tf2py alone: what it can do, and one line saying a command is missing
+            parser.print_help()
+            print("tf2py: error: no command given (tf2py --help lists them)", file=sys.stderr)
         return 2
     take_extra = getattr(modules[args.command], "take_extra_arguments", None)
     if extra and take_extra is not None:
