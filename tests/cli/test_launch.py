@@ -118,6 +118,8 @@ def test_launch_kills_a_process_that_ignores_sigint_and_sigterm(tmp_path, spawn,
     assert proc.wait() == 1  # a process that had to be killed is a failure
     assert "[launch] killing stubborn (did not stop on SIGINT or SIGTERM)" in proc.output()
     assert "[launch] stubborn (pid %d) was stopped by SIGKILL" % pid in proc.output()
+    assert "tf2py launch: error: stubborn did not stop on SIGINT or SIGTERM and was killed" \
+        in proc.output()
     assert gone(pid)
 
 
@@ -158,6 +160,18 @@ def test_a_required_process_that_exits_cleanly_still_fails_the_launch(tmp_path, 
     assert all(gone(pid) for pid in started_pids(proc.output()).values())
 
 
+def test_a_failed_launch_says_why_in_one_line_on_stderr(tmp_path, tf2py):
+    path = write(tmp_path, """\
+        launch:
+          - process: {name: vital, cmd: [python, -c, "raise SystemExit(4)"], required: true}
+        """)
+    result = tf2py("launch", str(path))
+    assert result.returncode == 4
+    assert result.stderr == "tf2py launch: error: vital is required and exited (exited with " \
+        "code 4)\n"
+    assert "[launch] stopping everything" not in result.stderr  # the story stays on stdout
+
+
 def test_a_failed_process_makes_the_exit_code_non_zero(tmp_path, spawn, tf2py_command):
     path = write(tmp_path, f"""\
         launch:
@@ -170,6 +184,7 @@ def test_a_failed_process_makes_the_exit_code_non_zero(tmp_path, spawn, tf2py_co
     assert "stopping everything" not in proc.output()  # the others keep running
     proc.signal(signal.SIGINT)
     assert proc.wait() == 1
+    assert "tf2py launch: error: broken exited with code 5" in proc.output()
 
 
 def test_launch_ends_by_itself_when_every_process_has_finished(tmp_path, tf2py):

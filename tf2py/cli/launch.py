@@ -262,9 +262,14 @@ class _Launch:
         self.children = [_Child(spec, self.output) for spec in specs]
         self.grace = grace
         self.failed = False
+        self.failure = ""  # the first failure, said on stderr in one line at the end
         self.exit_code = 0
         self.stop_requests = 0
         self.stop_reason = ""
+
+    def _fail(self, why: str) -> None:
+        self.failed = True
+        self.failure = self.failure or why
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.stop_requests += 1
@@ -287,7 +292,7 @@ class _Launch:
                     child.start()
             except CommandError as exc:
                 self.output.say(str(exc))
-                self.failed = True
+                self._fail(str(exc))
                 self.stop_reason = "a process could not be started"
             else:
                 self._supervise()
@@ -299,6 +304,9 @@ class _Launch:
                 signal.signal(sig, handler)
         if self.failed and self.exit_code == 0:
             self.exit_code = 1
+        if self.exit_code != 0:  # the contract's one line on stderr (the story is on stdout)
+            print(f"tf2py launch: error: {self.failure or 'a process failed'}",
+                  file=sys.stderr, flush=True)
         return self.exit_code
 
     def _supervise(self) -> None:
@@ -313,7 +321,7 @@ class _Launch:
                             child.start()
                         except CommandError as exc:
                             self.output.say(str(exc))
-                            self.failed = True
+                            self._fail(str(exc))
                     continue
                 if not child.running:
                     continue
@@ -324,14 +332,15 @@ class _Launch:
                 self.output.say(child.describe_exit(rc))
                 if child.spec.required:
                     self.stop_reason = f"{child.spec.name} is required and exited"
-                    self.failed = True
+                    self._fail(f"{child.spec.name} is required and exited "
+                               f"({_exit_words(rc)})")
                     self.exit_code = rc if rc > 0 else 1
                 elif child.spec.respawn:
                     self.output.say(f"respawning {child.spec.name} in "
                                     f"{child.spec.respawn_delay:g} s")
                     child.respawn_at = now + child.spec.respawn_delay
                 elif rc != 0:
-                    self.failed = True
+                    self._fail(f"{child.spec.name} {_exit_words(rc)}")
             if not any(c.running or c.respawn_at is not None for c in self.children):
                 self.stop_reason = "every process has exited"
 
@@ -348,7 +357,8 @@ class _Launch:
             if sig == signal.SIGKILL:
                 for child in running:
                     child.killed = True
-                    self.failed = True
+                self._fail(f"{', '.join(c.spec.name for c in running)} did not stop on SIGINT "
+                           f"or SIGTERM and {'was' if len(running) == 1 else 'were'} killed")
                 self.output.say(f"killing {', '.join(c.spec.name for c in running)} "
                                 "(did not stop on SIGINT or SIGTERM)")
             for child in running:
@@ -379,6 +389,16 @@ class _Launch:
             if not child.reported and child.popen.returncode is not None:
                 child.reported = True
                 self.output.say(child.describe_exit(child.popen.returncode, asked_to_stop=True))
+
+
+def _exit_words(rc: int) -> str:
+    """How a process ended, in words: "exited with code 3", "killed by SIGSEGV"."""
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exited with code {rc}"
 
 
 def run(args: argparse.Namespace) -> int:
