@@ -91,6 +91,24 @@ def make_filter(buffer, rec, targets="map", queue_size=10, timeout=None):
     return f
 
 
+@pytest.mark.parametrize("zero", [0, 0.0, Duration(0)])
+def test_a_zero_timeout_passes_what_is_there_and_drops_the_rest_at_once(rec, zero):
+    # tf2_ros's zero buffer timeout: no wait at all
+    buffer = Buffer()
+    put(buffer, "map", "laser", 5)
+    with make_filter(buffer, rec, timeout=zero) as f:
+        there, missing, later = Message("laser", 5.0), Message("camera", 5.0), \
+            Message("laser", 6.0)
+        for m in (there, missing, later):
+            f.add(m)
+        assert rec.passed == [there]
+        assert rec.dropped == [(missing, "OutTheBack"), (later, "OutTheBack")]
+        assert len(f) == 0 and not filter_threads()  # nothing waits, no timer
+        put(buffer, "map", "camera", 5)  # too late for the one dropped
+        put(buffer, "map", "laser", 6)
+        assert rec.passed == [there] and f.stats()["passed"] == 1
+
+
 def test_message_passes_at_once_when_its_transform_is_there(rec):
     buffer = Buffer()
     put(buffer, "map", "laser", 5)
@@ -363,7 +381,7 @@ def test_bad_input_is_refused_with_a_clear_error(rec):
     with pytest.raises(TypeError, match="callable"):
         MessageFilter(buffer, "map", 10, "not a function")
     with pytest.raises(ValueError, match="timeout"):
-        MessageFilter(buffer, "map", 10, rec.callback, timeout=0)
+        MessageFilter(buffer, "map", 10, rec.callback, timeout=-0.5)
     with make_filter(buffer, rec) as f:
         with pytest.raises(TypeError, match="header"):
             f.add(object())

@@ -79,11 +79,12 @@ class MessageFilter(_Delivery):
 
     ``queue_size`` bounds the messages waiting (0: no bound, as in tf2_ros); the oldest is
     dropped when a new one would exceed it. ``timeout`` (seconds or a Duration; None: no
-    limit) bounds how long one message may wait. Dropped messages go to the function given
-    to ``register_drop_callback`` as ``on_drop(message, reason)``. As in tf2_ros,
-    ``set_target_frames`` and ``set_tolerance`` change what is waited for, and ``stats()``
-    gives the counters. ``close()`` (or leaving a ``with`` block) forgets what waits and stops
-    the timer thread.
+    limit) bounds how long one message may wait (0: not at all, as tf2_ros's zero buffer
+    timeout: one whose transforms are not there on arrival is dropped, "OutTheBack").
+    Dropped messages go to the function given to ``register_drop_callback`` as
+    ``on_drop(message, reason)``. As in tf2_ros, ``set_target_frames`` and ``set_tolerance``
+    change what is waited for, and ``stats()`` gives the counters. ``close()`` (or leaving a
+    ``with`` block) forgets what waits and stops the timer thread.
     """
 
     def __init__(
@@ -104,9 +105,13 @@ class MessageFilter(_Delivery):
             self._timeout_s = None
         else:
             timeout_ns = duration_to_nanoseconds(timeout, "timeout")
-            if timeout_ns <= 0:
-                raise ValueError(f"timeout must be positive seconds (or None), got {timeout!r}")
+            if timeout_ns < 0:
+                raise ValueError(f"timeout must be zero or more seconds (or None), got "
+                                 f"{timeout!r}")
             self._timeout_s = timeout_ns / 1e9
+        # A zero timeout: no wait at all (tf2_ros's zero buffer timeout): a message whose
+        # transforms are not there when it arrives is dropped as "OutTheBack" at once.
+        self._no_wait = self._timeout_s == 0.0
         self.buffer = buffer
         self.queue_size = queue_size
         self._callback = callback
@@ -251,7 +256,8 @@ class MessageFilter(_Delivery):
     ) -> _Entry:
         if self.queue_size and len(self._queue) >= self.queue_size:
             self._remove_locked(next(iter(self._queue)), "QueueFull")
-        deadline = None if self._timeout_s is None else monotonic() + self._timeout_s
+        deadline = None if self._timeout_s is None or self._no_wait else \
+            monotonic() + self._timeout_s
         entry = _Entry(message, frame_id, stamp, waits, deadline)
         self._queue[entry] = None
         self._by_frame.setdefault(frame_id, deque()).append(entry)
@@ -272,15 +278,22 @@ class MessageFilter(_Delivery):
             for future in futures:
                 future.cancel()
             return
+        late = self._no_wait and any(not future.done() for future in futures)
         with self._lock:
             live = entry in self._queue
-            if live:
+            if live and late:  # not there on arrival, and it may not wait
+                if entry.state == _WAITING:
+                    self._fail_locked(entry, "OutTheBack")
+                live = False
+            elif live:
                 entry.futures = futures
-                if self._timeout_s is not None and self._timer is None:
+                if self._timeout_s is not None and not self._no_wait and self._timer is None:
                     self._start_timer_locked()
-        if not live:  # cleared or dropped meanwhile
+        if not live:  # cleared or dropped meanwhile (or just now, above)
             for future in futures:
                 future.cancel()
+            if late:
+                self._deliver()
             return
         on_future = partial(self._on_future, entry)
         for future in futures:
