@@ -92,6 +92,13 @@ def test_tf_example_ros1_and_ros2_give_identical_buffers():
     assert yaml1 == yaml2
 
 
+def test_a_ros2_bags_metadata_file_names_its_folder():
+    # as `ros2 bag info` takes either the folder or its metadata.yaml
+    by_file, by_folder = load(TF_EXAMPLE_ROS2 / "metadata.yaml"), load(TF_EXAMPLE_ROS2)
+    assert by_file.get_frames() == by_folder.get_frames()
+    assert by_file.all_frames_as_yaml() == by_folder.all_frames_as_yaml()
+
+
 @pytest.mark.parametrize("path", [TF_EXAMPLE_ROS2, TF_EXAMPLE_ROS1], ids=["ros2", "ros1"])
 def test_tf_example_static_applies_before_the_first_dynamic_sample(path):
     data = read_transforms(path)

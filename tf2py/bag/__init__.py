@@ -22,11 +22,10 @@ path, or the bag's own ``/robot_description``).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from .errors import INSTALL_HINT, BagDependencyError, BagError, BagWarning
-from .reader import TRANSFORM_TYPES, BagTransforms, read_transforms
+from .reader import TRANSFORM_TYPES, BagTransforms, bag_name, read_transforms
 from .robot import RobotArgument
 from .writer import BagWriter
 
@@ -121,5 +120,5 @@ def load(
         if cache_time is None:
             cache_time = max(_MIN_CACHE_S, data.recording_span_s() + _CACHE_MARGIN_S)
         buffer = Buffer(cache_time=cache_time)
-    data.insert_into(buffer, authority=f"bag:{Path(path).name}")
+    data.insert_into(buffer, authority=f"bag:{bag_name(path)}")
     return buffer

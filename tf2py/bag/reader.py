@@ -143,6 +143,22 @@ class BagTransforms:
             )
 
 
+def _is_metadata(path: Path, mode: int) -> bool:
+    """Whether ``path`` is a ROS 2 bag's ``metadata.yaml`` (which ``ros2 bag info`` takes for
+    its folder)."""
+    return path.name == "metadata.yaml" and stat.S_ISREG(mode)
+
+
+def bag_name(path: str | os.PathLike[str]) -> str:
+    """The name a bag goes by (authorities, messages): its file's or folder's, the folder's
+    for its ``metadata.yaml``."""
+    p = Path(path)
+    try:
+        return p.parent.name if _is_metadata(p, p.stat().st_mode) else p.name
+    except OSError:
+        return p.name
+
+
 def _open(path: Path) -> tuple[Any, str]:  # (a rosbags reader, or _RecoveredMcap)
     """An unopened rosbags reader for ``path`` and its kind: "ros1", "mcap" or "ros2",
     recognised by content (magic bytes; a folder with metadata.yaml), whatever the name."""
@@ -156,6 +172,8 @@ def _open(path: Path) -> tuple[Any, str]:  # (a rosbags reader, or _RecoveredMca
         if not (path / "metadata.yaml").is_file():
             raise BagError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
         return require("rosbags.rosbag2").Reader(path), "ros2"
+    if _is_metadata(path, mode):  # a ROS 2 bag's metadata file names its folder
+        return _open(path.parent)
     if not stat.S_ISREG(mode):
         # A FIFO, socket or device would block or never end: refuse it before opening.
         raise BagError(f"{path}: not a regular file or a bag folder (a pipe or a device?)")
