@@ -273,14 +273,13 @@ class Ingest:
         if slot is None:
             return False
         rows = decode_tf(payload)  # (decoded once already)
-        parents, children = rows.parents, rows.children
-        for frames in (parents, children):
-            named = self.slots.name(slot, frames)
-            if isinstance(named, str):
-                self._drop(named, f"{len(parents)} transforms of robot /{robot}: "
-                           f"{named.replace('_', ' ')}", len(parents))
-                return False
-        ids.admit(parents + children)
+        frames = list(dict.fromkeys(rows.parents + rows.children))  # each frame id once
+        named = self.slots.name(slot, frames)
+        if isinstance(named, str):
+            self._drop(named, f"{len(rows.parents)} transforms of robot /{robot}: "
+                       f"{named.replace('_', ' ')}", len(rows.parents))
+            return False
+        ids.admit(frames)
         return True
 
     def _invalid_message(self, invalid: int, samples: _Round,

@@ -118,26 +118,24 @@ class RobotSlots:
             return [names[f] for f in frames]
         except KeyError:
             pass
-        out = []
         with self.lock:
-            for f in frames:
-                name = names.get(f)
-                if name is None:
-                    if len(f) > MAX_FRAME_ID_LENGTH:
-                        return "frame_id_too_long"
-                    if len(names) >= MAX_FRAMES_PER_ROBOT:
-                        return "robot_frames_full"
-                    name = prefix_frame(slot.robot, f)
-                    cost = len(f) + len(name) + NAME_OVERHEAD
-                    if self.name_bytes + cost > self.names_budget:
-                        return "fleet_budget"
-                    if self.slots.get(slot.robot) is slot:  # not forgotten meanwhile
-                        slot.name_bytes += cost
-                        self.name_bytes += cost
-                        self.name_count += 1
-                    names[f] = name
-                out.append(name)
-        return out
+            held = self.slots.get(slot.robot) is slot  # (not forgotten meanwhile)
+            # each new frame id once, in order (a sample names its parents again and again)
+            for f in dict.fromkeys(f for f in frames if f not in names):
+                if len(f) > MAX_FRAME_ID_LENGTH:
+                    return "frame_id_too_long"
+                if len(names) >= MAX_FRAMES_PER_ROBOT:
+                    return "robot_frames_full"
+                name = prefix_frame(slot.robot, f)
+                cost = len(f) + len(name) + NAME_OVERHEAD
+                if self.name_bytes + cost > self.names_budget:
+                    return "fleet_budget"
+                if held:
+                    slot.name_bytes += cost
+                    self.name_bytes += cost
+                    self.name_count += 1
+                names[f] = name
+            return [names[f] for f in frames]
 
     def forget(self, robot: str, before: float | None = None) -> Slot | None:
         """Take a robot's slot away (its names and keys go with it); the slot, or None. With
