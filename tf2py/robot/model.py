@@ -180,13 +180,8 @@ class RobotModel:
         if isinstance(positions, Mapping):
             theta = self._theta(positions)[None, :]
         else:
-            array = np.asarray(positions, dtype=np.float64)
-            if array.ndim == 1:
-                array = array[None, :]
-            if array.ndim != 2 or array.shape[1] != len(self.joint_names):
-                raise ValueError(f"positions need {len(self.joint_names)} values per "
-                                 f"configuration (joint_names order), got shape {array.shape}")
-            theta = k.moving_positions(array)
+            theta = k.moving_positions(_rows(positions, self.joint_names, "positions",
+                                             "configuration", "joint_names"))
         return self._rows_of(theta, stamps_ns, frame_prefix)
 
     def joint_state_rows(self, given: Any, stamps_ns: Any = 0,
@@ -194,12 +189,8 @@ class RobotModel:
         """``movable_rows`` for joint states read onto ``movable_joint_names``: ``given``
         ``(M,)`` or ``(N, M)``, NaN where a message names no position; a mimic given keeps
         its own position, one not given follows its master (robot_state_publisher's rule)."""
-        array = np.asarray(given, dtype=np.float64)
-        if array.ndim == 1:
-            array = array[None, :]
-        if array.ndim != 2 or array.shape[1] != len(self.movable_joint_names):
-            raise ValueError(f"joint states need {len(self.movable_joint_names)} values per "
-                             f"message (movable_joint_names order), got shape {array.shape}")
+        array = _rows(given, self.movable_joint_names, "joint states", "message",
+                      "movable_joint_names")
         return self._rows_of(self._kinematics.theta_of(array), stamps_ns, frame_prefix)
 
     def _rows_of(self, theta: npt.NDArray[np.float64], stamps_ns: Any,
@@ -354,6 +345,19 @@ def _stamps_ns(stamps: Any, n: int, single: bool) -> npt.NDArray[np.int64]:
     if array.dtype.kind in "iu":
         return array.astype(np.int64) * 1_000_000_000
     return np.array([to_nanoseconds(s, "stamp") for s in stamps], dtype=np.int64)
+
+
+def _rows(values: Any, names: list[str], what: str, per: str,
+          order: str) -> npt.NDArray[np.float64]:
+    """``values`` as ``(N, len(names))`` floats (one row for ``(len(names),)``); ValueError
+    naming ``what``, ``per`` row and the ``order`` of ``names`` otherwise."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[1] != len(names):
+        raise ValueError(f"{what} need {len(names)} values per {per} ({order} order), got "
+                         f"shape {array.shape}")
+    return array
 
 
 def _read_mapping(positions: Mapping[str, Any], index: Mapping[str, int]) -> npt.NDArray[np.float64]:
