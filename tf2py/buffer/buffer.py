@@ -465,12 +465,6 @@ class Buffer(BufferCore):
         with self._lock:
             return BufferCore.drop_static(self, frames)
 
-    def forget_frames(self, frames: Iterable[str]) -> int:
-        """``BufferCore.forget_frames`` under the lock (requests waiting for a forgotten frame
-        go on waiting: it may be heard again)."""
-        with self._lock:
-            return BufferCore.forget_frames(self, frames)
-
     def _clear_locked(self) -> Ready | None:
         BufferCore.clear(self)
         if self._index.waiting:

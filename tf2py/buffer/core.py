@@ -221,7 +221,8 @@ class BufferCore:
         that a lookup naming one fails as for a frame never heard (LookupException) and
         ``get_frames`` no longer lists it; a frame named again later starts afresh. (tf2
         never forgets a name; ``tf2py fleet`` forgets a robot gone for good.) Returns how
-        many were forgotten."""
+        many were forgotten. On a ``Buffer``, requests waiting for a forgotten frame go on
+        waiting (it may be heard again); the kernel's own lock makes the call atomic."""
         return int(self._kernel.forget([f for f in frames if isinstance(f, str)]))
 
     # -- lookups --------------------------------------------------------------------------
