@@ -177,7 +177,7 @@ def test_bad_arguments_of_a_call_are_clear_errors():
         lambda: walk.poses(q.astype(np.float32), out),
         lambda: walk.poses(np.zeros((4, 5)).T, out),  # not C-contiguous
         lambda: walk.poses(np.zeros(4), out),  # one dimension
-        lambda: walk.poses(q, out.astype(np.float32)),
+        lambda: walk.poses(q, np.zeros(out.shape, dtype=np.float32)),  # (out is uninitialised)
         lambda: walk.poses(q, np.empty((5, 9, 4, 8))[..., ::2]),
         lambda: walk.poses(q, out.reshape(5, 9, 16)),
         lambda: walk.poses(garbage(q.tolist()), out),
