@@ -195,6 +195,17 @@ class Goals:
         goal_id = goal.goal_id
         key = (peer, goal_id)
         if goal.timeout_ns > MAX_GOAL_TIMEOUT_NS:
+            # Answered as a local Buffer would when it needs no wait (possible now, or never:
+            # a bad frame id); refused only when it would wait longer than the limit.
+            try:
+                future = self._wait_future(goal)
+            except Exception as exc:  # e.g. a frame id of the wrong type
+                self._answer_error(peer, goal_id, exc, "answered_at_once")
+                return
+            if future.done():
+                self._answer_future(peer, goal_id, future, "answered_at_once")
+                return
+            future.cancel()
             self._refuse(
                 peer, goal_id,
                 f"goal refused: its timeout of {goal.timeout_ns / 1e9:g} s is over the "
