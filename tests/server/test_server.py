@@ -446,3 +446,14 @@ def test_an_invalid_address_is_a_value_error_naming_it(buffer, address):
     with pytest.raises(ValueError, match=f"invalid buffer server address '{address}'"):
         BufferServer(buffer, address)
     assert len(threading.enumerate()) == before
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:0", "tcp://*:7402"])
+def test_a_client_given_an_address_only_a_server_binds_is_one_value_error(address):
+    with pytest.raises(ValueError, match="a client needs the server's real address"):
+        BufferClient(address)
+
+
+def test_an_address_no_interface_has_is_an_os_error_naming_it(buffer):
+    with pytest.raises(OSError, match="cannot bind the buffer server at tcp://192.0.2.1:0"):
+        BufferServer(buffer, "tcp://192.0.2.1:0")  # TEST-NET-1: on no interface here

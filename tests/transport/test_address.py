@@ -61,3 +61,17 @@ def test_server_address_may_use_port_65535_but_not_more():
 
 def test_server_address_of_another_zeromq_transport_is_left_to_zeromq():
     assert check_server_address("ipc:///tmp/tf2py-server") == "ipc:///tmp/tf2py-server"
+
+
+def test_a_core_bound_on_every_interface_gives_an_address_clients_can_use():
+    from helpers import wait_for
+    from tf2py import Buffer, Core, StaticTransformBroadcaster, Time, TransformListener
+    from tf2py.buffer.messages import make_transform
+
+    with Core("tcp://*:0") as core:
+        assert core.address.startswith("tcp://0.0.0.0:")
+        buffer = Buffer()
+        with TransformListener(buffer, core.address), \
+                StaticTransformBroadcaster(core.address) as broadcaster:
+            broadcaster.send_transform(make_transform("map", "odom", (1, 0, 0)))
+            wait_for(lambda: buffer.can_transform("map", "odom", Time()), timeout=10)

@@ -66,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
             server = BufferServer(buffer, address=args.address)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        except zmq.ZMQError as exc:
-            raise CommandError(f"cannot serve at {args.address or 'the default address'}: {exc}") from None
+        except (OSError, zmq.ZMQError) as exc:
+            raise CommandError(f"cannot serve at {args.address or 'the default address'}: "
+                               f"{exc.strerror if isinstance(exc, OSError) else exc}") from None
         print(f"tf2py server: ready at {server.address}", flush=True)
         wait_for_interrupt()
     finally:

@@ -23,7 +23,7 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from ..transport.zmq.address import check_server_address, tcp_host
+from ..transport.zmq.address import check_server_address, split_tcp_address, tcp_host
 from ..transport.zmq.keys import warn_if_exposed
 from ..transport.zmq.sockets import context as _context  # the bus's, one per process
 from .link import OnDrop
@@ -125,8 +125,10 @@ class ZmqServerLink:
             try:
                 router.bind(requested)
             except zmq.ZMQError as exc:
-                if exc.errno != zmq.EINVAL:
-                    raise  # e.g. the address is in use
+                if exc.errno not in (zmq.EINVAL, zmq.EPROTONOSUPPORT):
+                    # in use, a host that no interface has: as Core says it, one line
+                    raise OSError(exc.errno, f"cannot bind the buffer server at {requested}: "
+                                  f"{exc.strerror}") from None
                 raise ValueError(
                     f"invalid buffer server address {requested!r}: {exc.strerror} "
                     "(expected e.g. tcp://127.0.0.1:7402)") from None
@@ -388,6 +390,12 @@ def open_server_link(address: str, keys: Any, on_drop: OnDrop) -> ZmqServerLink:
 
 
 def open_client_link(address: str, keys: Any) -> ZmqClientLink:
-    """A DEALER connecting to ``address``."""
+    """A DEALER connecting to ``address``; ValueError for a port a server can only bind (0,
+    or a host of ``*``), as the bus's clients refuse them."""
     check_server_address(address)
+    host, port = split_tcp_address(address, max_port=65535) if address.startswith("tcp://") \
+        else ("", 1)
+    if port == 0 or host == "*":
+        raise ValueError(f"a client needs the server's real address, not {address!r} (use "
+                         "BufferServer(...).address)")
     return ZmqClientLink(address, keys)

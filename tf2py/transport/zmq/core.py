@@ -158,8 +158,9 @@ class Core(ClosingContext):
         frontend, backend, port = self._bind_pair(host, port)
         self._bound_ports = [port, port + 1]
         self.port = port
-        self.address = f"tcp://{host}:{port}"
-        self.subscribe_address = f"tcp://{host}:{port + 1}"
+        shown = "0.0.0.0" if host == "*" else host  # (bound on every interface: an address
+        self.address = f"tcp://{shown}:{port}"        # to connect to, as BufferServer's)
+        self.subscribe_address = f"tcp://{shown}:{port + 1}"
         self._watch = ConnectionWatch(frontend, backend, self.dropped,
                                       f"tf2py core {self.address}")
 
