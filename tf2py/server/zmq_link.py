@@ -23,7 +23,7 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from ..transport.zmq.address import check_server_address, split_tcp_address, tcp_host
+from ..transport.zmq.address import check_server_address, tcp_host
 from ..transport.zmq.keys import warn_if_exposed
 from ..transport.zmq.sockets import context as _context  # the bus's, one per process
 from .link import OnDrop
@@ -392,10 +392,4 @@ def open_server_link(address: str, keys: Any, on_drop: OnDrop) -> ZmqServerLink:
 def open_client_link(address: str, keys: Any) -> ZmqClientLink:
     """A DEALER connecting to ``address``; ValueError for a port a server can only bind (0,
     or a host of ``*``), as the bus's clients refuse them."""
-    check_server_address(address)
-    host, port = split_tcp_address(address, max_port=65535) if address.startswith("tcp://") \
-        else ("", 1)
-    if port == 0 or host == "*":
-        raise ValueError(f"a client needs the server's real address, not {address!r} (use "
-                         "BufferServer(...).address)")
-    return ZmqClientLink(address, keys)
+    return ZmqClientLink(check_server_address(address, to_connect=True), keys)

@@ -38,17 +38,22 @@ def tcp_host(address: str) -> str | None:
     return m.group("host") if m else None
 
 
-def check_server_address(address: str) -> str:
+def check_server_address(address: str, to_connect: bool = False) -> str:
     """``address`` if it is a usable buffer server address; a ``tcp://`` address must be
-    ``tcp://HOST:PORT`` with PORT 0..65535 (ZeroMQ itself would take port 99999 as 34463).
-    Other ZeroMQ transports (ipc://, inproc://) are left to ZeroMQ. Raises ValueError."""
+    ``tcp://HOST:PORT`` with PORT 0..65535 (ZeroMQ itself would take port 99999 as 34463),
+    and, ``to_connect`` (a client's), neither port 0 nor host ``*`` (only a server binds
+    those). Other ZeroMQ transports (ipc://, inproc://) are left to ZeroMQ. Raises
+    ValueError."""
     if address.startswith("tcp://"):
         try:
-            split_tcp_address(address, max_port=65535)
+            host, port = split_tcp_address(address, max_port=65535)
         except ValueError as exc:
             raise ValueError(
                 str(exc).replace("invalid address", "invalid buffer server address", 1)
             ) from None
+        if to_connect and (port == 0 or host == "*"):
+            raise ValueError(f"a client needs the server's real address, not {address!r} "
+                             "(use BufferServer(...).address)")
     return address
 
 
