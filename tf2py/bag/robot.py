@@ -323,12 +323,13 @@ def robot_transforms(model: RobotModel, states: BagJointStates, frame_prefix: st
         raise BagError(where + f"{found} (sensor_msgs/JointState) to turn into the robot's "
                        f"transforms (topics: {', '.join(sorted(states.topics)) or 'none'})")
     movable = model.movable_joint_names
-    index = {name: k for k, name in enumerate(movable)}
-    if not any(name in index for name in states.joint_names()):
+    if not set(movable) & set(states.joint_names()):
         raise BagError(where + f"none of the {len(states.joint_names())} joints named on "
                        f"{joint_states_topic} ({_names(states.joint_names())}) is a movable "
                        f"joint of robot {model.name!r} ({_names(movable)})")
-    dof = len(movable)
+    from ..robot.rate import JointIndex
+
+    index = JointIndex(movable)  # robot_state_publisher's reading, as RobotStatePublisher's
     parts: list[tuple[Transforms, npt.NDArray[np.intp]]] = []
     for names, members, positions in states.groups():
         finite = np.isfinite(positions).all(axis=1)
@@ -336,14 +337,12 @@ def robot_transforms(model: RobotModel, states: BagJointStates, frame_prefix: st
             states.dropped["not_finite"] = (states.dropped.get("not_finite", 0)
                                             + int((~finite).sum()))
             members, positions = members[finite], positions[finite]
-        first = {name: k for k, name in reversed(list(enumerate(names)))}  # a name twice: the first
-        columns = [(k, index[name]) for name, k in first.items() if name in index]
-        if not columns or not len(members):
+        if not len(members):
             continue
-        given = np.full((len(members), dof), np.nan)
-        source, target = zip(*columns)
-        given[:, list(target)] = positions[:, list(source)]
+        given = index.configuration(names, positions)
         rows = model.joint_state_rows(given, states.stamps_ns[members], frame_prefix)
+        if not len(rows):  # (none of its names is a movable joint of the model)
+            continue
         # movable_rows gives joint by joint; each joint's rows in configuration order
         parts.append((rows, np.tile(members, len(rows) // len(members))))
     return _as_bag_transforms(model, states, parts, frame_prefix)

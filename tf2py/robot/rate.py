@@ -23,17 +23,18 @@ _Ints = npt.NDArray[np.intp]
 
 class JointIndex:
     """Maps a message's (names, positions) onto the model's ``movable_joint_names`` (``(M,)``,
-    NaN for the joints it does not name); names the model lacks are ignored. A name given
-    twice: the first position counts (robot_state_publisher's map keeps the first)."""
+    NaN for the joints it does not name; positions ``(N, len(names))`` of N messages naming
+    the same joints give ``(N, M)``); names the model lacks are ignored. A name given twice:
+    the first position counts (robot_state_publisher's map keeps the first)."""
 
     def __init__(self, joint_names: Sequence[str]):
         self._index = {name: k for k, name in enumerate(joint_names)}
         self._dof = len(joint_names)  # (columns: the movable joints)
-        self._names: list[str] | None = None
+        self._names: Sequence[str] | None = None
         self._source: _Ints = np.zeros(0, dtype=np.intp)
         self._target: _Ints = np.zeros(0, dtype=np.intp)
 
-    def configuration(self, names: list[str],
+    def configuration(self, names: Sequence[str],
                       positions: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         if names is not self._names:
             pairs = []
@@ -45,8 +46,8 @@ class JointIndex:
             self._source = np.array([p[0] for p in pairs], dtype=np.intp)
             self._target = np.array([p[1] for p in pairs], dtype=np.intp)
             self._names = names
-        out = np.full(self._dof, np.nan)
-        out[self._target] = positions[self._source]
+        out = np.full(positions.shape[:-1] + (self._dof,), np.nan)
+        out[..., self._target] = positions[..., self._source]
         return out
 
 
