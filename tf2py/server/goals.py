@@ -194,26 +194,10 @@ class Goals:
         self.counts["goals"] += 1
         goal_id = goal.goal_id
         key = (peer, goal_id)
-        if goal.timeout_ns > MAX_GOAL_TIMEOUT_NS:
-            # Answered as a local Buffer would when it needs no wait (possible now, or never:
-            # a bad frame id); refused only when it would wait longer than the limit.
-            try:
-                future = self._wait_future(goal)
-            except Exception as exc:  # e.g. a frame id of the wrong type
-                self._answer_error(peer, goal_id, exc, "answered_at_once")
-                return
-            if future.done():
-                self._answer_future(peer, goal_id, future, "answered_at_once")
-                return
-            future.cancel()
-            self._refuse(
-                peer, goal_id,
-                f"goal refused: its timeout of {goal.timeout_ns / 1e9:g} s is over the "
-                f"BufferServer's limit on a goal's timeout ({MAX_GOAL_TIMEOUT:g} s); ask again "
-                "for longer waits", "timeout limit")
-            return
         waiting = self.pending.get(key)
         if waiting is not None:
+            if self._over_timeout(peer, goal):
+                return
             # The same goal again (a client that sets its own routing id, re-sending after a
             # reconnect with the time it has left): keep the earlier of the two deadlines.
             self.counts["duplicates"] += 1
@@ -243,7 +227,7 @@ class Goals:
             if future.done():  # possible now, or no data can make it possible
                 self._answer_future(peer, goal_id, future, "answered_at_once")
                 return
-            if self._over_limits(peer, goal_id):
+            if self._over_limits(peer, goal):
                 future.cancel()
                 return
             group = self.groups[gkey] = _Group(gkey, goal, future)
@@ -255,7 +239,7 @@ class Goals:
             except Exception as exc:
                 self._answer_error(peer, goal_id, exc, "answered_at_once")
             return
-        elif self._over_limits(peer, goal_id):
+        elif self._over_limits(peer, goal):
             return
         now = time.monotonic_ns()
         seq = next(self._seq)
@@ -272,8 +256,24 @@ class Goals:
         self.counts["waited"] += 1
         self._send(peer, protocol.pack_accepted(goal_id))
 
-    def _over_limits(self, peer: Any, goal_id: int) -> bool:
-        """Refuse (and say so) a goal over the per-client or the total limit of waiting."""
+    def _over_timeout(self, peer: Any, goal: Goal) -> bool:
+        """Refuse (and say so) a goal that would wait longer than a goal may."""
+        if goal.timeout_ns <= MAX_GOAL_TIMEOUT_NS:
+            return False
+        self._refuse(
+            peer, goal.goal_id,
+            f"goal refused: its timeout of {goal.timeout_ns / 1e9:g} s is over the "
+            f"BufferServer's limit on a goal's timeout ({MAX_GOAL_TIMEOUT:g} s); ask again "
+            "for longer waits", "timeout limit")
+        return True
+
+    def _over_limits(self, peer: Any, goal: Goal) -> bool:
+        """Refuse (and say so) a goal that would wait: over a goal's timeout, or over the
+        per-client or the total limit of waiting. (A goal answerable now, or never, comes
+        not here: the limits bound waiting, as a local Buffer has none.)"""
+        if self._over_timeout(peer, goal):
+            return True
+        goal_id = goal.goal_id
         if len(self.by_peer.get(peer, ())) >= MAX_WAITING_GOALS_PER_CLIENT:
             self._refuse(
                 peer, goal_id,
